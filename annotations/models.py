@@ -1,0 +1,317 @@
+"""Studies, their classes and members, items, routed queries and estimate snapshots.
+
+Invariants live here (constraints, ``clean``); workflows live in ``services``.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.contrib.auth.models import AbstractUser
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+
+class User(AbstractUser):
+    """Platform account. Roles are per study (``StudyMembership``); ``is_staff`` opens the admin."""
+
+
+def _new_seed() -> int:
+    return secrets.randbits(62)
+
+
+class Study(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    queries_per_item = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1)],
+        help_text="Distinct classes asked per item, drawn without replacement; stops at the "
+        "first 'yes'.",
+    )
+    lease_minutes = models.PositiveSmallIntegerField(
+        default=10, validators=[MinValueValidator(1), MaxValueValidator(240)]
+    )
+    shuffle_options = models.BooleanField(
+        default=True,
+        help_text="Multiple-choice items: shuffle options per item, class k = option position. "
+        "Turn off when classes are named categories shared by all items.",
+    )
+    gold_rate = models.FloatField(
+        default=0.0,
+        validators=[MinValueValidator(0.0), MaxValueValidator(0.5)],
+        help_text="Share of a specialist's queries drawn from quality-control gold items.",
+    )
+    target_ci_width = models.FloatField(
+        default=0.05,
+        validators=[MinValueValidator(0.001), MaxValueValidator(1.0)],
+        help_text="Full width of the 95% interval the dashboard plans for.",
+    )
+    seed = models.BigIntegerField(default=_new_seed, help_text="Seed of every random draw.")
+    routing_batches = models.PositiveIntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    opened_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def k(self) -> int:
+        return self.classes.count()
+
+
+class StudyClass(models.Model):
+    """Class k of a study (0-based ``index``); a pool of specialists answers 'is it class k?'."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="classes")
+    index = models.PositiveSmallIntegerField()
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["study", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "index"], name="class_unique_index"),
+            models.UniqueConstraint(fields=["study", "name"], name="class_unique_name"),
+        ]
+        verbose_name_plural = "study classes"
+
+    def __str__(self) -> str:
+        return f"{self.index}: {self.name}"
+
+
+class StudyMembership(models.Model):
+    """A user's role in one study: the per-study permission every view and API checks."""
+
+    class Role(models.TextChoices):
+        RESEARCHER = "researcher", "Researcher"
+        MANAGER = "manager", "Manager"
+        SPECIALIST = "specialist", "Specialist"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=12, choices=Role.choices)
+    study_class = models.ForeignKey(
+        StudyClass,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="specialists",
+        help_text="Required for specialists: the class whose question they answer.",
+    )
+    draws = models.PositiveIntegerField(
+        default=0, editable=False, help_text="Next-query requests so far (seeds the QC draw)."
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "user", "role"], name="membership_unique_role"
+            ),
+            models.CheckConstraint(
+                condition=Q(role="specialist", study_class__isnull=False)
+                | (~Q(role="specialist") & Q(study_class__isnull=True)),
+                name="membership_class_iff_specialist",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        suffix = f" ({self.study_class.name})" if self.study_class_id else ""
+        return f"{self.user} — {self.role}{suffix}"
+
+    def clean(self) -> None:
+        if self.role == self.Role.SPECIALIST and not self.study_class_id:
+            raise ValidationError({"study_class": "A specialist needs a class."})
+        if self.role != self.Role.SPECIALIST and self.study_class_id:
+            raise ValidationError({"study_class": "Only specialists have a class."})
+        if self.study_class_id and self.study_class.study_id != self.study_id:
+            raise ValidationError({"study_class": "The class belongs to another study."})
+
+
+class Item(models.Model):
+    """One question with K options. ``option_order[p]`` is the original index shown at
+    position p (drawn once, stored); class k is position k. ``gold_option`` (original index)
+    is hidden: used for validation and, on quality-control items, to score specialists."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=200)
+    text = models.TextField()
+    options = models.JSONField(default=list, blank=True)
+    option_order = models.JSONField(default=list, editable=False)
+    class_order = models.JSONField(
+        default=list, editable=False, help_text="Classes drawn for this item, in asking order."
+    )
+    metadata = models.JSONField(default=dict, blank=True)
+    stratum = models.CharField(max_length=120, blank=True, default="")
+    gold_option = models.PositiveSmallIntegerField(null=True, blank=True)
+    is_quality_check = models.BooleanField(
+        default=False, help_text="Gold item interleaved to check specialists; never estimated."
+    )
+    routed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "external_id"], name="item_unique_external_id"
+            ),
+            models.CheckConstraint(
+                condition=Q(is_quality_check=False) | Q(gold_option__isnull=False),
+                name="item_quality_check_has_gold",
+            ),
+        ]
+        indexes = [models.Index(fields=["study", "stratum"])]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+    def position_of(self, original_index: int | None) -> int | None:
+        """Displayed position (= class) of an original option index; None when missing."""
+        if original_index is None:
+            return None
+        try:
+            return self.option_order.index(original_index)
+        except ValueError:
+            return None
+
+    def displayed_options(self, class_names: list[str]) -> list[str]:
+        if not self.options:
+            return list(class_names)
+        return [self.options[i] for i in self.option_order]
+
+
+class Query(models.Model):
+    """'Is the answer class k?' about one item, routed to class k's pool and leased to one
+    specialist at a time. Every draw (k, sequence, rank) is stored when the query is made."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        LEASED = "leased", "Leased"
+        ANSWERED = "answered", "Answered"
+
+    class Answer(models.TextChoices):
+        YES = "yes", "Yes"
+        NO = "no", "No"
+        UNSURE = "unsure", "Not sure"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="queries")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="queries")
+    k = models.PositiveSmallIntegerField(help_text="Class asked (option position).")
+    sequence = models.PositiveSmallIntegerField(default=0, help_text="0 = first query of the item.")
+    rank = models.BigIntegerField(help_text="Random queue position, drawn and stored.")
+    stratum = models.CharField(max_length=120, blank=True, default="")
+    is_quality_check = models.BooleanField(default=False)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    holder = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="held_queries"
+    )
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    issued_at = models.DateTimeField(null=True, blank=True)
+    rendered_at = models.DateTimeField(null=True, blank=True)
+    answered_at = models.DateTimeField(null=True, blank=True)
+    answer = models.CharField(max_length=10, choices=Answer.choices, blank=True, default="")
+    answered_by = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="answered_queries"
+    )
+    time_on_task_ms = models.PositiveIntegerField(null=True, blank=True)
+    qc_correct = models.BooleanField(
+        null=True, blank=True, help_text="Quality-check queries: was the answer right?"
+    )
+    times_issued = models.PositiveSmallIntegerField(default=0)
+    # Bit s is set when AI system with ordinal s predicted class k (match) / predicted
+    # anything parseable (present). Written with the answer and refreshed on prediction
+    # import, so recomputing a study is one aggregation over this table.
+    match_mask = models.BigIntegerField(default=0)
+    present_mask = models.BigIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "queries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "sequence"],
+                condition=Q(is_quality_check=False),
+                name="query_unique_item_sequence",
+            ),
+            models.UniqueConstraint(
+                fields=["item", "answered_by"],
+                condition=Q(is_quality_check=True),
+                name="query_one_check_per_specialist",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="leased", holder__isnull=False, lease_expires_at__isnull=False)
+                | ~Q(status="leased"),
+                name="query_leased_has_holder",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="answered", answered_at__isnull=False) & ~Q(answer="")
+                | ~Q(status="answered") & Q(answer=""),
+                name="query_answer_iff_answered",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["study", "k", "rank"],
+                condition=Q(status="pending"),
+                name="query_pending_queue",
+            ),
+            models.Index(
+                fields=["holder", "status"], condition=Q(status="leased"), name="query_leases"
+            ),
+            models.Index(
+                fields=["lease_expires_at"],
+                condition=Q(status="leased"),
+                name="query_lease_expiry",
+            ),
+            models.Index(fields=["study", "status", "k"], name="query_study_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Q{self.pk} item={self.item_id} k={self.k}"
+
+
+class QueryEvent(models.Model):
+    """Audit trail: every state change of a query, written in the same transaction."""
+
+    class Kind(models.TextChoices):
+        ROUTED = "routed", "Routed"
+        ISSUED = "issued", "Issued"
+        RENDERED = "rendered", "Rendered"
+        ANSWERED = "answered", "Answered"
+        RECLAIMED = "reclaimed", "Lease reclaimed"
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    actor = models.ForeignKey(User, on_delete=models.SET_NULL, null=True, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["query", "at"])]
+
+
+class EstimateSnapshot(models.Model):
+    """What a recompute found: dashboards and the API read these, never the labels."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="snapshots")
+    computed_at = models.DateTimeField(auto_now_add=True)
+    n_answered = models.PositiveIntegerField()
+    duration_ms = models.FloatField()
+    payload = models.JSONField()
+
+    class Meta:
+        ordering = ["-computed_at", "-id"]
+        get_latest_by = ["computed_at", "id"]
+        indexes = [models.Index(fields=["study", "-computed_at"])]

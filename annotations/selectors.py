@@ -1,0 +1,284 @@
+"""Every read of the annotations app: querysets and plain dataclasses for views, API, tasks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db.models import Count, F, Q, QuerySet, Sum
+
+from annotations.models import (
+    EstimateSnapshot,
+    Item,
+    Query,
+    Study,
+    StudyClass,
+    StudyMembership,
+    User,
+)
+
+Role = StudyMembership.Role
+DASHBOARD_ROLES = (Role.RESEARCHER, Role.MANAGER)
+
+
+# --- permissions -------------------------------------------------------------------------
+def user_roles(*, user: User, study: Study) -> set[str]:
+    """Roles the user holds in the study; superusers are researchers everywhere."""
+    if not user.is_authenticated:
+        return set()
+    roles = set(
+        StudyMembership.objects.filter(study=study, user=user).values_list("role", flat=True)
+    )
+    if user.is_superuser:
+        roles.add(Role.RESEARCHER)
+    return roles
+
+
+def user_can_view_dashboard(*, user: User, study: Study) -> bool:
+    return bool(user_roles(user=user, study=study) & set(DASHBOARD_ROLES))
+
+
+def studies_for_user(*, user: User) -> list[tuple[Study, set[str], StudyMembership | None]]:
+    """(study, roles, specialist membership) for every study the user belongs to."""
+    memberships = StudyMembership.objects.filter(user=user).select_related("study", "study_class")
+    by_study: dict[int, tuple[Study, set[str], StudyMembership | None]] = {}
+    for m in memberships:
+        study, roles, spec = by_study.get(m.study_id, (m.study, set(), None))
+        roles.add(m.role)
+        if m.role == Role.SPECIALIST:
+            spec = m
+        by_study[m.study_id] = (study, roles, spec)
+    if user.is_superuser:
+        for study in Study.objects.exclude(pk__in=by_study):
+            by_study[study.pk] = (study, {Role.RESEARCHER}, None)
+        for _study, roles, _ in by_study.values():
+            roles.add(Role.RESEARCHER)
+    return sorted(by_study.values(), key=lambda t: t[0].name)
+
+
+def specialist_membership(*, user: User, study: Study) -> StudyMembership | None:
+    return (
+        StudyMembership.objects.select_related("study_class")
+        .filter(user=user, study=study, role=Role.SPECIALIST)
+        .first()
+    )
+
+
+def study_classes(*, study: Study) -> list[StudyClass]:
+    return list(study.classes.order_by("index"))
+
+
+# --- the specialist's view of a query (hidden information filtered here) --------------------
+@dataclass(frozen=True)
+class QueryForSpecialist:
+    """Exactly what a specialist may see: no gold label, no AI prediction, no other answers."""
+
+    id: int
+    study_id: int
+    item_text: str
+    options: list[tuple[str, str]]  # (class name = position label, option text)
+    class_index: int
+    class_name: str
+    class_description: str
+    lease_expires_at: object
+    issued_at: object
+
+
+def query_for_specialist(*, query: Query) -> QueryForSpecialist:
+    item = Item.objects.only("text", "options", "option_order").get(pk=query.item_id)
+    classes = study_classes(study=query.study)
+    names = [c.name for c in classes]
+    asked = classes[query.k]
+    return QueryForSpecialist(
+        id=query.pk,
+        study_id=query.study_id,
+        item_text=item.text,
+        options=list(zip(names, item.displayed_options(names), strict=True)),
+        class_index=query.k,
+        class_name=asked.name,
+        class_description=asked.description,
+        lease_expires_at=query.lease_expires_at,
+        issued_at=query.issued_at,
+    )
+
+
+def specialist_progress(*, user: User, study: Study, since=None) -> dict[str, int]:
+    """Answered by this user (since ``since`` if given) and still pending in their class."""
+    membership = specialist_membership(user=user, study=study)
+    answered = Query.objects.filter(study=study, answered_by=user)
+    if since is not None:
+        answered = answered.filter(answered_at__gte=since)
+    pending = 0
+    if membership is not None:
+        pending = Query.objects.filter(
+            study=study,
+            k=membership.study_class.index,
+            status=Query.Status.PENDING,
+            is_quality_check=False,
+        ).count()
+    return {"answered": answered.count(), "pending": pending}
+
+
+# --- counts for the estimators -------------------------------------------------------------
+@dataclass(frozen=True)
+class LabelCounts:
+    """Answered, non-quality-check queries grouped by (stratum, class k, answer).
+
+    ``n[g]`` queries in group g; ``match[g, s]`` of them where system s predicted class k;
+    ``present[g, s]`` where system s gave a parseable prediction."""
+
+    strata: np.ndarray
+    k: np.ndarray
+    answer: np.ndarray
+    n: np.ndarray
+    match: np.ndarray
+    present: np.ndarray
+
+
+def study_label_counts(*, study: Study, ordinals: list[int]) -> LabelCounts:
+    """One SQL aggregation over the study's answered queries (bit sums over the masks)."""
+    aggregates = {}
+    for o in ordinals:
+        aggregates[f"m{o}"] = Sum(F("match_mask").bitrightshift(o).bitand(1))
+        aggregates[f"p{o}"] = Sum(F("present_mask").bitrightshift(o).bitand(1))
+    rows = list(
+        Query.objects.filter(study=study, status=Query.Status.ANSWERED, is_quality_check=False)
+        .values("stratum", "k", "answer")
+        .annotate(n=Count("id"), **aggregates)
+        .order_by("stratum", "k", "answer")
+    )
+    g = len(rows)
+    match = np.zeros((g, len(ordinals)))
+    present = np.zeros((g, len(ordinals)))
+    for i, row in enumerate(rows):
+        for j, o in enumerate(ordinals):
+            match[i, j] = float(row[f"m{o}"] or 0)
+            present[i, j] = float(row[f"p{o}"] or 0)
+    return LabelCounts(
+        strata=np.array([r["stratum"] for r in rows], dtype=object),
+        k=np.array([r["k"] for r in rows], dtype=int),
+        answer=np.array([r["answer"] for r in rows], dtype=object),
+        n=np.array([r["n"] for r in rows], dtype=float),
+        match=match,
+        present=present,
+    )
+
+
+@dataclass
+class ClassProgress:
+    index: int
+    name: str
+    yes: int = 0
+    no: int = 0
+    unsure: int = 0
+    pending: int = 0
+    leased: int = 0
+    specialists: int = 0
+
+    @property
+    def answered(self) -> int:
+        return self.yes + self.no + self.unsure
+
+    @property
+    def routed(self) -> int:
+        return self.answered + self.pending + self.leased
+
+    @property
+    def completion_rate(self) -> float | None:
+        return self.answered / self.routed if self.routed else None
+
+    @property
+    def abstention_rate(self) -> float | None:
+        return self.unsure / self.answered if self.answered else None
+
+
+def study_class_progress(*, study: Study) -> list[ClassProgress]:
+    """Per class: ordinary (yes), complementary (no), abstained, pending and leased queries."""
+    classes = {
+        c.index: ClassProgress(index=c.index, name=c.name) for c in study_classes(study=study)
+    }
+    rows = (
+        Query.objects.filter(study=study, is_quality_check=False)
+        .values("k", "status", "answer")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in rows:
+        cp = classes.get(row["k"])
+        if cp is None:
+            continue
+        if row["status"] == Query.Status.ANSWERED:
+            setattr(cp, row["answer"], getattr(cp, row["answer"]) + row["n"])
+        else:
+            setattr(cp, row["status"], getattr(cp, row["status"]) + row["n"])
+    for row in (
+        StudyMembership.objects.filter(study=study, role=Role.SPECIALIST)
+        .values("study_class__index")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        classes[row["study_class__index"]].specialists = row["n"]
+    return [classes[i] for i in sorted(classes)]
+
+
+@dataclass
+class QualityRow:
+    label: str
+    correct: int = 0
+    wrong: int = 0
+    unsure: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float | None:
+        n = self.correct + self.wrong
+        return self.correct / n if n else None
+
+
+def quality_check_summary(*, study: Study) -> tuple[list[QualityRow], list[QualityRow]]:
+    """Accuracy on interleaved gold items, per specialist and per class (researchers only)."""
+    base = Query.objects.filter(study=study, is_quality_check=True, status=Query.Status.ANSWERED)
+    agg = {
+        "correct": Count("id", filter=Q(qc_correct=True)),
+        "wrong": Count("id", filter=Q(qc_correct=False)),
+        "unsure": Count("id", filter=Q(answer=Query.Answer.UNSURE)),
+    }
+    names = {c.index: c.name for c in study_classes(study=study)}
+    per_user = [
+        QualityRow(
+            label=r["answered_by__username"],
+            correct=r["correct"],
+            wrong=r["wrong"],
+            unsure=r["unsure"],
+            extra={"class": names.get(r["k"], "")},
+        )
+        for r in base.values("answered_by__username", "k")
+        .annotate(**agg)
+        .order_by("answered_by__username")
+    ]
+    per_class = [
+        QualityRow(
+            label=names.get(r["k"], str(r["k"])),
+            correct=r["correct"],
+            wrong=r["wrong"],
+            unsure=r["unsure"],
+        )
+        for r in base.values("k").annotate(**agg).order_by("k")
+    ]
+    return per_user, per_class
+
+
+# --- snapshots ------------------------------------------------------------------------------
+def study_latest_snapshot(*, study: Study) -> EstimateSnapshot | None:
+    return EstimateSnapshot.objects.filter(study=study).order_by("-computed_at", "-id").first()
+
+
+def study_snapshot_history(*, study: Study, limit: int = 200) -> list[EstimateSnapshot]:
+    snaps = list(
+        EstimateSnapshot.objects.filter(study=study).order_by("-computed_at", "-id")[:limit]
+    )
+    return snaps[::-1]
+
+
+def study_items(*, study: Study) -> QuerySet[Item]:
+    return Item.objects.filter(study=study).order_by("pk")

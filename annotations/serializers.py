@@ -1,0 +1,122 @@
+"""Explicit input/output serializers for the REST API (unique names for the schema)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from annotations.models import Query, Study, StudyClass
+
+
+class StudyClassOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = StudyClass
+        fields = ["index", "name", "description"]
+
+
+class StudyOutputSerializer(serializers.ModelSerializer):
+    classes = StudyClassOutputSerializer(many=True, read_only=True)
+    k = serializers.SerializerMethodField()
+    roles = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Study
+        fields = ["id", "name", "description", "status", "k", "classes", "queries_per_item",
+                  "lease_minutes", "shuffle_options", "gold_rate", "target_ci_width",
+                  "opened_at", "closed_at", "roles"]
+
+    def get_k(self, obj: Study) -> int:
+        return len(obj.classes.all())
+
+    def get_roles(self, obj: Study) -> list[str]:
+        return sorted(self.context.get("roles", {}).get(obj.pk, []))
+
+
+class ItemOutputSerializer(serializers.Serializer):
+    id = serializers.CharField(source="external_id")
+    text = serializers.CharField()
+    options = serializers.ListField(child=serializers.CharField())
+    option_order = serializers.ListField(child=serializers.IntegerField())
+    class_order = serializers.ListField(child=serializers.IntegerField())
+    stratum = serializers.CharField()
+    metadata = serializers.DictField()
+    quality_check = serializers.BooleanField(source="is_quality_check")
+    gold = serializers.IntegerField(source="gold_option", allow_null=True)
+
+
+class ItemInputSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    text = serializers.CharField()
+    options = serializers.ListField(child=serializers.CharField(), required=False)
+    stratum = serializers.CharField(required=False, allow_blank=True)
+    gold = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    quality_check = serializers.BooleanField(required=False)
+    metadata = serializers.DictField(required=False)
+
+
+class PredictionInputSerializer(serializers.Serializer):
+    item_id = serializers.CharField()
+    system = serializers.CharField()
+    prediction = serializers.CharField(allow_blank=True, allow_null=True)
+
+
+class PredictionOutputSerializer(serializers.Serializer):
+    item_id = serializers.CharField(source="item.external_id")
+    system = serializers.CharField(source="system.name")
+    option = serializers.IntegerField(allow_null=True)
+    position = serializers.IntegerField(allow_null=True)
+    raw = serializers.CharField()
+
+
+class ImportOutputSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+
+
+class QueryOutputSerializer(serializers.Serializer):
+    """What a specialist may see of a query: no gold, no AI prediction."""
+
+    id = serializers.IntegerField()
+    study_id = serializers.IntegerField()
+    item_text = serializers.CharField()
+    options = serializers.SerializerMethodField()
+    class_index = serializers.IntegerField()
+    class_name = serializers.CharField()
+    class_description = serializers.CharField()
+    lease_expires_at = serializers.DateTimeField()
+
+    def get_options(self, obj) -> list[dict[str, str]]:
+        return [{"class": name, "text": text} for name, text in obj.options]
+
+
+class AnswerInputSerializer(serializers.Serializer):
+    answer = serializers.ChoiceField(choices=Query.Answer.values)
+
+
+class AnswerOutputSerializer(serializers.Serializer):
+    query_id = serializers.IntegerField(source="query.pk")
+    answer = serializers.CharField(source="query.answer")
+    answered_at = serializers.DateTimeField(source="query.answered_at")
+    created = serializers.BooleanField()
+
+
+class EstimateFieldsSerializer(serializers.Serializer):
+    accuracy = serializers.FloatField(allow_null=True)
+    accuracy_clipped = serializers.FloatField(allow_null=True)
+    se = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    bound = serializers.FloatField(allow_null=True)
+    weight = serializers.FloatField(allow_null=True)
+
+
+class SnapshotOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    computed_at = serializers.DateTimeField()
+    n_answered = serializers.IntegerField()
+    duration_ms = serializers.FloatField()
+    payload = serializers.JSONField(
+        help_text="k, confidence, classes (per-class counts and completion), "
+        "completion_imbalance, strata, systems: per system counts, estimates per method "
+        "(ord, comp, ivw, ml; each with the fields of EstimateFields), labels_needed, "
+        "reference (gold-subset accuracy) and per-stratum ML."
+    )

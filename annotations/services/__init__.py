@@ -1,0 +1,1 @@
+"""Every write of the annotations app (HackSoft style: ``<entity>_<action>``)."""

@@ -1,0 +1,249 @@
+"""Routing: the part the statistics depend on (METHODS.md M1, protocol).
+
+For every item entering an open study the option shuffle (drawn at import), the class order
+(K classes drawn uniformly without replacement) and a random queue rank are drawn from a
+seeded numpy Generator and **stored**; nothing is ever recomputed. The first class of the
+order is uniform over all K and independent of the item, the truth and the annotator, which
+is what makes complementary labels uniform over the wrong classes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+import numpy as np
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotations.errors import NotPermitted, StudyNotOpen
+from annotations.models import Item, Query, QueryEvent, Study, StudyMembership, User
+
+RANK_MAX = 2**62
+BULK_BATCH = 2000
+
+
+def study_rng(study: Study, *stream: int) -> np.random.Generator:
+    """Generator for one named stream of a study's draws: seeded by (study.seed, *stream)."""
+    return np.random.default_rng([study.seed, *stream])
+
+
+def option_orders_draw(rng: np.random.Generator, n_items: int, k: int, shuffle: bool) -> np.ndarray:
+    """Uniform random permutations of K positions, one row per item (identity if not shuffled)."""
+    if not shuffle:
+        return np.tile(np.arange(k), (n_items, 1))
+    return rng.random((n_items, k)).argsort(axis=1)
+
+
+@transaction.atomic
+def items_route(*, study: Study, items: Iterable[Item] | None = None) -> int:
+    """Draw class order and queue rank for not-yet-routed, non-quality-check items and create
+    each item's first query. Returns the number of items routed."""
+    if study.status != Study.Status.OPEN:
+        raise StudyNotOpen(f"Study '{study}' is {study.status}; open it to route items.")
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    qs = Item.objects.filter(study=study, routed_at__isnull=True, is_quality_check=False)
+    if items is not None:
+        qs = qs.filter(pk__in=[i.pk for i in items])
+    pending = list(qs.order_by("pk").only("pk", "stratum"))
+    if not pending:
+        return 0
+    k = study.classes.count()
+    study.routing_batches = F("routing_batches") + 1
+    study.save(update_fields=["routing_batches"])
+    study.refresh_from_db(fields=["routing_batches"])
+    rng = study_rng(study, 1, study.routing_batches)
+    depth = min(study.queries_per_item, k)
+    class_orders = rng.random((len(pending), k)).argsort(axis=1)[:, :depth]
+    ranks = rng.integers(0, RANK_MAX, size=len(pending))
+    now = timezone.now()
+    for item, order in zip(pending, class_orders, strict=True):
+        item.class_order = order.tolist()
+        item.routed_at = now
+    Item.objects.bulk_update(pending, ["class_order", "routed_at"], batch_size=BULK_BATCH)
+    queries = [
+        Query(
+            study=study,
+            item=item,
+            k=int(order[0]),
+            sequence=0,
+            rank=int(rank),
+            stratum=item.stratum,
+        )
+        for item, order, rank in zip(pending, class_orders, ranks, strict=True)
+    ]
+    Query.objects.bulk_create(queries, batch_size=BULK_BATCH)
+    return len(pending)
+
+
+def _membership(study: Study, user: User) -> StudyMembership:
+    membership = (
+        StudyMembership.objects.select_related("study_class")
+        .filter(study=study, user=user, role=StudyMembership.Role.SPECIALIST)
+        .first()
+    )
+    if membership is None:
+        raise NotPermitted("You are not a specialist in this study.")
+    return membership
+
+
+def leases_reclaim(
+    *, now: dt.datetime | None = None, study: Study | None = None, k: int | None = None
+) -> int:
+    """Return expired leases to their pool: the same query, the same class k (never redrawn).
+    Expired quality-check queries are dropped (they are made per specialist on demand).
+    Returns the number of queries reclaimed."""
+    now = now or timezone.now()
+    expired = Query.objects.filter(status=Query.Status.LEASED, lease_expires_at__lt=now)
+    if study is not None:
+        expired = expired.filter(study=study)
+    if k is not None:
+        expired = expired.filter(k=k)
+    with transaction.atomic():
+        rows = list(
+            expired.select_for_update(skip_locked=True).values_list(
+                "pk", "holder_id", "is_quality_check"
+            )
+        )
+        if not rows:
+            return 0
+        routed = [pk for pk, _, qc in rows if not qc]
+        checks = [pk for pk, _, qc in rows if qc]
+        QueryEvent.objects.bulk_create(
+            QueryEvent(query_id=pk, kind=QueryEvent.Kind.RECLAIMED, detail={"holder": holder})
+            for pk, holder, qc in rows
+            if not qc
+        )
+        Query.objects.filter(pk__in=routed).update(
+            status=Query.Status.PENDING, holder=None, lease_expires_at=None
+        )
+        Query.objects.filter(pk__in=checks).delete()
+    return len(rows)
+
+
+def _lease(query: Query, user: User, study: Study, now: dt.datetime) -> Query:
+    query.status = Query.Status.LEASED
+    query.holder = user
+    query.issued_at = now
+    query.rendered_at = None
+    query.lease_expires_at = now + dt.timedelta(minutes=study.lease_minutes)
+    query.times_issued = F("times_issued") + 1
+    query.save(
+        update_fields=[
+            "status",
+            "holder",
+            "issued_at",
+            "rendered_at",
+            "lease_expires_at",
+            "times_issued",
+        ]
+    )
+    query.refresh_from_db(fields=["times_issued"])
+    QueryEvent.objects.create(query=query, kind=QueryEvent.Kind.ISSUED, actor=user)
+    return query
+
+
+def _quality_check_lease(
+    study: Study, membership: StudyMembership, user: User, draw: int, now: dt.datetime
+) -> Query | None:
+    """With probability ``study.gold_rate`` (seeded by study, user and the user's draw
+    counter; the outcome is stored as ``is_quality_check``), lease a gold item the
+    specialist has not seen, asking their own class."""
+    if study.gold_rate <= 0:
+        return None
+    rng = study_rng(study, 2, user.pk, draw)
+    if rng.random() >= study.gold_rate:
+        return None
+    candidates = (
+        Item.objects.filter(study=study, is_quality_check=True)
+        .exclude(queries__answered_by=user)
+        .exclude(queries__holder=user)
+    )
+    n = candidates.count()
+    if n == 0:
+        return None
+    item = candidates.order_by("pk")[int(rng.integers(0, n))]
+    query = Query.objects.create(
+        study=study,
+        item=item,
+        k=membership.study_class.index,
+        sequence=0,
+        rank=0,
+        stratum=item.stratum,
+        is_quality_check=True,
+        status=Query.Status.PENDING,
+    )
+    return _lease(query, user, study, now)
+
+
+@transaction.atomic
+def query_lease_next(*, study: Study, user: User) -> Query | None:
+    """Give a specialist a query of their class under a lease, or None if the pool is empty.
+
+    A specialist's unexpired lease is resumed first. Otherwise the next pending query of
+    their class in stored random order is locked with ``SELECT … FOR UPDATE SKIP LOCKED``,
+    so concurrent requests never get the same query."""
+    if study.status != Study.Status.OPEN:
+        raise StudyNotOpen(f"Study '{study}' is not open.")
+    membership = _membership(study, user)
+    now = timezone.now()
+    current = query_current_lease(study=study, user=user, now=now)
+    if current is not None:
+        return current
+    StudyMembership.objects.filter(pk=membership.pk).update(draws=F("draws") + 1)
+    membership.refresh_from_db(fields=["draws"])
+    check = _quality_check_lease(study, membership, user, membership.draws, now)
+    if check is not None:
+        return check
+    k = membership.study_class.index
+    for attempt in range(2):
+        query = (
+            Query.objects.select_for_update(skip_locked=True)
+            .filter(study=study, k=k, status=Query.Status.PENDING, is_quality_check=False)
+            .order_by("rank")
+            .first()
+        )
+        if query is not None:
+            return _lease(query, user, study, now)
+        if attempt == 0 and not leases_reclaim(now=now, study=study, k=k):
+            break
+    return None
+
+
+def query_current_lease(
+    *, study: Study, user: User, now: dt.datetime | None = None
+) -> Query | None:
+    now = now or timezone.now()
+    return (
+        Query.objects.filter(
+            study=study, holder=user, status=Query.Status.LEASED, lease_expires_at__gt=now
+        )
+        .order_by("issued_at")
+        .first()
+    )
+
+
+@transaction.atomic
+def query_heartbeat(*, query_id: int, user: User) -> Query:
+    """Extend the lease of an active specialist (the page calls this while they work)."""
+    from annotations.services.labels import _locked_query_for_holder
+
+    query = _locked_query_for_holder(query_id, user)
+    query.lease_expires_at = timezone.now() + dt.timedelta(minutes=query.study.lease_minutes)
+    query.save(update_fields=["lease_expires_at"])
+    return query
+
+
+def query_mark_rendered(*, query: Query) -> None:
+    """Record (once per lease) when the server first rendered the query to its holder."""
+    if query.rendered_at is None:
+        now = timezone.now()
+        updated = Query.objects.filter(pk=query.pk, rendered_at__isnull=True).update(
+            rendered_at=now
+        )
+        if updated:
+            query.rendered_at = now
+            QueryEvent.objects.create(
+                query=query, kind=QueryEvent.Kind.RENDERED, actor=query.holder
+            )

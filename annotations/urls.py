@@ -1,0 +1,14 @@
+from django.urls import path
+
+from annotations import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("studies/<int:study_id>/label/", views.label_page, name="label"),
+    path("studies/<int:study_id>/label/next/", views.label_next, name="label-next"),
+    path("studies/<int:study_id>/label/<int:query_id>/answer/", views.label_answer,
+         name="label-answer"),
+    path("studies/<int:study_id>/label/<int:query_id>/heartbeat/", views.label_heartbeat,
+         name="label-heartbeat"),
+    path("studies/<int:study_id>/dashboard/", views.dashboard, name="dashboard"),
+]

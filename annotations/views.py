@@ -1,0 +1,160 @@
+"""HTML views (htmx): parse, call one service or selector, render."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from annotations import selectors
+from annotations.charts import convergence_chart, interval_chart
+from annotations.errors import DomainError, LeaseExpired
+from annotations.models import Query, Study
+from annotations.services.labels import label_submit
+from annotations.services.routing import (
+    query_current_lease,
+    query_heartbeat,
+    query_lease_next,
+    query_mark_rendered,
+)
+
+SESSION_START_KEY = "label_session_started"
+
+
+@require_GET
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    rows = selectors.studies_for_user(user=request.user)
+    return render(request, "annotations/home.html", {"rows": rows})
+
+
+def _specialist_study(request: HttpRequest, study_id: int) -> Study:
+    study = get_object_or_404(Study, pk=study_id)
+    if selectors.specialist_membership(user=request.user, study=study) is None:
+        raise PermissionDenied("You are not a specialist in this study.")
+    return study
+
+
+def _session_since(request: HttpRequest, study: Study):
+    key = f"{SESSION_START_KEY}:{study.pk}"
+    if key not in request.session:
+        request.session[key] = timezone.now().isoformat()
+    return timezone.datetime.fromisoformat(request.session[key])
+
+
+def _render_query(request: HttpRequest, study: Study, query: Query | None,
+                  message: str = "", *, full: bool = False) -> HttpResponse:
+    context = {"study": study, "message": message,
+               "progress": selectors.specialist_progress(
+                   user=request.user, study=study, since=_session_since(request, study))}
+    if query is not None:
+        query_mark_rendered(query=query)
+        context["q"] = selectors.query_for_specialist(query=query)
+    template = "annotations/label.html" if full else "annotations/_query.html"
+    if full:
+        context["membership"] = selectors.specialist_membership(user=request.user, study=study)
+    return render(request, template, context)
+
+
+@require_GET
+@login_required
+def label_page(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The labelling page: resumes the specialist's current lease, if any."""
+    study = _specialist_study(request, study_id)
+    query = None
+    if study.status == Study.Status.OPEN:
+        query = query_current_lease(study=study, user=request.user)
+    return _render_query(request, study, query, full=True)
+
+
+@require_POST
+@login_required
+def label_next(request: HttpRequest, study_id: int) -> HttpResponse:
+    study = _specialist_study(request, study_id)
+    try:
+        query = query_lease_next(study=study, user=request.user)
+    except DomainError as exc:
+        return _render_query(request, study, None, message=exc.message)
+    if not request.htmx:
+        return redirect("label", study_id=study.pk)
+    return _render_query(request, study, query,
+                         message="" if query else "No queries left for your class. Thank you!")
+
+
+@require_POST
+@login_required
+def label_answer(request: HttpRequest, study_id: int, query_id: int) -> HttpResponse:
+    """Store the answer, then hand out the next query in the same response."""
+    study = _specialist_study(request, study_id)
+    message = ""
+    try:
+        label_submit(query_id=query_id, user=request.user, answer=request.POST.get("answer", ""))
+    except LeaseExpired as exc:
+        message = exc.message
+    except DomainError as exc:
+        message = exc.message
+    if not request.htmx:
+        return redirect("label", study_id=study.pk)
+    query = None
+    if not message:
+        try:
+            query = query_lease_next(study=study, user=request.user)
+        except DomainError as exc:
+            message = exc.message
+        if query is None and not message:
+            message = "No queries left for your class. Thank you!"
+    return _render_query(request, study, query, message=message)
+
+
+@require_POST
+@login_required
+def label_heartbeat(request: HttpRequest, study_id: int, query_id: int) -> HttpResponse:
+    study = _specialist_study(request, study_id)
+    try:
+        query = query_heartbeat(query_id=query_id, user=request.user)
+    except DomainError as exc:
+        return HttpResponse(exc.message, status=409)
+    return render(request, "annotations/_lease.html",
+                  {"study": study, "q": {"id": query.pk,
+                                         "lease_expires_at": query.lease_expires_at}})
+
+
+def _dashboard_study(request: HttpRequest, study_id: int) -> Study:
+    study = get_object_or_404(Study, pk=study_id)
+    if not selectors.user_can_view_dashboard(user=request.user, study=study):
+        raise PermissionDenied("Dashboards are for the study's managers and researchers.")
+    return study
+
+
+def _dashboard_context(study: Study) -> dict:
+    snapshot = selectors.study_latest_snapshot(study=study)
+    context: dict = {"study": study, "snapshot": snapshot}
+    if snapshot is not None:
+        payload = snapshot.payload
+        context["payload"] = payload
+        context["interval_chart"] = interval_chart(payload["systems"])
+        history = selectors.study_snapshot_history(study=study)
+        context["convergence_chart"] = convergence_chart(
+            [(s.n_answered, s.payload.get("systems", [])) for s in history]
+        )
+    qc_users, qc_classes = selectors.quality_check_summary(study=study)
+    context.update(qc_users=qc_users, qc_classes=qc_classes)
+    return context
+
+
+@require_GET
+@login_required
+def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Managers' live dashboard. The live region polls with ``since=<snapshot id>`` and gets
+    204 (nothing to swap) until a newer snapshot exists."""
+    study = _dashboard_study(request, study_id)
+    if request.htmx:
+        latest = selectors.study_latest_snapshot(study=study)
+        since = request.GET.get("since", "")
+        if latest is not None and since == str(latest.pk):
+            return HttpResponse(status=204)
+        return render(request, "annotations/_dashboard_live.html", _dashboard_context(study))
+    return render(request, "annotations/dashboard.html", _dashboard_context(study))

@@ -1,0 +1,245 @@
+"""Accuracy of an AI system from ordinary and complementary labels (METHODS.md M1; paper
+000, "Towards Scalable Oversight via Partitioned Human Supervision").
+
+Sufficient statistics per cell (an AI system, optionally within a stratum):
+ordinary labels n_o with S_o correct predictions; complementary labels n_c with
+S_c = Σ w_i, w_i = 1{ŷ_i ≠ ȳ_i} (a missing prediction scores (K−2)/(K−1)).
+
+Every function is vectorised: counts broadcast, and one call estimates many cells.
+
+No-data convention (documented, never NaN): a cell with no usable label gets accuracy 0.5,
+se = √(1/12) (the sd of a uniform prior), interval [0, 1] and an infinite bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from estimators._validate import as_counts, check_k, check_successes
+from estimators.bounds import (
+    bernstein_union_bound,
+    complementary_bound,
+    fixed_weight_bound,
+    hoeffding_union_bound,
+    ordinary_bound,
+)
+from estimators.intervals import likelihood_ratio_interval, log_likelihood
+
+METHODS = ("ord", "comp", "ivw", "ivw_pilot", "ivw_fixed", "ml")
+NO_DATA_ACCURACY = 0.5
+NO_DATA_SE = float(np.sqrt(1 / 12))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Result of :func:`estimate`; every numeric field is a float or an array of the
+    broadcast shape of the inputs.
+
+    ``accuracy`` is the estimator's value — for "comp" the raw unbiased one, which can lie
+    outside [0, 1]; ``accuracy_clipped`` is it clipped to [0, 1] (equal for other methods).
+    ``weight`` is the weight of the ordinary estimate for IVW methods, else None.
+    ``bound`` is a finite-sample half-width holding with probability ≥ confidence (None
+    where no guarantee applies: "ml"); ``bound_valid`` is False where the guarantee's
+    assumptions fail (Theorem 4 with a weight taken from the same data)."""
+
+    method: str
+    k: int
+    confidence: float
+    accuracy: np.ndarray | float
+    accuracy_clipped: np.ndarray | float
+    se: np.ndarray | float
+    ci_low: np.ndarray | float
+    ci_high: np.ndarray | float
+    weight: np.ndarray | float | None
+    bound: np.ndarray | float | None
+    bound_valid: bool = True
+
+
+def _out(x: np.ndarray) -> np.ndarray | float:
+    return float(x) if np.ndim(x) == 0 else x
+
+
+def ordinary(n_ord: np.ndarray, s_ord: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Â_ord = S_o / n_o and its plug-in variance Â(1−Â)/n_o (no data → 0.5, 1/12)."""
+    has = n_ord > 0
+    safe = np.where(has, n_ord, 1.0)
+    a = np.where(has, s_ord / safe, NO_DATA_ACCURACY)
+    var = np.where(has, a * (1 - a) / safe, NO_DATA_SE**2)
+    return a, var
+
+
+def complementary(n_comp: np.ndarray, s_comp: np.ndarray, k: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Â_comp = (K−1) q̂ − (K−2) with q̂ = S_c / n_c (unbiased, may leave [0, 1]), and its
+    plug-in variance (K−1)² q̂(1−q̂)/n_c (no data → 0.5, 1/12)."""
+    has = n_comp > 0
+    safe = np.where(has, n_comp, 1.0)
+    q = s_comp / safe
+    a = np.where(has, (k - 1) * q - (k - 2), NO_DATA_ACCURACY)
+    var = np.where(has, (k - 1) ** 2 * q * (1 - q) / safe, NO_DATA_SE**2)
+    return a, var
+
+
+def ml_accuracy(n_ord, s_ord, n_comp, s_comp, k: int) -> np.ndarray:
+    """Closed-form maximiser of ℓ(A) = S_o log A + T_o log(1−A) + S_c log q + T_c log(1−q),
+    q = (A+K−2)/(K−1): the root in [0, 1] of α A² + β A + γ with α = n_o + n_c,
+    β = (K−2)(T_o+T_c) + (K−3) S_o − S_c, γ = −(K−2) S_o. Evaluated in the cancellation-free
+    form −2γ / (β + √(β²−4αγ)) when β > 0. Reduces to Â_ord when n_c = 0 and to
+    max(0, Â_comp) when n_o = 0 (K ≥ 3). No data → 0.5."""
+    t = (n_ord - s_ord) + (n_comp - s_comp)
+    alpha = n_ord + n_comp
+    beta = (k - 2) * t + (k - 3) * s_ord - s_comp
+    gamma = -(k - 2) * s_ord
+    root = np.sqrt(np.maximum(beta * beta - 4 * alpha * gamma, 0.0))
+    has = alpha > 0
+    safe_alpha = np.where(has, alpha, 1.0)
+    denom = beta + root
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stable = np.where(denom > 0, -2 * gamma / np.where(denom > 0, denom, 1.0), 0.0)
+    a = np.where(beta > 0, stable, (-beta + root) / (2 * safe_alpha))
+    if k == 2:  # the likelihood is then binomial in A with all labels ordinary-like
+        a = np.where(has, (s_ord + s_comp) / safe_alpha, a)
+    return np.where(has, np.clip(a, 0.0, 1.0), NO_DATA_ACCURACY)
+
+
+def fisher_se(a: np.ndarray, n_ord, n_comp, k: int) -> np.ndarray:
+    """Large-sample SE [n_o/(A(1−A)) + n_c/((K−1)² q(1−q))]^(−1/2), q = (A+K−2)/(K−1).
+    At A ∈ {0, 1} the information is infinite and the SE is 0 (the interval, from the
+    likelihood ratio, stays honest there)."""
+    q = (a + k - 2) / (k - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        info = np.where(n_ord > 0, n_ord / (a * (1 - a)), 0.0)
+        info = info + np.where(n_comp > 0, n_comp / ((k - 1) ** 2 * q * (1 - q)), 0.0)
+        se = np.where(np.isfinite(info) & (info > 0), 1 / np.sqrt(info), 0.0)
+    no_data = (n_ord + n_comp) <= 0
+    return np.where(no_data, NO_DATA_SE, se)
+
+
+def ivw_plugin_weight(var_ord, var_comp, n_ord, n_comp, pilot_weight) -> np.ndarray:
+    """ŵ = V̂_c / (V̂_o + V̂_c) (paper Eq. 7). Cells with only one kind of label take that
+    one (w = 1 or 0); cells where both plug-in variances are 0 fall back to the pilot
+    closed form (a perfect score on both sides would otherwise divide 0 by 0)."""
+    total = var_ord + var_comp
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.where(total > 0, var_comp / np.where(total > 0, total, 1.0), pilot_weight)
+    w = np.where(n_comp <= 0, 1.0, w)
+    return np.where(n_ord <= 0, 0.0, w)
+
+
+def ivw_pilot_weight(pilot, n_ord, n_comp, k: int) -> np.ndarray:
+    """w* = (Ã+K−2) n_o / (Ã n_c + (Ã+K−2) n_o) (paper Eq. 8) from a pilot accuracy Ã."""
+    pilot = np.clip(pilot, 0.0, 1.0)
+    num = (pilot + k - 2) * n_ord
+    den = pilot * n_comp + num
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.5)
+    w = np.where(n_comp <= 0, 1.0, w)
+    return np.where(n_ord <= 0, 0.0, w)
+
+
+def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
+             confidence: float = 0.95, weight=None, pilot=None) -> Estimate:
+    """Estimate accuracy with a standard error, a ``confidence`` interval and, where one
+    applies, a finite-sample bound. ``method``:
+
+    * "ord": Â_ord = S_o/n_o; interval: likelihood ratio on the binomial; bound: Hoeffding.
+    * "comp": Â_comp = (K−1)S_c/n_c − (K−2) (raw, unbiased); interval: likelihood ratio
+      on q; bound: Theorem 2 (min of Hoeffding and empirical Bernstein, × (K−1)).
+    * "ivw": w Â_ord + (1−w) Â_comp with plug-in ŵ (Eq. 7); SE from the plug-in variance
+      V̂_oV̂_c/(V̂_o+V̂_c); bound: Proposition 3 (valid for any weight).
+    * "ivw_pilot": closed-form weight (Eq. 8) from ``pilot`` (default Â_ord).
+    * "ivw_fixed": ``weight`` (default 0.5); bound: Theorem 4 (valid: the weight is fixed).
+    * "ml": closed-form maximum likelihood; SE from the Fisher information; interval from
+      the likelihood ratio; no finite-sample bound.
+
+    Mixture intervals are Wald intervals on the plug-in SE, widened to contain the
+    likelihood-ratio interval's clipped estimate where the plug-in SE is 0."""
+    if method not in METHODS:
+        raise ValueError(f"method: unknown '{method}' (one of {', '.join(METHODS)})")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence: must be in (0, 1), got {confidence}")
+    c = as_counts(n_ord=n_ord, s_ord=s_ord, n_comp=n_comp, s_comp=s_comp)
+    n_o, s_o, n_c, s_c = c["n_ord"], c["s_ord"], c["n_comp"], c["s_comp"]
+    check_successes(n_o, s_o, "n_ord", "s_ord")
+    check_successes(n_c, s_c, "n_comp", "s_comp")
+    check_k(k, n_c)
+    delta = 1 - confidence
+    z = stats.norm.ppf(1 - delta / 2)
+    a_ord, v_ord = ordinary(n_o, s_o)
+    if k >= 3:
+        a_comp, v_comp = complementary(n_c, s_c, k)
+    else:
+        a_comp, v_comp = np.full_like(n_o, NO_DATA_ACCURACY), np.full_like(n_o, NO_DATA_SE**2)
+    no_data = (n_o + n_c) <= 0
+    w_out = None
+    bound_valid = True
+
+    if method == "ord":
+        acc, se = a_ord, np.sqrt(v_ord)
+        lo, hi = likelihood_ratio_interval(n_o, s_o, np.zeros_like(n_c), np.zeros_like(s_c), k,
+                                           confidence)
+        bound = ordinary_bound(n_o, s_o, delta)
+        clipped = acc
+    elif method == "comp":
+        acc, se = a_comp, np.sqrt(v_comp)
+        lo, hi = likelihood_ratio_interval(np.zeros_like(n_o), np.zeros_like(s_o), n_c, s_c, k,
+                                           confidence)
+        bound = complementary_bound(n_c, s_c, k, delta)
+        clipped = np.clip(acc, 0.0, 1.0)
+        no_data = n_c <= 0
+    elif method == "ml":
+        acc = ml_accuracy(n_o, s_o, n_c, s_c, k)
+        se = fisher_se(acc, n_o, n_c, k)
+        lo, hi = likelihood_ratio_interval(n_o, s_o, n_c, s_c, k, confidence, mle=acc)
+        bound = None
+        clipped = acc
+    else:
+        pilot_a = a_ord if pilot is None else np.broadcast_to(np.asarray(pilot, float), n_o.shape)
+        w_pilot = ivw_pilot_weight(pilot_a, n_o, n_c, k)
+        if method == "ivw":
+            w = ivw_plugin_weight(v_ord, v_comp, n_o, n_c, w_pilot)
+        elif method == "ivw_pilot":
+            w = w_pilot
+        else:
+            w = np.broadcast_to(np.asarray(0.5 if weight is None else weight, float), n_o.shape)
+            if ((w < 0) | (w > 1)).any():
+                raise ValueError("weight: must lie in [0, 1]")
+            w = np.where(n_c <= 0, 1.0, np.where(n_o <= 0, 0.0, w))
+        acc = w * a_ord + (1 - w) * a_comp
+        var = w**2 * v_ord + (1 - w) ** 2 * v_comp
+        if method == "ivw":  # the paper's plug-in variance V̂oV̂c/(V̂o+V̂c)
+            total = v_ord + v_comp
+            with np.errstate(divide="ignore", invalid="ignore"):
+                var = np.where(total > 0, v_ord * v_comp / np.where(total > 0, total, 1), 0.0)
+            var = np.where(n_c <= 0, v_ord, np.where(n_o <= 0, v_comp, var))
+        se = np.sqrt(var)
+        clipped = acc = np.clip(acc, 0.0, 1.0)  # mixtures report the clipped value
+        lr_lo, lr_hi = likelihood_ratio_interval(n_o, s_o, n_c, s_c, k, confidence)
+        lo = np.clip(clipped - z * se, 0.0, 1.0)
+        hi = np.clip(clipped + z * se, 0.0, 1.0)
+        degenerate = se <= 0
+        lo = np.where(degenerate, np.minimum(lr_lo, clipped), lo)
+        hi = np.where(degenerate, np.maximum(lr_hi, clipped), hi)
+        if method == "ivw_fixed":
+            bound = fixed_weight_bound(w, n_o, s_o, n_c, s_c, k, delta)
+        else:
+            bound = np.minimum(hoeffding_union_bound(w, n_o, n_c, k, delta),
+                               bernstein_union_bound(w, n_o, s_o, n_c, s_c, k, delta))
+        w_out = _out(w)
+
+    acc = np.where(no_data, NO_DATA_ACCURACY, acc)
+    clipped = np.where(no_data, NO_DATA_ACCURACY, clipped)
+    se = np.where(no_data, NO_DATA_SE, se)
+    lo = np.where(no_data, 0.0, np.minimum(lo, clipped))
+    hi = np.where(no_data, 1.0, np.maximum(hi, clipped))
+    if bound is not None:
+        bound = _out(np.where(no_data, np.inf, bound))
+    return Estimate(method=method, k=int(k), confidence=confidence, accuracy=_out(acc),
+                    accuracy_clipped=_out(clipped), se=_out(se), ci_low=_out(lo),
+                    ci_high=_out(hi), weight=w_out, bound=bound, bound_valid=bound_valid)
+
+
+__all__ = ["Estimate", "METHODS", "estimate", "log_likelihood", "ml_accuracy"]

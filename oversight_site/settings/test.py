@@ -1,0 +1,18 @@
+"""Test settings: fast hashing, debounce off so answers recompute at once."""
+
+from .base import *  # noqa: F403
+from .base import DATABASES
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.0
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    # A fixed name, so the Celery worker the tests start can connect to the same database.
+    DATABASES["default"]["TEST"] = {"NAME": "oversight_test"}
+
+# Serve static files from the finders without collectstatic.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

@@ -1,0 +1,153 @@
+"""Routing: uniform, stored draws; leases; no double assignment."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+from django.utils import timezone
+from scipy import stats
+
+from annotations.errors import LeaseExpired, NotLeaseHolder, NotPermitted, StudyNotOpen
+from annotations.models import Item, Query, QueryEvent
+from annotations.services.labels import label_submit
+from annotations.services.routing import leases_reclaim, query_lease_next
+from tests.factories import make_study, specialist
+
+pytestmark = pytest.mark.django_db
+
+
+def test_opening_routes_every_item_once_with_stored_draws():
+    # given a draft study
+    study = make_study(k=5, n_items=50, open_=False)
+    assert Query.objects.filter(study=study).count() == 0
+    # when it opens
+    from annotations.services.studies import study_open
+
+    routed = study_open(study=study)
+    # then each item has exactly one pending query whose class is the first stored draw
+    assert routed == 50
+    for item in Item.objects.filter(study=study):
+        assert sorted(item.option_order) == list(range(5))
+        (query,) = item.queries.all()
+        assert query.k == item.class_order[0]
+        assert query.status == Query.Status.PENDING
+
+
+def test_class_draw_is_uniform_over_k():
+    study = make_study(k=6, n_items=3000, seed=11)
+    ks = np.array(Query.objects.filter(study=study).values_list("k", flat=True))
+    observed = np.bincount(ks, minlength=6)
+    assert stats.chisquare(observed).pvalue > 0.001
+
+
+def test_option_shuffle_is_uniform_per_position():
+    study = make_study(k=4, n_items=4000, seed=12)
+    orders = np.array(Item.objects.filter(study=study).values_list("option_order", flat=True))
+    counts = np.stack([np.bincount(orders[:, p], minlength=4) for p in range(4)])
+    assert stats.chisquare(counts.ravel()).pvalue > 0.001
+
+
+def test_specialist_gets_only_their_class_and_resumes_own_lease():
+    study = make_study(k=3, n_items=30)
+    user = specialist(study, 1)
+    first = query_lease_next(study=study, user=user)
+    assert first.k == 1 and first.holder == user and first.status == Query.Status.LEASED
+    again = query_lease_next(study=study, user=user)
+    assert again.pk == first.pk
+    assert QueryEvent.objects.filter(query=first, kind="issued").count() == 1
+
+
+def test_two_specialists_of_one_class_never_share_a_query():
+    study = make_study(k=3, n_items=30, specialists_per_class=2)
+    a, b = specialist(study, 0, 0), specialist(study, 0, 1)
+    qa = query_lease_next(study=study, user=a)
+    qb = query_lease_next(study=study, user=b)
+    assert qa.pk != qb.pk
+
+
+def test_pool_empty_returns_none():
+    study = make_study(k=2, n_items=2, seed=3)
+    user = specialist(study, 0)
+    pending = Query.objects.filter(study=study, k=0).count()
+    for _ in range(pending):
+        q = query_lease_next(study=study, user=user)
+        label_submit(query_id=q.pk, user=user, answer="no")
+    assert query_lease_next(study=study, user=user) is None
+
+
+def test_expired_lease_returns_to_same_class_pool_unchanged():
+    study = make_study(k=3, n_items=12)
+    user = specialist(study, 2)
+    q = query_lease_next(study=study, user=user)
+    Query.objects.filter(pk=q.pk).update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+    assert leases_reclaim() == 1
+    q.refresh_from_db()
+    assert (q.status, q.holder_id, q.k) == (Query.Status.PENDING, None, 2)
+    assert QueryEvent.objects.filter(query=q, kind="reclaimed").count() == 1
+
+
+def test_answer_after_expiry_is_refused_and_changes_nothing():
+    study = make_study(k=3, n_items=12)
+    user = specialist(study, 0)
+    q = query_lease_next(study=study, user=user)
+    Query.objects.filter(pk=q.pk).update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+    with pytest.raises(LeaseExpired):
+        label_submit(query_id=q.pk, user=user, answer="yes")
+    q.refresh_from_db()
+    assert (q.status, q.answer, q.answered_at) == (Query.Status.LEASED, "", None)
+
+
+def test_non_member_and_closed_study_are_refused():
+    study = make_study(k=3, n_items=6)
+    outsider = specialist(make_study(k=3, n_items=3, seed=99), 0)
+    with pytest.raises(NotPermitted):
+        query_lease_next(study=study, user=outsider)
+    from annotations.services.studies import study_close
+
+    study_close(study=study)
+    with pytest.raises(StudyNotOpen):
+        query_lease_next(study=study, user=specialist(study, 0))
+
+
+def test_other_specialist_cannot_answer_a_held_query():
+    study = make_study(k=3, n_items=6, specialists_per_class=2)
+    q = query_lease_next(study=study, user=specialist(study, 0, 0))
+    with pytest.raises(NotLeaseHolder):
+        label_submit(query_id=q.pk, user=specialist(study, 0, 1), answer="yes")
+    with pytest.raises(NotLeaseHolder):
+        label_submit(query_id=q.pk, user=specialist(study, 1, 0), answer="yes")
+    q.refresh_from_db()
+    assert q.status == Query.Status.LEASED and q.answer == ""
+
+
+def test_multiple_queries_per_item_draw_distinct_classes_and_stop_at_yes():
+    study = make_study(k=4, n_items=40, queries_per_item=3, seed=5)
+    from annotations.services.simulation import study_simulate
+
+    study_simulate(study=study)
+    for item in Item.objects.filter(study=study, is_quality_check=False):
+        asked = list(item.queries.order_by("sequence").values_list("k", "answer"))
+        ks = [k for k, _ in asked]
+        assert ks == item.class_order[: len(ks)]
+        assert len(set(ks)) == len(ks)
+        answers = [a for _, a in asked]
+        assert "yes" not in answers[:-1]
+        if answers[-1] != "yes":
+            assert len(answers) == 3
+
+
+def test_quality_checks_interleave_at_the_configured_rate_and_are_scored():
+    study = make_study(k=3, n_items=300, checks=200, gold_rate=0.2, seed=8)
+    user = specialist(study, 0)
+    checks = 0
+    for _ in range(80):
+        q = query_lease_next(study=study, user=user)
+        checks += q.is_quality_check
+        truth = q.item.position_of(q.item.gold_option) == q.k
+        label_submit(query_id=q.pk, user=user, answer="yes" if truth else "no")
+    assert 5 <= checks <= 30  # Binomial(80, 0.2): mean 16, sd 3.6
+    answered = Query.objects.filter(study=study, is_quality_check=True, answered_by=user)
+    assert answered.count() == checks
+    assert set(answered.values_list("qc_correct", flat=True)) == {True}

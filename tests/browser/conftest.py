@@ -1,0 +1,47 @@
+"""Playwright driving Debian's chromium (its own browser download does not work here)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.conftest import chromium_path
+
+ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-gpu"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    path = chromium_path()
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is not installed: .ci/run should have installed it")
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    # Playwright's sync API runs an event loop in this thread; Django's ORM calls in the
+    # test thread are still synchronous.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=path, headless=True, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()
+
+
+def login(page, live_server, username: str, password: str = "pw") -> None:
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")

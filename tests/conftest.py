@@ -1,0 +1,76 @@
+"""Factories as fixtures, and the real Celery worker for the second CI pass."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parent.parent
+ON_POSTGRES = os.environ.get("DATABASE_URL", "").startswith("postgres")
+WITH_BROKER = bool(os.environ.get("CELERY_BROKER_URL"))
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "postgres" in item.keywords and not ON_POSTGRES:
+            item.add_marker(pytest.mark.skip(reason="needs PostgreSQL: runs in CI's second pass"))
+        if "worker" in item.keywords and not WITH_BROKER:
+            item.add_marker(pytest.mark.skip(reason="needs Redis + a Celery worker: CI's second pass"))
+
+
+@pytest.fixture
+def make_study(db):
+    from tests.factories import make_study as factory
+
+    return factory
+
+
+@pytest.fixture
+def study(db):
+    from tests.factories import make_study
+
+    return make_study()
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """A real ``celery worker`` process on the test database (PostgreSQL + Redis pass)."""
+    if not WITH_BROKER:
+        pytest.skip("needs CELERY_BROKER_URL")
+    env = dict(os.environ)
+    db = settings.DATABASES["default"]
+    env["DATABASE_URL"] = (f"postgres://{db['USER'] or 'postgres'}@{db['HOST']}:{db['PORT']}/"
+                           f"{db['NAME']}")
+    env["DJANGO_SETTINGS_MODULE"] = "oversight_site.settings.test"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "oversight_site", "worker", "-Q",
+         "default,estimates", "-c", "2", "--loglevel", "WARNING", "-n", f"test-{os.getpid()}@%h"],
+        cwd=ROOT, env=env,
+    )
+    from oversight_site.celery import app
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if app.control.ping(timeout=0.5):
+            break
+        if proc.poll() is not None:
+            raise RuntimeError("the Celery worker exited at start")
+    else:
+        proc.terminate()
+        raise RuntimeError("the Celery worker did not answer a ping within 30 s")
+    yield proc
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or (
+        "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None
+    )

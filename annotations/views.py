@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
@@ -11,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotations import selectors
 from annotations.charts import convergence_chart, interval_chart
-from annotations.errors import DomainError, LeaseExpired
+from annotations.errors import DomainError
 from annotations.models import Query, Study
 from annotations.services.labels import label_submit
 from annotations.services.routing import (
@@ -59,6 +60,28 @@ def _render_query(request: HttpRequest, study: Study, query: Query | None,
     return render(request, template, context)
 
 
+NO_QUERIES_LEFT = "No queries left for your class. Thank you!"
+
+
+def _lease_next(request: HttpRequest, study: Study) -> tuple[Query | None, str]:
+    """Lease the specialist's next query; the message says why there is none."""
+    try:
+        query = query_lease_next(study=study, user=request.user)
+    except DomainError as exc:
+        return None, exc.message
+    return query, "" if query is not None else NO_QUERIES_LEFT
+
+
+def _respond(request: HttpRequest, study: Study, query: Query | None, message: str) -> HttpResponse:
+    """htmx gets the work fragment; a plain form post (no JavaScript) is redirected to the
+    labelling page, which resumes the lease just taken, with the message flashed."""
+    if request.htmx:
+        return _render_query(request, study, query, message=message)
+    if message:
+        messages.info(request, message)
+    return redirect("label", study_id=study.pk)
+
+
 @require_GET
 @login_required
 def label_page(request: HttpRequest, study_id: int) -> HttpResponse:
@@ -74,14 +97,8 @@ def label_page(request: HttpRequest, study_id: int) -> HttpResponse:
 @login_required
 def label_next(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _specialist_study(request, study_id)
-    try:
-        query = query_lease_next(study=study, user=request.user)
-    except DomainError as exc:
-        return _render_query(request, study, None, message=exc.message)
-    if not request.htmx:
-        return redirect("label", study_id=study.pk)
-    return _render_query(request, study, query,
-                         message="" if query else "No queries left for your class. Thank you!")
+    query, message = _lease_next(request, study)
+    return _respond(request, study, query, message)
 
 
 @require_POST
@@ -89,24 +106,12 @@ def label_next(request: HttpRequest, study_id: int) -> HttpResponse:
 def label_answer(request: HttpRequest, study_id: int, query_id: int) -> HttpResponse:
     """Store the answer, then hand out the next query in the same response."""
     study = _specialist_study(request, study_id)
-    message = ""
     try:
         label_submit(query_id=query_id, user=request.user, answer=request.POST.get("answer", ""))
-    except LeaseExpired as exc:
-        message = exc.message
     except DomainError as exc:
-        message = exc.message
-    if not request.htmx:
-        return redirect("label", study_id=study.pk)
-    query = None
-    if not message:
-        try:
-            query = query_lease_next(study=study, user=request.user)
-        except DomainError as exc:
-            message = exc.message
-        if query is None and not message:
-            message = "No queries left for your class. Thank you!"
-    return _render_query(request, study, query, message=message)
+        return _respond(request, study, None, exc.message)
+    query, message = _lease_next(request, study)
+    return _respond(request, study, query, message)
 
 
 @require_POST

@@ -119,11 +119,12 @@ class QueryNextApi(APIView):
                                             204: OpenApiResponse(description="Pool empty")},
                    summary="Lease the next query of your class (resumes your current lease)")
     def post(self, request, study_id: int):
-        study = _study_for(request, study_id, Role.SPECIALIST)
-        query = query_lease_next(study=study, user=request.user)
+        study = get_object_or_404(Study, pk=study_id)
+        query = query_lease_next(study=study, user=request.user)  # checks the membership
         if query is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(QueryOutputSerializer(selectors.query_for_specialist(query=query)).data)
+        view = selectors.query_for_specialist(query=query, study=study)
+        return Response(QueryOutputSerializer(view).data)
 
 
 class QueryAnswerApi(APIView):

@@ -264,7 +264,7 @@ class Query(models.Model):
         indexes = [
             models.Index(
                 fields=["study", "k", "rank"],
-                condition=Q(status="pending"),
+                condition=Q(status="pending", is_quality_check=False),
                 name="query_pending_queue",
             ),
             models.Index(

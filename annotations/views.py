@@ -53,7 +53,7 @@ def _render_query(request: HttpRequest, study: Study, query: Query | None,
                    user=request.user, study=study, since=_session_since(request, study))}
     if query is not None:
         query_mark_rendered(query=query)
-        context["q"] = selectors.query_for_specialist(query=query)
+        context["q"] = selectors.query_for_specialist(query=query, study=study)
     template = "annotations/label.html" if full else "annotations/_query.html"
     if full:
         context["membership"] = selectors.specialist_membership(user=request.user, study=study)

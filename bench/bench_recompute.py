@@ -1,9 +1,9 @@
 """Recompute of every estimate of a study with N answered queries and S AI systems.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/oversight_bench \
-        .venv/bin/python bench/bench_recompute.py --answers 1000000 --systems 20
+    .venv/bin/python bench/bench_recompute.py --answers 1000000 --systems 20
 
-Seeds with bulk SQL (generate_series) into a scratch database it creates and drops, then
+Seeds with bulk SQL (generate_series) into a scratch PostgreSQL database it creates and drops
+(``BENCH_DATABASE_URL`` overrides the default on 127.0.0.1), then
 times the aggregation alone and the whole ``study_recompute`` (median of 5 runs).
 Budget (issue 2): 1 s on PostgreSQL for 1 000 000 answered queries and 20 systems.
 """
@@ -11,15 +11,13 @@ Budget (issue 2): 1 s on PostgreSQL for 1 000 000 answered queries and 20 system
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _scratch import scratch_database  # noqa: E402
 
 
 def main() -> None:
@@ -29,17 +27,11 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--db", default="oversight_bench")
     args = parser.parse_args()
-    url = os.environ.get("DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{args.db}")
-    dbname = url.rsplit("/", 1)[1]
-    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", dbname],
-                   check=True)
-    subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", dbname], check=True)
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "oversight_site.settings.local")
-    import django
+    with scratch_database(args.db):
+        run(args)
 
-    django.setup()
-    from django.core.management import call_command
+
+def run(args: argparse.Namespace) -> None:
     from django.db import connection
 
     from annotations.models import Study
@@ -48,7 +40,6 @@ def main() -> None:
     from annotations.services.studies import study_create
     from assistants.services import system_create
 
-    call_command("migrate", verbosity=0)
     study = study_create(name="bench", classes=[f"C{i}" for i in range(args.k)])
     Study.objects.filter(pk=study.pk).update(status="open")
     for s in range(args.systems):
@@ -97,9 +88,6 @@ def main() -> None:
     print(f"full recompute:  median {statistics.median(full) * 1000:.0f} ms "
           f"(min {min(full) * 1000:.0f}, max {max(full) * 1000:.0f}); "
           f"snapshot n_answered={snapshot.n_answered:,}")
-    connection.close()
-    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", dbname],
-                   check=True)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -35,13 +36,16 @@ class SubmitResult:
     created: bool  # False when the same answer was already stored (idempotent replay)
 
 
-def _locked_query_for_holder(query_id: int, user) -> Query:
-    query = (
-        Query.objects.select_for_update()
-        .select_related("study")
-        .filter(pk=query_id)
-        .first()
-    )
+def _locked_query_for_holder(query_id: int, user, query: Query | None = None) -> Query:
+    """The query locked FOR UPDATE (pass it if already locked), checked to be held by
+    ``user`` under an unexpired lease."""
+    if query is None:
+        query = (
+            Query.objects.select_for_update()
+            .select_related("study")
+            .filter(pk=query_id)
+            .first()
+        )
     if query is None or query.holder_id != user.pk:
         raise NotLeaseHolder("This query is not leased to you.")
     if query.status == Query.Status.LEASED and query.lease_expires_at <= timezone.now():
@@ -68,8 +72,10 @@ def _route_follow_up(query: Query) -> Query | None:
     """After a non-'yes' answer, ask the item's next drawn class (without replacement)."""
     study = query.study
     nxt = query.sequence + 1
+    if nxt >= study.queries_per_item:
+        return None
     order = query.item.class_order
-    if nxt >= min(study.queries_per_item, len(order)):
+    if nxt >= len(order):
         return None
     rank = int(study_rng(study, 3, query.item_id, nxt).integers(0, RANK_MAX))
     follow = Query.objects.create(
@@ -96,7 +102,7 @@ def label_submit(*, query_id: int, user, answer: str) -> SubmitResult:
         if query.answered_by_id == user.pk:
             raise AlreadyAnswered(f"You already answered '{query.answer}' to this query.")
         raise NotLeaseHolder("This query is not leased to you.")
-    query = _locked_query_for_holder(query_id, user)
+    query = _locked_query_for_holder(query_id, user, query)
     now = timezone.now()
     query.status = Query.Status.ANSWERED
     query.answer = answer
@@ -130,8 +136,27 @@ def study_recompute_schedule(study_id: int) -> None:
     from annotations.tasks import study_recompute_task
 
     delay = settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        study_recompute_task.apply(args=(study_id,))
+    if settings.CELERY_TASK_ALWAYS_EAGER and delay <= 0:
+        study_recompute_task.apply(args=(study_id,))  # tests: the snapshot exists on return
         return
-    if cache.add(f"recompute-pending:{study_id}", 1, timeout=60):
+    if not cache.add(f"recompute-pending:{study_id}", 1, timeout=60):
+        return
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        # Embedded defaults (no broker): the in-process "worker" is a timer thread, so the
+        # answer request does not wait for the recompute.
+        timer = threading.Timer(delay, _recompute_in_process, args=(study_id,))
+        timer.daemon = True
+        timer.start()
+    else:
         study_recompute_task.apply_async(args=(study_id,), countdown=delay)
+
+
+def _recompute_in_process(study_id: int) -> None:
+    from django.db import connections
+
+    from annotations.tasks import study_recompute_task
+
+    try:
+        study_recompute_task.apply(args=(study_id,))
+    finally:
+        connections.close_all()  # this thread's connections

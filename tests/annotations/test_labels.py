@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from annotations.errors import AlreadyAnswered, DomainError
@@ -87,3 +89,26 @@ def test_each_answer_triggers_a_recompute_snapshot(django_capture_on_commit_call
     with django_capture_on_commit_callbacks(execute=True):
         label_submit(query_id=q.pk, user=user, answer="no")
     assert EstimateSnapshot.objects.filter(study=study).count() == before + 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_embedded_mode_recomputes_once_in_the_background_after_a_burst(settings):
+    """No broker, debounce on: answers return at once and one background recompute covers
+    the whole burst."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.5
+    from django.core.cache import cache
+
+    cache.clear()
+    study = make_study(k=3, n_items=30, systems={"m": 0.7})
+    users = [specialist(study, k) for k in range(3)]
+    for user in users:
+        q = query_lease_next(study=study, user=user)
+        label_submit(query_id=q.pk, user=user, answer="no")
+    assert not EstimateSnapshot.objects.filter(study=study).exists()  # not in the request
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not EstimateSnapshot.objects.filter(study=study):
+        time.sleep(0.05)
+    time.sleep(0.7)  # a second (wrong) recompute would have landed by now
+    snapshots = list(EstimateSnapshot.objects.filter(study=study))
+    assert [s.n_answered for s in snapshots] == [3]

@@ -24,7 +24,12 @@ from annotations.models import (
 from annotations.services.estimates import study_recompute
 from annotations.services.exports import labels_export
 from annotations.services.imports import items_import
-from annotations.services.studies import study_close, study_open
+from annotations.services.studies import (
+    membership_add,
+    researchers_staff_ensure,
+    study_close,
+    study_open,
+)
 from assistants.models import AISystem
 
 
@@ -39,8 +44,22 @@ def researcher_study_ids(request: HttpRequest) -> set[int] | None:
     )
 
 
+def is_researcher(request: HttpRequest) -> bool:
+    """Staff users who research at least one study (or superusers) use the admin."""
+    user = request.user
+    if not (user.is_active and user.is_staff):
+        return False
+    return user.is_superuser or bool(researcher_study_ids(request))
+
+
+def study_allowed(request: HttpRequest, study_id: int | None) -> bool:
+    ids = researcher_study_ids(request)
+    return study_id is None or ids is None or study_id in ids
+
+
 class ResearcherScopedAdmin(admin.ModelAdmin):
-    """Per-study object permissions: staff see and change only studies they research."""
+    """Per-study object permissions: a staff user who is a researcher of a study sees and
+    changes that study's rows without any Django model permission; superusers see all."""
 
     study_field = "study"
 
@@ -49,30 +68,62 @@ class ResearcherScopedAdmin(admin.ModelAdmin):
         ids = researcher_study_ids(request)
         return qs if ids is None else qs.filter(**{f"{self.study_field}__in": ids})
 
-    def _allowed(self, request, obj) -> bool:
-        ids = researcher_study_ids(request)
-        if obj is None or ids is None:
-            return True
-        study_id = obj.pk if isinstance(obj, Study) else getattr(obj, f"{self.study_field}_id")
-        return study_id in ids
+    def study_id_of(self, obj) -> int | None:
+        if obj is None:
+            return None
+        if isinstance(obj, Study):
+            return obj.pk
+        value = obj
+        for part in self.study_field.split("__"):
+            value = getattr(value, part)
+        return value.pk
+
+    def _granted(self, request, obj, perm: str) -> bool:
+        allowed = is_researcher(request) or getattr(super(), perm)(request, obj)
+        return allowed and study_allowed(request, self.study_id_of(obj))
+
+    def has_module_permission(self, request):
+        return is_researcher(request) or super().has_module_permission(request)
+
+    def has_add_permission(self, request):
+        return is_researcher(request) or super().has_add_permission(request)
 
     def has_view_permission(self, request, obj=None):
-        return super().has_view_permission(request, obj) and self._allowed(request, obj)
+        return self._granted(request, obj, "has_view_permission")
 
     def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) and self._allowed(request, obj)
+        return self._granted(request, obj, "has_change_permission")
 
     def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and self._allowed(request, obj)
+        return self._granted(request, obj, "has_delete_permission")
 
 
-class StudyClassInline(admin.TabularInline):
+class StudyInline:
+    """Inline rows of a study: whoever may change the study may edit them."""
+
+    def _parent_allowed(self, request, obj) -> bool:
+        return is_researcher(request) and study_allowed(request, obj.pk if obj else None)
+
+    def has_view_permission(self, request, obj=None):
+        return self._parent_allowed(request, obj)
+
+    def has_add_permission(self, request, obj=None):
+        return self._parent_allowed(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return self._parent_allowed(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self._parent_allowed(request, obj)
+
+
+class StudyClassInline(StudyInline, admin.TabularInline):
     model = StudyClass
     extra = 0
     fields = ["index", "name", "description"]
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(StudyInline, admin.TabularInline):
     model = StudyMembership
     extra = 0
     fields = ["user", "role", "study_class"]
@@ -85,7 +136,7 @@ class MembershipInline(admin.TabularInline):
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
-class AISystemInline(admin.TabularInline):
+class AISystemInline(StudyInline, admin.TabularInline):
     model = AISystem
     extra = 0
     fields = ["name", "description", "ordinal", "reference_accuracy"]
@@ -109,6 +160,7 @@ class UploadForm(forms.Form):
 
 @admin.register(Study)
 class StudyAdmin(ResearcherScopedAdmin):
+    study_field = "pk"
     list_display = ["name", "status", "k_classes", "queries_per_item", "gold_rate",
                     "created_at", "links"]
     list_filter = ["status"]
@@ -126,6 +178,18 @@ class StudyAdmin(ResearcherScopedAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("classes")
+
+    def has_add_permission(self, request):
+        return is_researcher(request) or request.user.has_perm("annotations.add_study")
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        researchers_staff_ensure(study=form.instance)
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if not change and not request.user.is_superuser:  # its creator researches it
+            membership_add(study=obj, user=request.user, role=StudyMembership.Role.RESEARCHER)
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
@@ -205,7 +269,8 @@ class StudyAdmin(ResearcherScopedAdmin):
                                            f"{result.updated} updated.")
                 return redirect("admin:annotations_study_change", study.pk)
         return render(request, "admin/annotations/import.html", {
-            **self.admin_site.each_context(request), "title": title, "study": study,
+            **self.admin_site.each_context(request), "title": f"{title} — {study.name}",
+            "study": study,
             "form": form, "errors": errors, "opts": self.model._meta,
         })
 
@@ -266,3 +331,7 @@ class EstimateSnapshotAdmin(ResearcherScopedAdmin):
 @admin.register(User)
 class PlatformUserAdmin(UserAdmin):
     list_display = ["username", "email", "is_staff", "is_superuser", "last_login"]
+
+    def has_view_permission(self, request, obj=None):
+        # researchers pick members by name (autocomplete); only superusers edit accounts
+        return is_researcher(request) or super().has_view_permission(request, obj)

@@ -21,9 +21,3 @@ class PredictionAdmin(ResearcherScopedAdmin):
     list_filter = ["system__study", "system"]
     raw_id_fields = ["item"]
     list_select_related = ["item", "system"]
-
-    def _allowed(self, request, obj) -> bool:
-        from annotations.admin import researcher_study_ids
-
-        ids = researcher_study_ids(request)
-        return obj is None or ids is None or obj.system.study_id in ids

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,3 +49,46 @@ def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     rank = max(1, min(len(ordered), round(p / 100 * len(ordered) + 0.5)))
     return ordered[rank - 1]
+
+
+PORT = 8765
+
+
+def start_server(url: str, *, workers: int = 3, threads: int = 4,
+                 broker: str | None = None) -> list[subprocess.Popen]:
+    """gunicorn (gthread) on ``url``'s database at 127.0.0.1:PORT, plus a real Celery worker
+    when ``broker`` is given (else tasks run in-process, the embedded default). The caller
+    terminates the returned processes."""
+    env = dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="oversight_site.settings.local",
+               DJANGO_DEBUG="0", LOG_LEVEL="WARNING", OVERSIGHT_RECOMPUTE_DEBOUNCE="0.3")
+    env.pop("CELERY_BROKER_URL", None)
+    env.pop("REDIS_URL", None)
+    procs = []
+    if broker:
+        env["CELERY_BROKER_URL"] = broker
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "oversight_site", "worker", "-Q",
+             "default,estimates", "-c", "1", "--loglevel", "WARNING", "-n", "bench@%h"],
+            cwd=ROOT, env=env))
+    procs.append(subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "oversight_site.wsgi", "-b", f"127.0.0.1:{PORT}",
+         "-k", "gthread", "-w", str(workers), "--threads", str(threads),
+         "--log-level", "warning"], cwd=ROOT, env=env))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status in (200, 503):
+                return procs
+        except OSError:
+            time.sleep(0.2)
+    stop_server(procs)
+    raise SystemExit("gunicorn did not come up")
+
+
+def stop_server(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.wait(timeout=30)

@@ -20,10 +20,8 @@ import http.client
 import io
 import json
 import multiprocessing
-import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -31,9 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _scratch import ROOT, percentile, scratch_database  # noqa: E402
-
-PORT = 8765
+from _scratch import (  # noqa: E402
+    PORT,
+    percentile,
+    scratch_database,
+    start_server,
+    stop_server,
+)
 
 
 def seed(args: argparse.Namespace) -> tuple[int, list[str]]:
@@ -69,34 +71,6 @@ def seed(args: argparse.Namespace) -> tuple[int, list[str]]:
     print(f"seeded {args.items:,} items + {args.gold_items} gold: import {t1 - t0:.1f} s, "
           f"routing {routed:,} queries {t2 - t1:.1f} s")
     return study.pk, tokens
-
-
-def start_server(url: str, args: argparse.Namespace, broker: str | None) -> list[subprocess.Popen]:
-    env = dict(os.environ, DATABASE_URL=url, DJANGO_SETTINGS_MODULE="oversight_site.settings.local",
-               DJANGO_DEBUG="0", LOG_LEVEL="WARNING", OVERSIGHT_RECOMPUTE_DEBOUNCE="0.3")
-    env.pop("CELERY_BROKER_URL", None)
-    env.pop("REDIS_URL", None)
-    procs = []
-    if broker:
-        env["CELERY_BROKER_URL"] = broker
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "oversight_site", "worker", "-Q",
-             "default,estimates", "-c", "1", "--loglevel", "WARNING", "-n", "bench@%h"],
-            cwd=ROOT, env=env))
-    procs.append(subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "oversight_site.wsgi", "-b", f"127.0.0.1:{PORT}",
-         "-k", "gthread", "-w", str(args.workers), "--threads", str(args.threads),
-         "--log-level", "warning"], cwd=ROOT, env=env))
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=2)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status in (200, 503):
-                return procs
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit("gunicorn did not come up")
 
 
 @dataclass
@@ -162,7 +136,7 @@ def run_mode(mode: str, url: str, study_id: int, tokens: list[str], args) -> Non
     from django.db import connection
 
     broker = args.broker if mode == "worker" else None
-    procs = start_server(url, args, broker)
+    procs = start_server(url, workers=args.workers, threads=args.threads, broker=broker)
     try:
         stop_at = time.monotonic() + args.seconds
         specialists = [Specialist(t, study_id, stop_at, args.think / 1000, args.warmup)
@@ -170,10 +144,7 @@ def run_mode(mode: str, url: str, study_id: int, tokens: list[str], args) -> Non
         with multiprocessing.get_context("fork").Pool(len(tokens)) as pool:
             clients = pool.map(_run_specialist, specialists)
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=30)
+        stop_server(procs)
     next_ms = [m for c in clients for m in c.next_ms]
     answer_ms = [m for c in clients for m in c.answer_ms]
     holders: dict[int, set[int]] = defaultdict(set)

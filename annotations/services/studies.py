@@ -54,7 +54,18 @@ def membership_add(*, study: Study, user: User, role: str,
     membership, _ = StudyMembership.objects.get_or_create(
         study=study, user=user, role=role, defaults={"study_class": study_class}
     )
+    if role == StudyMembership.Role.RESEARCHER:
+        researchers_staff_ensure(study=study)
     return membership
+
+
+def researchers_staff_ensure(*, study: Study) -> int:
+    """Researchers configure studies in the admin, which needs staff status: grant it to
+    every researcher of ``study`` (the admin inline calls this after saving members)."""
+    return User.objects.filter(
+        memberships__study=study, memberships__role=StudyMembership.Role.RESEARCHER,
+        is_staff=False,
+    ).update(is_staff=True)
 
 
 @transaction.atomic

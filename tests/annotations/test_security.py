@@ -153,3 +153,29 @@ def test_openapi_schema_and_docs_render(setup):
     assert "/api/queries/{query_id}/answer/" in paths
     docs = client.get(reverse("swagger-ui"))
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+
+
+def test_researchers_configure_only_their_own_studies_in_the_admin(setup):
+    mine = setup
+    other = make_study(k=3, n_items=3, seed=99, name="someone else's study")
+    client = _client(role_user(mine, "researcher"))
+    listing = client.get("/admin/annotations/study/").content.decode()
+    assert mine.name in listing and other.name not in listing
+    assert client.get(f"/admin/annotations/study/{mine.pk}/change/").status_code == 200
+    assert client.get(f"/admin/annotations/study/{other.pk}/change/").status_code in (302, 403)
+    assert client.get(
+        reverse("admin:annotations_study_import_items", args=[other.pk])).status_code == 403
+    shown = client.get("/admin/annotations/item/").context["cl"].queryset
+    assert set(shown.values_list("study_id", flat=True)) == {mine.pk}
+    assert client.get(f"/admin/annotations/item/{other.items.first().pk}/change/"
+                      ).status_code in (302, 403)
+
+
+def test_a_researcher_added_in_the_admin_gets_staff_status(setup):
+    from annotations.models import StudyMembership, User
+    from annotations.services.studies import membership_add
+
+    user = User.objects.create_user(username="new-researcher", password="pw")
+    membership_add(study=setup, user=user, role=StudyMembership.Role.RESEARCHER)
+    user.refresh_from_db()
+    assert user.is_staff and not user.is_superuser

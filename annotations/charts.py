@@ -85,3 +85,59 @@ def convergence_chart(history: list[tuple[int, list[dict]]], *, width: int = 640
     yticks = [{"y": bottom - t / 4 * (bottom - top), "label": f"{t / 4:.2f}"} for t in range(5)]
     return {"width": width, "height": height, "left": left, "right": right, "top": top,
             "bottom": bottom, "lines": lines, "yticks": yticks, "max_n": max_n}
+
+
+def line_chart_svg(series: dict[str, list[tuple[float, float]]], *, title: str, x_label: str,
+                   y_label: str, log_y: bool = False, width: int = 640,
+                   height: int = 360) -> str:
+    """A standalone SVG line chart (one polyline per series, with legend and axes), for
+    files written by management commands."""
+    from math import log10
+
+    def ty(v: float) -> float:
+        return log10(v) if log_y else v
+
+    pts = [(x, y) for line in series.values() for x, y in line if not log_y or y > 0]
+    if not pts:
+        raise ValueError("line_chart_svg: no points to draw")
+    x0, x1 = min(p[0] for p in pts), max(p[0] for p in pts)
+    y0, y1 = min(ty(p[1]) for p in pts), max(ty(p[1]) for p in pts)
+    x1, y1 = (x1 if x1 > x0 else x0 + 1), (y1 if y1 > y0 else y0 + 1)
+    left, right, top, bottom = 70, width - 150, 30, height - 45
+
+    def sx(x: float) -> float:
+        return left + (x - x0) / (x1 - x0) * (right - left)
+
+    def sy(y: float) -> float:
+        return bottom - (ty(y) - y0) / (y1 - y0) * (bottom - top)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="11">',
+           f'<text x="{width / 2}" y="16" text-anchor="middle" font-size="13">{title}</text>',
+           f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#333"/>',
+           f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="#333"/>',
+           f'<text x="{(left + right) / 2}" y="{height - 8}" text-anchor="middle">'
+           f'{x_label}</text>',
+           f'<text x="14" y="{(top + bottom) / 2}" text-anchor="middle" '
+           f'transform="rotate(-90 14 {(top + bottom) / 2})">{y_label}</text>']
+    for i in range(5):
+        xv = x0 + i / 4 * (x1 - x0)
+        out.append(f'<text x="{sx(xv):.1f}" y="{bottom + 14}" text-anchor="middle">'
+                   f'{xv:g}</text>')
+        yv = y0 + i / 4 * (y1 - y0)
+        label = f"{10 ** yv:.2g}" if log_y else f"{yv:.3g}"
+        ypix = bottom - i / 4 * (bottom - top)
+        out.append(f'<text x="{left - 6}" y="{ypix + 4:.1f}" text-anchor="end">{label}</text>')
+        out.append(f'<line x1="{left}" y1="{ypix:.1f}" x2="{right}" y2="{ypix:.1f}" '
+                   f'stroke="#ddd"/>')
+    for idx, (name, line) in enumerate(series.items()):
+        color = PALETTE[idx % len(PALETTE)]
+        coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in line if not log_y or y > 0)
+        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" '
+                   f'points="{coords}"/>')
+        ly = top + 14 + idx * 16
+        out.append(f'<line x1="{right + 10}" y1="{ly - 4}" x2="{right + 30}" y2="{ly - 4}" '
+                   f'stroke="{color}" stroke-width="2"/>')
+        out.append(f'<text x="{right + 34}" y="{ly}">{name}</text>')
+    out.append("</svg>")
+    return "\n".join(out)

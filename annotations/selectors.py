@@ -165,6 +165,37 @@ def study_label_counts(*, study: Study, ordinals: list[int]) -> LabelCounts:
     )
 
 
+def study_stratum_sizes(*, study: Study) -> dict[str, int]:
+    """Items per stratum (quality checks excluded): the population weights."""
+    rows = (Item.objects.filter(study=study, is_quality_check=False).values("stratum")
+            .annotate(n=Count("id")).order_by("stratum"))
+    return {r["stratum"]: r["n"] for r in rows}
+
+
+def study_complementary_by_item(*, study: Study, ordinals: list[int], k: int
+                                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per item (rows) and system (columns): the sum u of w = 1{ŷ ≠ ȳ} over the item's
+    complementary ('no') answers (a missing prediction scores (K−2)/(K−1)), and their
+    number m — the clusters of the item-clustered variance."""
+    rows = list(
+        Query.objects.filter(study=study, status=Query.Status.ANSWERED, answer=Query.Answer.NO,
+                             is_quality_check=False)
+        .values_list("item_id", "match_mask", "present_mask").order_by("item_id")
+    )
+    if not rows:
+        return np.zeros((0, len(ordinals))), np.zeros(0)
+    data = np.array(rows, dtype=np.int64)
+    items, index = np.unique(data[:, 0], return_inverse=True)
+    bits = np.array(ordinals, dtype=np.int64)
+    match = (data[:, 1:2] >> bits) & 1
+    present = (data[:, 2:3] >> bits) & 1
+    w = np.where(present == 1, 1.0 - match, (k - 2) / (k - 1))
+    u = np.zeros((len(items), len(ordinals)))
+    np.add.at(u, index, w)
+    m = np.bincount(index, minlength=len(items)).astype(float)
+    return u, m
+
+
 @dataclass
 class ClassProgress:
     index: int

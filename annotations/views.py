@@ -134,12 +134,32 @@ def _dashboard_study(request: HttpRequest, study_id: int) -> Study:
     return study
 
 
-def _dashboard_context(study: Study) -> dict:
+ESTIMATOR_CHOICES = [
+    ("ml", "Maximum likelihood"), ("ivw", "IVW (plug-in weights)"),
+    ("ivw_pilot", "IVW (closed-form weight)"), ("ivw_fixed", "IVW (w = 0.5)"),
+    ("ord", "Ordinary only"), ("comp", "Complementary only"),
+]
+
+
+def _dashboard_context(study: Study, method: str = "ml") -> dict:
     snapshot = selectors.study_latest_snapshot(study=study)
-    context: dict = {"study": study, "snapshot": snapshot}
+    methods = dict(ESTIMATOR_CHOICES)
+    method = method if method in methods else "ml"
+    context: dict = {"study": study, "snapshot": snapshot, "method": method,
+                     "method_label": methods[method], "choices": ESTIMATOR_CHOICES}
     if snapshot is not None:
         payload = snapshot.payload
         context["payload"] = payload
+        context["side_by_side"] = [
+            {"name": s["name"], "cells": [s["estimates"].get(m) for m, _ in ESTIMATOR_CHOICES]}
+            for s in payload["systems"]
+        ]
+        context["chosen"] = [
+            {"system": s, "est": s["estimates"].get(method) or {},
+             "strata": [(h, (v.get("estimates") or {}).get(method, v))
+                        for h, v in s.get("strata", {}).items()]}
+            for s in payload["systems"]
+        ]
         context["interval_chart"] = interval_chart(payload["systems"])
         history = selectors.study_snapshot_history(study=study)
         context["convergence_chart"] = convergence_chart(
@@ -156,10 +176,12 @@ def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     """Managers' live dashboard. The live region polls with ``since=<snapshot id>`` and gets
     204 (nothing to swap) until a newer snapshot exists."""
     study = _dashboard_study(request, study_id)
-    if request.htmx:
+    method = request.GET.get("method", "ml")
+    if request.htmx and request.GET.get("since") is not None:
         latest = selectors.study_latest_snapshot(study=study)
-        since = request.GET.get("since", "")
-        if latest is not None and since == str(latest.pk):
+        if latest is not None and request.GET["since"] == str(latest.pk):
             return HttpResponse(status=204)
-        return render(request, "annotations/_dashboard_live.html", _dashboard_context(study))
-    return render(request, "annotations/dashboard.html", _dashboard_context(study))
+    if request.htmx:
+        return render(request, "annotations/_dashboard_live.html",
+                      _dashboard_context(study, method))
+    return render(request, "annotations/dashboard.html", _dashboard_context(study, method))

@@ -26,9 +26,10 @@ from estimators.bounds import (
     hoeffding_union_bound,
     ordinary_bound,
 )
-from estimators.intervals import likelihood_ratio_interval, log_likelihood
+from estimators.intervals import confidence_interval, exact_where_needed, log_likelihood
 
 METHODS = ("ord", "comp", "ivw", "ivw_pilot", "ivw_fixed", "ml")
+INTERVALS = ("auto", "exact", "asymptotic")
 NO_DATA_ACCURACY = 0.5
 NO_DATA_SE = float(np.sqrt(1 / 12))
 
@@ -141,7 +142,8 @@ def ivw_pilot_weight(pilot, n_ord, n_comp, k: int) -> np.ndarray:
 
 
 def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
-             confidence: float = 0.95, weight=None, pilot=None) -> Estimate:
+             confidence: float = 0.95, weight=None, pilot=None,
+             interval: str = "auto", weight_from_data: bool = False) -> Estimate:
     """Estimate accuracy with a standard error, a ``confidence`` interval and, where one
     applies, a finite-sample bound. ``method``:
 
@@ -151,14 +153,26 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
     * "ivw": w Â_ord + (1−w) Â_comp with plug-in ŵ (Eq. 7); SE from the plug-in variance
       V̂_oV̂_c/(V̂_o+V̂_c); bound: Proposition 3 (valid for any weight).
     * "ivw_pilot": closed-form weight (Eq. 8) from ``pilot`` (default Â_ord).
-    * "ivw_fixed": ``weight`` (default 0.5); bound: Theorem 4 (valid: the weight is fixed).
+    * "ivw_fixed": ``weight`` (default 0.5); bound: Theorem 4, valid only for a weight
+      fixed before seeing the data — pass ``weight_from_data=True`` when it was not, and
+      the result carries ``bound_valid=False``.
     * "ml": closed-form maximum likelihood; SE from the Fisher information; interval from
       the likelihood ratio; no finite-sample bound.
 
-    Mixture intervals are Wald intervals on the plug-in SE, widened to contain the
-    likelihood-ratio interval's clipped estimate where the plug-in SE is 0."""
+    ``interval`` — how ``ci_low``/``ci_high`` are made:
+
+    * "auto" (default): the asymptotic interval (likelihood ratio for "ord", "comp" and
+      "ml"; Wald on the plug-in SE for the IVW mixtures) where every kind of event is
+      plentiful, the exact interval (:mod:`estimators.exact`) in the other cells. This is
+      the choice that keeps 95 % intervals within 93.5–98.5 % coverage on the validation
+      grid (docs/estimators.md).
+    * "exact": the exact interval in every cell (slower; conservative).
+    * "asymptotic": the asymptotic interval everywhere — the paper's plug-in Wald for the
+      mixtures, which collapses near perfect scores (kept for comparison)."""
     if method not in METHODS:
         raise ValueError(f"method: unknown '{method}' (one of {', '.join(METHODS)})")
+    if interval not in INTERVALS:
+        raise ValueError(f"interval: unknown '{interval}' (one of {', '.join(INTERVALS)})")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence: must be in (0, 1), got {confidence}")
     c = as_counts(n_ord=n_ord, s_ord=s_ord, n_comp=n_comp, s_comp=s_comp)
@@ -177,23 +191,26 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
     w_out = None
     bound_valid = True
 
+    zeros = np.zeros_like(n_o)
+    likelihood_interval = {"auto": "auto", "exact": "exact", "asymptotic": "lr"}[interval]
     if method == "ord":
         acc, se = a_ord, np.sqrt(v_ord)
-        lo, hi = likelihood_ratio_interval(n_o, s_o, np.zeros_like(n_c), np.zeros_like(s_c), k,
-                                           confidence)
+        lo, hi = confidence_interval(n_o, s_o, zeros, zeros, k, confidence, mle=a_ord,
+                                     method=likelihood_interval)
         bound = ordinary_bound(n_o, s_o, delta)
         clipped = acc
     elif method == "comp":
         acc, se = a_comp, np.sqrt(v_comp)
-        lo, hi = likelihood_ratio_interval(np.zeros_like(n_o), np.zeros_like(s_o), n_c, s_c, k,
-                                           confidence)
-        bound = complementary_bound(n_c, s_c, k, delta)
         clipped = np.clip(acc, 0.0, 1.0)
+        lo, hi = confidence_interval(zeros, zeros, n_c, s_c, k, confidence, mle=clipped,
+                                     method=likelihood_interval)
+        bound = complementary_bound(n_c, s_c, k, delta)
         no_data = n_c <= 0
     elif method == "ml":
         acc = ml_accuracy(n_o, s_o, n_c, s_c, k)
         se = fisher_se(acc, n_o, n_c, k)
-        lo, hi = likelihood_ratio_interval(n_o, s_o, n_c, s_c, k, confidence, mle=acc)
+        lo, hi = confidence_interval(n_o, s_o, n_c, s_c, k, confidence, mle=acc,
+                                     method=likelihood_interval)
         bound = None
         clipped = acc
     else:
@@ -217,14 +234,16 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
             var = np.where(n_c <= 0, v_ord, np.where(n_o <= 0, v_comp, var))
         se = np.sqrt(var)
         clipped = acc = np.clip(acc, 0.0, 1.0)  # mixtures report the clipped value
-        lr_lo, lr_hi = likelihood_ratio_interval(n_o, s_o, n_c, s_c, k, confidence)
-        lo = np.clip(clipped - z * se, 0.0, 1.0)
+        lo = np.clip(clipped - z * se, 0.0, 1.0)  # Wald on the plug-in SE
         hi = np.clip(clipped + z * se, 0.0, 1.0)
-        degenerate = se <= 0
-        lo = np.where(degenerate, np.minimum(lr_lo, clipped), lo)
-        hi = np.where(degenerate, np.maximum(lr_hi, clipped), hi)
+        if interval == "exact":
+            lo, hi = confidence_interval(n_o, s_o, n_c, s_c, k, confidence, method="exact")
+        elif interval == "auto":
+            lo, hi = exact_where_needed(lo, hi, n_o, s_o, n_c, s_c, k, confidence,
+                                        ml_accuracy(n_o, s_o, n_c, s_c, k))
         if method == "ivw_fixed":
             bound = fixed_weight_bound(w, n_o, s_o, n_c, s_c, k, delta)
+            bound_valid = not weight_from_data
         else:
             bound = np.minimum(hoeffding_union_bound(w, n_o, n_c, k, delta),
                                bernstein_union_bound(w, n_o, s_o, n_c, s_c, k, delta))
@@ -242,4 +261,4 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
                     ci_high=_out(hi), weight=w_out, bound=bound, bound_valid=bound_valid)
 
 
-__all__ = ["Estimate", "METHODS", "estimate", "log_likelihood", "ml_accuracy"]
+__all__ = ["Estimate", "INTERVALS", "METHODS", "estimate", "log_likelihood", "ml_accuracy"]

@@ -9,15 +9,36 @@ from dataclasses import asdict
 
 import numpy as np
 from django.db import transaction
+from scipy import stats
 
 from annotations.models import EstimateSnapshot, Query, Study
-from annotations.selectors import study_class_progress, study_label_counts
+from annotations.selectors import (
+    study_class_progress,
+    study_complementary_by_item,
+    study_label_counts,
+    study_stratum_sizes,
+)
 from assistants.models import AISystem
+from estimators.adjust import (
+    cluster_ratio_variance,
+    effective_counts,
+    ipw_class_weights,
+    stratified_combine,
+    weighted_effective_counts,
+)
 from estimators.partitioned import estimate
-from estimators.planning import complementary_labels_for_width
+from estimators.planning import complementary_labels_for_width, plan_labels
 
-METHODS = ("ord", "comp", "ivw", "ml")
+METHODS = ("ord", "comp", "ivw", "ivw_pilot", "ivw_fixed", "ml")
+ESTIMATE_FIELDS = ("accuracy", "accuracy_clipped", "se", "ci_low", "ci_high", "bound",
+                   "weight")
 CONFIDENCE = 0.95
+# A finite-sample bound wider than this (± half-width) guarantees too little to be useful.
+USEFUL_BOUND = 0.1
+# Abstention rates differing by class: flagged when a chi-square test of homogeneity
+# rejects at this level (with at least MIN_ANSWERS_FOR_ABSTENTION answers per class).
+ABSTENTION_P_VALUE = 0.01
+MIN_ANSWERS_FOR_ABSTENTION = 20
 # Max/min per-class completion rate above which the dashboard warns (METHODS.md M1).
 IMBALANCE_WARNING_RATIO = 1.25
 MIN_ROUTED_FOR_IMBALANCE = 20
@@ -65,10 +86,78 @@ def _estimates_for(stats: dict[str, np.ndarray], k: int) -> dict[str, dict[str, 
         out[method] = {
             name: np.atleast_1d(np.asarray(fields[name], dtype=float)).tolist()
             if fields.get(name) is not None else None
-            for name in ("accuracy", "accuracy_clipped", "se", "ci_low", "ci_high", "bound",
-                         "weight")
+            for name in ESTIMATE_FIELDS
         }
+        # Theorem 4's guarantee needs a weight fixed in advance; Prop. 3 holds for any
+        n_cells = len(out[method]["accuracy"])
+        out[method]["bound_valid"] = [bool(est.bound_valid)] * n_cells
     return out
+
+
+def _ipw_estimates(counts, per_group: dict, progress, k: int) -> dict[str, list]:
+    """ML on inverse-probability-weighted counts (per-class completion weights, Kish
+    effective sizes), the correction for unequal completion across classes."""
+    answered = np.array([cp.answered for cp in progress], float)
+    routed = np.array([cp.routed for cp in progress], float)
+    w_class = ipw_class_weights(answered, routed)
+    w_group = w_class[counts.k] if len(counts.k) else np.zeros(0)
+    n_o, s_o = weighted_effective_counts(per_group["n_ord"], per_group["s_ord"], w_group)
+    n_c, s_c = weighted_effective_counts(per_group["n_comp"], per_group["s_comp"], w_group)
+    est = estimate(n_o, s_o, n_c, s_c, k, method="ml", confidence=CONFIDENCE)
+    return {f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
+            for f in ("accuracy", "se", "ci_low", "ci_high")}
+
+
+def _cell(values: dict[str, list | None], j: int) -> dict:
+    """System j's fields out of per-method column lists."""
+    return {f: (_clean(v[j]) if v is not None else None) for f, v in values.items()}
+
+
+def _stratified(by_stratum: dict, strata: list, population: dict[str, int]) -> dict | None:
+    """Per-stratum ML estimates combined with the strata's shares of the study's items."""
+    if len(strata) < 2:
+        return None
+    weights = np.array([population.get(h, 0) for h in strata], float)
+    if weights.sum() <= 0:
+        return None
+    acc = np.array([by_stratum[h][1]["ml"]["accuracy"] for h in strata], float)
+    se = np.array([by_stratum[h][1]["ml"]["se"] for h in strata], float)
+    combined, combined_se = stratified_combine(acc, se, weights)
+    z = stats.norm.ppf(0.5 + CONFIDENCE / 2)
+    return {"accuracy": combined.tolist(), "se": combined_se.tolist(),
+            "ci_low": np.clip(combined - z * combined_se, 0, 1).tolist(),
+            "ci_high": np.clip(combined + z * combined_se, 0, 1).tolist(),
+            "weights": {h: float(w) for h, w in zip(strata, weights / weights.sum(),
+                                                    strict=True)}}
+
+
+def _assumption_flags(progress, imbalance: dict) -> list[dict]:
+    """Study-level warnings that the estimates' assumptions are at risk."""
+    flags = []
+    if imbalance["warning"]:
+        flags.append({"code": "completion_imbalance",
+                      "message": "Classes complete their queries at different rates; read "
+                                 "the IPW-corrected estimate."})
+    rows = [(cp.unsure, cp.answered - cp.unsure) for cp in progress
+            if cp.answered >= MIN_ANSWERS_FOR_ABSTENTION]
+    if len(rows) >= 2 and sum(r[0] for r in rows) > 0:
+        table = np.array(rows, float)
+        if (table.sum(axis=0) > 0).all():
+            p_value = stats.chi2_contingency(table)[1]
+            if p_value < ABSTENTION_P_VALUE:
+                flags.append({"code": "abstention_differs",
+                              "message": f"'Not sure' rates differ between classes "
+                                         f"(chi-square p = {p_value:.3g}): abstentions are "
+                                         "not ignorable if they depend on the answer."})
+    return flags
+
+
+def _system_flags(overall: dict, j: int) -> list[str]:
+    """Per system: too few labels for the finite-sample guarantee to say much."""
+    bound = overall["ivw"]["bound"][j] if overall["ivw"]["bound"] else None
+    if bound is None or not math.isfinite(bound) or bound > USEFUL_BOUND:
+        return ["few_labels_for_guarantee"]
+    return []
 
 
 def study_recompute(*, study_id: int) -> EstimateSnapshot:
@@ -82,6 +171,17 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
     counts = study_label_counts(study=study, ordinals=[s.ordinal for s in systems])
     per_group = system_counts(counts, k)
     totals = {name: arr.sum(axis=0) for name, arr in per_group.items()}
+    design_effect = None
+    if study.queries_per_item > 1 and k > 2 and systems:
+        # several complementary labels per item share the item's AI answer: use the
+        # item-clustered variance through effective counts
+        u, m = study_complementary_by_item(study=study, ordinals=[s.ordinal for s in systems],
+                                           k=k)
+        n_eff, s_eff = effective_counts(totals["n_comp"], totals["s_comp"],
+                                        cluster_ratio_variance(u, m[:, None]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            design_effect = np.where(n_eff > 0, totals["n_comp"] / n_eff, 1.0)
+        totals = {**totals, "n_comp": n_eff, "s_comp": s_eff}
     strata = sorted(set(counts.strata.tolist()))
     payload: dict = {
         "k": k,
@@ -105,14 +205,26 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
         "warning": bool(ratio is not None and ratio > IMBALANCE_WARNING_RATIO)
         or bool(rates and min(rates) == 0 and max(rates) > 0),
     }
+    payload["assumptions"] = _assumption_flags(progress, payload["completion_imbalance"])
+    if study.target_ci_width:
+        pilot = 0.8  # before any answer; replaced by the best system's ML estimate below
+        payload["plan"] = {"target_width": study.target_ci_width, "pilot_accuracy": pilot,
+                           **asdict(plan_labels(study.target_ci_width, pilot, k))}
     if systems:
         overall = _estimates_for(totals, k)
+        ipw = _ipw_estimates(counts, per_group, progress, k)
+        population = study_stratum_sizes(study=study)
         by_stratum = {}
         for stratum in strata:
             mask = counts.strata == stratum
             stats = {name: arr[mask].sum(axis=0) for name, arr in per_group.items()}
-            by_stratum[stratum] = (stats, _estimates_for(stats, k)["ml"])
+            by_stratum[stratum] = (stats, _estimates_for(stats, k))
+        stratified = _stratified(by_stratum, strata, population)
         ml_acc = np.asarray(overall["ml"]["accuracy"])
+        if study.target_ci_width and payload.get("systems") is not None and len(ml_acc):
+            pilot = float(np.clip(np.median(ml_acc), 0.05, 0.99))
+            payload["plan"] = {"target_width": study.target_ci_width, "pilot_accuracy": pilot,
+                               **asdict(plan_labels(study.target_ci_width, pilot, k))}
         needed = complementary_labels_for_width(
             study.target_ci_width, np.clip(ml_acc, 0.05, 0.99) if k > 2 else ml_acc, k,
             n_ord=totals["n_ord"], n_comp=totals["n_comp"], confidence=CONFIDENCE,
@@ -122,12 +234,15 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
                 "id": system.pk,
                 "name": system.name,
                 "counts": {name: _clean(float(arr[j])) for name, arr in totals.items()},
-                "estimates": {
-                    method: {f: (_clean(v[j]) if v is not None else None)
-                             for f, v in values.items()}
-                    for method, values in overall.items()
-                },
+                "estimates": {method: _cell(values, j) for method, values in overall.items()},
                 "labels_needed": _clean(float(np.atleast_1d(needed)[j])),
+                "ipw": {f: _clean(v[j]) for f, v in ipw.items()},
+                "stratified": ({**{f: _clean(stratified[f][j])
+                                   for f in ("accuracy", "se", "ci_low", "ci_high")},
+                                "weights": stratified["weights"]} if stratified else None),
+                "design_effect": (_clean(float(design_effect[j]))
+                                  if design_effect is not None else None),
+                "flags": _system_flags(overall, j),
                 "reference": {
                     "n": system.reference_n,
                     "accuracy": (system.reference_correct / system.reference_n)
@@ -137,10 +252,10 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
                     stratum: {
                         "n_ord": _clean(float(stats["n_ord"][j])),
                         "n_comp": _clean(float(stats["n_comp"][j])),
-                        **{f: (_clean(v[j]) if v is not None else None)
-                           for f, v in ml.items()},
+                        **_cell(per_method["ml"], j),  # ML flat, as the dashboard reads it
+                        "estimates": {m: _cell(v, j) for m, v in per_method.items()},
                     }
-                    for stratum, (stats, ml) in by_stratum.items()
+                    for stratum, (stats, per_method) in by_stratum.items()
                 },
             })
     duration_ms = (time.perf_counter() - started) * 1000

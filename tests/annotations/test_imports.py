@@ -145,3 +145,21 @@ def test_import_commands_report_errors_and_export_round_trip(tmp_path, draft):
     lines = out.read_text().strip().splitlines()
     assert lines[0].startswith("query_id,item_id,stratum,k,class_name")
     assert len(lines) - 1 == Query.objects.filter(study=draft, status="answered").count()
+
+
+def test_validate_estimators_command_prints_the_table_and_writes_the_figure(tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    figure = tmp_path / "fig2.svg"
+    call_command("validate_estimators", "--reps", "500", "--k", "4", "--accuracy", "0.8",
+                 "--n-ord", "50", "--n-comp", "150", "--figure", str(figure),
+                 "--ratios", "1,4", stdout=out, stderr=StringIO())
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("K=4 A=0.8 n_o=50 n_c=150 reps=500")
+    assert [line.split()[0] for line in lines[2:]] == ["Ord", "Comp-n_o", "Comp-(K-1)",
+                                                       "Comp-Var", "IVW-0.5", "IVW", "ML"]
+    svg = figure.read_text()
+    assert svg.startswith("<svg") and svg.count("<polyline") == 5

@@ -1,0 +1,202 @@
+"""The paper's statistical validation on simulated data (METHODS.md M1; paper 000, Table 1
+and Figure 2), usable from a notebook or ``manage.py validate_estimators``.
+
+Protocol, per replicate: n_o items whose routed class k was the truth (ordinary labels) and
+n_c items whose k was not (complementary labels). The AI is right with probability A; a
+complementary label ȳ is uniform over the K−1 wrong classes, so the AI's answer differs
+from it with probability q = (A+K−2)/(K−1). The counts are therefore S_o ~ Bin(n_o, A) and
+S_c ~ Bin(n_c, q), drawn directly (``simulate_items`` runs the item-level protocol and is
+used by the tests to check that the two agree).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from estimators.partitioned import estimate
+from estimators.planning import labels_needed
+
+ESTIMATORS = ("Ord", "Comp-n_o", "Comp-(K-1)", "Comp-Var", "IVW-0.5", "IVW", "ML")
+# The validation grid of docs/estimators.md (issue 3): 4 × 6 × 4 × 5 = 480 cells.
+STANDARD_GRID = {"ks": (3, 5, 10, 16), "accuracies": (0.05, 0.3, 0.6, 0.9, 0.97, 0.99),
+                 "n_ords": (20, 40, 200, 2000), "n_comps": (0, 40, 360, 2000, 20000)}
+
+
+@dataclass(frozen=True)
+class ValidationRow:
+    """One estimator of the Table-1 layout: labels used, mean and across-replicate SD of
+    the estimate, mean within-run SE, coverage and mean width of its 95 % interval (the
+    default "auto" interval, and the asymptotic one the paper uses)."""
+
+    estimator: str
+    n_ord: int
+    n_comp: int
+    mean: float
+    sd: float
+    mean_se: float
+    coverage: float
+    width: float
+    coverage_asymptotic: float
+    width_asymptotic: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def simulate_counts(rng: np.random.Generator, reps: int, accuracy: float, k: int, n_ord: int,
+                    n_comp: int) -> tuple[np.ndarray, np.ndarray]:
+    """S_o and S_c of ``reps`` replicate studies."""
+    q = (accuracy + k - 2) / (k - 1)
+    return rng.binomial(n_ord, accuracy, reps), rng.binomial(n_comp, q, reps)
+
+
+def simulate_items(rng: np.random.Generator, n_items: int, accuracy: float,
+                   k: int) -> tuple[int, int, int, int]:
+    """Item-level protocol: truth y uniform, the AI right w.p. A (else a uniformly drawn
+    wrong class), a class k drawn uniformly; k = y gives an ordinary label, else a
+    complementary one. Returns (n_o, S_o, n_c, S_c)."""
+    y = rng.integers(0, k, n_items)
+    wrong = (y + rng.integers(1, k, n_items)) % k
+    pred = np.where(rng.random(n_items) < accuracy, y, wrong)
+    asked = rng.integers(0, k, n_items)
+    ordinary = asked == y
+    n_o = int(ordinary.sum())
+    s_o = int((pred[ordinary] == y[ordinary]).sum())
+    s_c = int((pred[~ordinary] != asked[~ordinary]).sum())
+    return n_o, s_o, n_items - n_o, s_c
+
+
+def _row(name: str, n_o: int, n_c: int, s_o, s_c, k: int, method: str, truth: float,
+         confidence: float, weight=None) -> ValidationRow:
+    est = estimate(n_o, s_o, n_c, s_c, k, method=method, confidence=confidence, weight=weight)
+    paper = estimate(n_o, s_o, n_c, s_c, k, method=method, confidence=confidence,
+                     weight=weight, interval="asymptotic")
+    value = np.asarray(est.accuracy, float)
+    return ValidationRow(
+        estimator=name, n_ord=n_o, n_comp=n_c, mean=float(value.mean()),
+        sd=float(value.std(ddof=1)), mean_se=float(np.mean(est.se)),
+        coverage=float(np.mean((est.ci_low <= truth) & (truth <= est.ci_high))),
+        width=float(np.mean(np.asarray(est.ci_high) - est.ci_low)),
+        coverage_asymptotic=float(np.mean((paper.ci_low <= truth) & (truth <= paper.ci_high))),
+        width_asymptotic=float(np.mean(np.asarray(paper.ci_high) - paper.ci_low)),
+    )
+
+
+def validation_study(*, k: int, accuracy: float, n_ord: int, n_comp: int, reps: int = 10_000,
+                     confidence: float = 0.95, seed: int = 0,
+                     estimators: tuple[str, ...] = ESTIMATORS) -> list[ValidationRow]:
+    """Replicate studies of one cell through the protocol; one row per estimator.
+
+    Ord uses the n_o ordinary labels; Comp-n_o, Comp-(K−1) and Comp-Var use only
+    complementary labels, n_o, (K−1)·n_o and the variance-matched (1+(K−2)/A)·n_o of them;
+    IVW-0.5, IVW and ML combine the n_o ordinary and n_c complementary labels."""
+    if not 0 <= accuracy <= 1:
+        raise ValueError(f"accuracy: must lie in [0, 1], got {accuracy}")
+    if n_ord < 0 or n_comp < 0 or reps < 2:
+        raise ValueError("n_ord and n_comp must be ≥ 0 and reps ≥ 2")
+    unknown = set(estimators) - set(ESTIMATORS)
+    if unknown:
+        raise ValueError(f"estimators: unknown {sorted(unknown)} (one of {ESTIMATORS})")
+    rng = np.random.default_rng(seed)
+    s_o, s_c = simulate_counts(rng, reps, accuracy, k, n_ord, n_comp)
+    rows = []
+    for name in estimators:
+        if name == "Ord":
+            rows.append(_row(name, n_ord, 0, s_o, 0, k, "ord", accuracy, confidence))
+        elif name.startswith("Comp"):
+            size = {"Comp-n_o": n_ord, "Comp-(K-1)": (k - 1) * n_ord,
+                    "Comp-Var": int(np.ceil(labels_needed(n_ord, max(accuracy, 0.01), k)))}[name]
+            _, only_c = simulate_counts(rng, reps, accuracy, k, 0, size)
+            rows.append(_row(name, 0, size, 0, only_c, k, "comp", accuracy, confidence))
+        elif name == "IVW-0.5":
+            rows.append(_row(name, n_ord, n_comp, s_o, s_c, k, "ivw_fixed", accuracy,
+                             confidence, weight=0.5))
+        else:
+            rows.append(_row(name, n_ord, n_comp, s_o, s_c, k, name.lower(), accuracy,
+                             confidence))
+    return rows
+
+
+@dataclass(frozen=True)
+class CoverageCell:
+    k: int
+    accuracy: float
+    n_ord: int
+    n_comp: int
+    coverage: float  # of the default ("auto") ML interval
+    width: float
+    coverage_lr: float  # likelihood ratio alone
+    coverage_wald: float  # the paper's plug-in IVW interval
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def coverage_grid(*, ks, accuracies, n_ords, n_comps, reps: int = 4000,
+                  confidence: float = 0.95, seed: int = 0) -> list[CoverageCell]:
+    """Coverage of the ML interval on every cell of the grid (and, for comparison, of the
+    likelihood-ratio interval alone and of the paper's plug-in Wald interval for IVW)."""
+    rng = np.random.default_rng(seed)
+    cells = []
+    for k in ks:
+        for a in accuracies:
+            for n_o in n_ords:
+                for n_c in n_comps:
+                    s_o, s_c = simulate_counts(rng, reps, a, k, n_o, n_c)
+                    ml = estimate(n_o, s_o, n_c, s_c, k, "ml", confidence)
+                    lr = estimate(n_o, s_o, n_c, s_c, k, "ml", confidence,
+                                  interval="asymptotic")
+                    wald = estimate(n_o, s_o, n_c, s_c, k, "ivw", confidence,
+                                    interval="asymptotic")
+                    cells.append(CoverageCell(
+                        k=k, accuracy=a, n_ord=n_o, n_comp=n_c,
+                        coverage=_covers(ml, a), width=float(np.mean(ml.ci_high - ml.ci_low)),
+                        coverage_lr=_covers(lr, a), coverage_wald=_covers(wald, a)))
+    return cells
+
+
+def _covers(est, truth: float) -> float:
+    return float(np.mean((est.ci_low <= truth) & (truth <= est.ci_high)))
+
+
+@dataclass(frozen=True)
+class VariancePoint:
+    ratio: float  # n_c / n_o
+    n_comp: int
+    var_ord: float
+    var_comp: float
+    var_ivw_fixed: float  # w = 0.5
+    var_ivw: float  # plug-in weights
+    var_ivw_pilot: float  # closed-form optimal weight from the true A
+    var_ml: float
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def variance_curve(*, k: int, accuracy: float, n_ord: int, ratios, reps: int = 4000,
+                   seed: int = 0) -> list[VariancePoint]:
+    """Across-replicate variance of each estimator as n_c/n_o grows (the paper's Figure 2:
+    the optimally weighted IVW keeps below the fixed 0.5 weighting away from n_c ≈ 3 n_o)."""
+    rng = np.random.default_rng(seed)
+    points = []
+    for ratio in ratios:
+        n_c = int(round(ratio * n_ord))
+        s_o, s_c = simulate_counts(rng, reps, accuracy, k, n_ord, n_c)
+
+        counts = (n_ord, s_o, n_c, s_c, k)
+        points.append(VariancePoint(
+            ratio=float(ratio), n_comp=n_c, var_ord=_variance(counts, "ord"),
+            var_comp=_variance(counts, "comp"),
+            var_ivw_fixed=_variance(counts, "ivw_fixed", weight=0.5),
+            var_ivw=_variance(counts, "ivw"),
+            var_ivw_pilot=_variance(counts, "ivw_pilot", pilot=accuracy),
+            var_ml=_variance(counts, "ml")))
+    return points
+
+
+def _variance(counts: tuple, method: str, **kw) -> float:
+    est = estimate(*counts, method=method, interval="asymptotic", **kw)
+    return float(np.var(est.accuracy, ddof=1))

@@ -1,0 +1,67 @@
+"""The validation harness: the count model equals the item-level protocol; the Table-1 rows
+are computed from replicates (not from the estimator's own formulas)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from estimators.planning import labels_needed
+from estimators.simulation import (
+    ESTIMATORS,
+    coverage_grid,
+    simulate_items,
+    validation_study,
+    variance_curve,
+)
+
+
+def test_item_level_protocol_gives_the_count_model():
+    rng = np.random.default_rng(11)
+    k, a, n = 6, 0.7, 200_000
+    n_o, s_o, n_c, s_c = simulate_items(rng, n, a, k)
+    q = (a + k - 2) / (k - 1)
+    assert abs(n_o / n - 1 / k) < 4 * np.sqrt((1 / k) * (1 - 1 / k) / n)
+    assert abs(s_o / n_o - a) < 4 * np.sqrt(a * (1 - a) / n_o)
+    assert abs(s_c / n_c - q) < 4 * np.sqrt(q * (1 - q) / n_c)
+
+
+def test_validation_rows_follow_the_table_layout_and_recover_the_truth():
+    k, a, n_o, n_c, reps = 5, 0.7, 200, 800, 4000
+    rows = {r.estimator: r for r in validation_study(k=k, accuracy=a, n_ord=n_o, n_comp=n_c,
+                                                      reps=reps, seed=2)}
+    assert list(rows) == list(ESTIMATORS)
+    assert rows["Comp-(K-1)"].n_comp == (k - 1) * n_o
+    assert rows["Comp-Var"].n_comp == int(np.ceil(labels_needed(n_o, a, k)))
+    for name in ("Ord", "Comp-n_o", "Comp-(K-1)", "Comp-Var", "IVW-0.5", "ML"):
+        r = rows[name]
+        assert abs(r.mean - a) < 4 * r.sd / np.sqrt(reps), name
+        assert 0.935 <= r.coverage <= 0.985, name
+        assert r.mean_se == pytest.approx(r.sd, rel=0.1), name  # SEs are honest
+    # variance matching: Comp-Var's spread is the ordinary one's
+    assert rows["Comp-Var"].sd == pytest.approx(rows["Ord"].sd, rel=0.08)
+    # mixing helps: ML beats both single-kind estimators with the same labels
+    assert rows["ML"].sd < min(rows["Ord"].sd, rows["Comp-(K-1)"].sd)
+
+
+def test_figure_two_shape_optimal_weight_never_loses_to_the_fixed_one():
+    points = variance_curve(k=4, accuracy=0.8, n_ord=300, ratios=[1, 3, 10, 20], reps=3000)
+    for p in points:
+        assert p.var_ivw_pilot <= p.var_ivw_fixed * 1.08
+    far = points[-1]
+    assert far.var_ivw_pilot < 0.8 * far.var_ivw_fixed  # n_c = 20 n_o: fixed 0.5 is wasteful
+
+
+def test_coverage_grid_reports_each_cell():
+    cells = coverage_grid(ks=[3], accuracies=[0.5, 0.97], n_ords=[40], n_comps=[0, 80],
+                          reps=1000)
+    assert [(c.accuracy, c.n_comp) for c in cells] == [(0.5, 0), (0.5, 80), (0.97, 0),
+                                                         (0.97, 80)]
+    assert all(0 <= c.coverage <= 1 and c.width > 0 for c in cells)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="accuracy"):
+        validation_study(k=4, accuracy=1.2, n_ord=10, n_comp=10)
+    with pytest.raises(ValueError, match="estimators"):
+        validation_study(k=4, accuracy=0.5, n_ord=10, n_comp=10, estimators=("Nope",))

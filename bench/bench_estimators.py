@@ -1,6 +1,14 @@
-"""Cost of ``estimators.partitioned.estimate`` over many cells (no database).
+"""Cost of ``estimators.partitioned.estimate`` over many cells (no database), of the exact
+interval per small-sample cell, and of one validation study.
 
     .venv/bin/python bench/bench_estimators.py --cells 100000
+
+Large cells: n_o ∈ [200, 2000], n_c ∈ [200, 20000], K = 5, A ∈ [0.05, 0.99], drawn until
+every kind of event is plentiful (the "auto" interval then uses no exact cell); the exact
+interval's cost is measured separately on small-sample cells (n_o ∈ [20, 200], n_c ∈ [0,
+2000], A ∈ [0.9, 0.995]), each a distinct outcome.
+Budgets (issue 3): "ivw" ≤ 50 ms and "ml" with intervals ≤ 1 s for 100 000 cells; the
+validation study of one cell with 10 000 replicates ≤ 2 s.
 """
 
 from __future__ import annotations
@@ -14,28 +22,68 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from estimators.intervals import needs_exact  # noqa: E402
 from estimators.partitioned import METHODS, estimate  # noqa: E402
+from estimators.simulation import validation_study  # noqa: E402
+
+K = 5
+
+
+def large_cells(rng: np.random.Generator, cells: int):
+    out = [[], [], [], []]
+    while len(out[0]) < cells:
+        n_o = rng.integers(200, 2001, cells).astype(float)
+        n_c = rng.integers(200, 20001, cells).astype(float)
+        a = rng.uniform(0.05, 0.99, cells)
+        s_o = rng.binomial(n_o.astype(int), a).astype(float)
+        s_c = rng.binomial(n_c.astype(int), (a + K - 2) / (K - 1)).astype(float)
+        keep = ~needs_exact(n_o, s_o, n_c, s_c)
+        for arr, new in zip(out, (n_o, s_o, n_c, s_c), strict=True):
+            arr.extend(new[keep].tolist())
+    return [np.array(arr[:cells]) for arr in out]
+
+
+def timed(fn, repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cells", type=int, default=100_000)
+    parser.add_argument("--small", type=int, default=300, help="small-sample cells to time")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
-    n_o = rng.integers(200, 2000, args.cells).astype(float)
-    n_c = rng.integers(200, 20000, args.cells).astype(float)
-    a = rng.uniform(0.05, 0.99, args.cells)
-    k = 5
-    s_o = rng.binomial(n_o.astype(int), a).astype(float)
-    s_c = rng.binomial(n_c.astype(int), (a + k - 2) / (k - 1)).astype(float)
+    n_o, s_o, n_c, s_c = large_cells(rng, args.cells)
+    print(f"{args.cells:,} large cells (n_o, n_c ≥ 200, ≥ 30 events of each kind), K = {K}:")
     for method in METHODS:
-        times = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            estimate(n_o, s_o, n_c, s_c, k, method=method)
-            times.append(time.perf_counter() - t0)
-        median_ms = statistics.median(times) * 1000
-        print(f"{method:10s} {args.cells:,} cells: median {median_ms:7.1f} ms")
+        auto = timed(lambda m=method: estimate(n_o, s_o, n_c, s_c, K, method=m))
+        asym = timed(lambda m=method: estimate(n_o, s_o, n_c, s_c, K, method=m,
+                                               interval="asymptotic"))
+        print(f"  {method:10s} median {auto:7.1f} ms (asymptotic intervals only: "
+              f"{asym:7.1f} ms)")
+
+    small_o = rng.integers(20, 201, args.small).astype(float)
+    small_c = rng.integers(0, 2001, args.small).astype(float)
+    a = rng.uniform(0.9, 0.995, args.small)
+    so = rng.binomial(small_o.astype(int), a).astype(float)
+    sc = rng.binomial(small_c.astype(int), (a + K - 2) / (K - 1)).astype(float)
+    share = needs_exact(small_o, so, small_c, sc).mean()
+    t0 = time.perf_counter()
+    estimate(small_o, so, small_c, sc, K, method="ml", interval="exact")
+    per_cell = (time.perf_counter() - t0) / args.small * 1000
+    print(f"exact interval, small-sample cells (n_o 20–200, n_c 0–2000, A 0.9–0.995; "
+          f"{100 * share:.0f} % of them take the exact path under 'auto'): "
+          f"{per_cell:.2f} ms per cell")
+
+    t0 = time.perf_counter()
+    validation_study(k=10, accuracy=0.97, n_ord=40, n_comp=360, reps=10_000)
+    print(f"validation study, K=10 A=0.97 n_o=40 n_c=360, 10 000 replicates, 7 estimators: "
+          f"{(time.perf_counter() - t0) * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

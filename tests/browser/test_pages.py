@@ -87,3 +87,10 @@ def test_manager_sees_the_dashboard_update_live(page, live_server, settings):
     expect(page.get_by_test_id("n-answered")).to_have_text("5", timeout=5000)
     assert page.locator("table.estimates tr[data-system=model-a]").count() == 1
     page.screenshot(path=str(SHOTS / "dashboard.png"), full_page=True)
+    page.get_by_test_id("method").select_option("ivw_fixed")
+    expect(page.locator('table.chosen[data-method="ivw_fixed"]')).to_be_visible()
+    for _ in range(2):  # the live region keeps the manager's choice as it refreshes
+        q = query_lease_next(study=study, user=user)
+        label_submit(query_id=q.pk, user=user, answer="yes")
+    expect(page.get_by_test_id("n-answered")).to_have_text("7", timeout=5000)
+    expect(page.locator('table.chosen[data-method="ivw_fixed"]')).to_be_visible()

@@ -51,6 +51,17 @@ def _jsonl(records: list[dict]) -> io.StringIO:
     return io.StringIO("\n".join(json.dumps(r) for r in records))
 
 
+def _import(request, study_id: int, serializer_cls, service) -> Response:
+    """POST a JSON list of records → the same atomic import service as files use."""
+    study = _study_for(request, study_id, Role.RESEARCHER)
+    data = serializer_cls(data=request.data, many=True)
+    data.is_valid(raise_exception=True)
+    result = service(study=study, source=_jsonl(data.validated_data), name="request",
+                     fmt="jsonl", update=request.query_params.get("update") == "true")
+    return Response({"created": result.created, "updated": result.updated},
+                    status=status.HTTP_201_CREATED)
+
+
 class StudyListApi(APIView):
     @extend_schema(responses=StudyOutputSerializer(many=True), summary="Studies you belong to")
     def get(self, request):
@@ -79,14 +90,7 @@ class ItemListApi(APIView):
     @extend_schema(request=ItemInputSerializer(many=True), responses=ImportOutputSerializer,
                    summary="Add items (atomic: all or nothing)")
     def post(self, request, study_id: int):
-        study = _study_for(request, study_id, Role.RESEARCHER)
-        data = ItemInputSerializer(data=request.data, many=True)
-        data.is_valid(raise_exception=True)
-        result = items_import(study=study, source=_jsonl(data.validated_data),
-                              name="request", fmt="jsonl",
-                              update=request.query_params.get("update") == "true")
-        return Response({"created": result.created, "updated": result.updated},
-                        status=status.HTTP_201_CREATED)
+        return _import(request, study_id, ItemInputSerializer, items_import)
 
 
 class PredictionListApi(APIView):
@@ -104,14 +108,7 @@ class PredictionListApi(APIView):
     def post(self, request, study_id: int):
         from assistants.services import predictions_import
 
-        study = _study_for(request, study_id, Role.RESEARCHER)
-        data = PredictionInputSerializer(data=request.data, many=True)
-        data.is_valid(raise_exception=True)
-        result = predictions_import(study=study, source=_jsonl(data.validated_data),
-                                    name="request", fmt="jsonl",
-                                    update=request.query_params.get("update") == "true")
-        return Response({"created": result.created, "updated": result.updated},
-                        status=status.HTTP_201_CREATED)
+        return _import(request, study_id, PredictionInputSerializer, predictions_import)
 
 
 class QueryNextApi(APIView):

@@ -92,3 +92,17 @@ def stop_server(procs: list[subprocess.Popen]) -> None:
         p.terminate()
     for p in procs:
         p.wait(timeout=30)
+
+
+def api_call(conn: http.client.HTTPConnection, method: str, path: str, token: str,
+             body: dict | None = None) -> tuple[int, dict | None, float]:
+    """One token-authenticated JSON request: (status, parsed body, elapsed ms)."""
+    import json
+
+    t0 = time.perf_counter()
+    conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                 headers={"Authorization": f"Token {token}", "Content-Type": "application/json"})
+    response = conn.getresponse()
+    raw = response.read()
+    elapsed = (time.perf_counter() - t0) * 1000
+    return response.status, (json.loads(raw) if raw else None), elapsed

@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _scratch import (  # noqa: E402
     PORT,
+    api_call,
     percentile,
     scratch_database,
     start_server,
@@ -62,11 +63,8 @@ def seed(n_items: int) -> tuple[int, str, str]:
 
 
 def call(conn, method: str, path: str, token: str, body: dict | None = None):
-    conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                 headers={"Authorization": f"Token {token}", "Content-Type": "application/json"})
-    response = conn.getresponse()
-    raw = response.read()
-    return response.status, (json.loads(raw) if raw else None)
+    status, data, _ = api_call(conn, method, path, token, body)
+    return status, data
 
 
 def main() -> None:

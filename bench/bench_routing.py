@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _scratch import (  # noqa: E402
     PORT,
+    api_call,
     percentile,
     scratch_database,
     start_server,
@@ -90,13 +91,7 @@ class Specialist:
     errors: list[str] = field(default_factory=list)
 
     def call(self, conn, path: str, body: dict | None = None) -> tuple[int, dict | None, float]:
-        headers = {"Authorization": f"Token {self.token}", "Content-Type": "application/json"}
-        t0 = time.perf_counter()
-        conn.request("POST", path, body=json.dumps(body or {}), headers=headers)
-        response = conn.getresponse()
-        raw = response.read()
-        elapsed = (time.perf_counter() - t0) * 1000
-        return response.status, (json.loads(raw) if raw else None), elapsed
+        return api_call(conn, "POST", path, self.token, body or {})
 
     def run(self) -> Specialist:
         conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)

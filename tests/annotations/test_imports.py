@@ -163,3 +163,31 @@ def test_validate_estimators_command_prints_the_table_and_writes_the_figure(tmp_
                                                        "Comp-Var", "IVW-0.5", "IVW", "ML"]
     svg = figure.read_text()
     assert svg.startswith("<svg") and svg.count("<polyline") == 5
+
+
+def test_api_imports_are_atomic_and_name_the_bad_record():
+    from django.test import Client
+    from django.urls import reverse
+
+    from annotations.models import Item
+    from assistants.models import Prediction
+    from tests.factories import make_study, role_user
+
+    study = make_study(k=3, n_items=0, open_=False, seed=81)
+    client = Client()
+    client.force_login(role_user(study, "researcher"))
+    url = reverse("api-items", args=[study.pk])
+    ok = client.post(url, [{"id": "a", "text": "first"}, {"id": "b", "text": "second"}],
+                     content_type="application/json")
+    assert ok.status_code == 201 and ok.json() == {"created": 2, "updated": 0}
+    bad = client.post(url, [{"id": "c", "text": "x"}, {"id": "a", "text": "again"}],
+                      content_type="application/json")
+    assert bad.status_code == 400 and "request:2" in bad.content.decode()
+    assert sorted(Item.objects.filter(study=study).values_list("external_id", flat=True)) == [
+        "a", "b"]
+    preds = client.post(reverse("api-predictions", args=[study.pk]),
+                        [{"item_id": "a", "system": "m1", "prediction": 1},
+                         {"item_id": "zzz", "system": "m1", "prediction": 0}],
+                        content_type="application/json")
+    assert preds.status_code == 400 and "zzz" in preds.content.decode()
+    assert not Prediction.objects.filter(item__study=study).exists()

@@ -115,8 +115,14 @@ class SnapshotOutputSerializer(serializers.Serializer):
     n_answered = serializers.IntegerField()
     duration_ms = serializers.FloatField()
     payload = serializers.JSONField(
-        help_text="k, confidence, classes (per-class counts and completion), "
-        "completion_imbalance, strata, systems: per system counts, estimates per method "
-        "(ord, comp, ivw, ml; each with the fields of EstimateFields), labels_needed, "
-        "reference (gold-subset accuracy) and per-stratum ML."
+        help_text="k, confidence, n_answered; classes (per class yes/no/unsure/pending/leased, "
+        "completion and abstention rates); completion_imbalance {ratio, warning}; assumptions "
+        "[{code, message}] (completion_imbalance, abstention_differs); plan {target_width, "
+        "pilot_accuracy, ordinary_only, complementary_only, routed_queries}; strata; systems: "
+        "per system id, name, counts {n_ord, s_ord, n_comp, s_comp}, estimates per method "
+        "(ord, comp, ivw, ivw_pilot, ivw_fixed, ml; each {accuracy, accuracy_clipped, se, "
+        "ci_low, ci_high, bound, bound_valid, weight}), ipw {accuracy, se, ci_low, ci_high}, "
+        "stratified {accuracy, se, ci_low, ci_high, weights} or null, design_effect or null, "
+        "flags [few_labels_for_guarantee], labels_needed, reference {n, accuracy} and "
+        "strata {name: {n_ord, n_comp, ML fields, estimates per method}}."
     )

@@ -23,7 +23,7 @@ from annotations.models import (
 )
 from annotations.services.estimates import study_recompute
 from annotations.services.exports import labels_export
-from annotations.services.imports import items_import
+from annotations.services.imports import items_import, study_stratum_sizes_refresh
 from annotations.services.studies import (
     membership_add,
     researchers_staff_ensure,
@@ -299,6 +299,21 @@ class ItemAdmin(ResearcherScopedAdmin):
     list_filter = ["study", "is_quality_check"]
     search_fields = ["external_id", "text"]
     readonly_fields = ["option_order", "class_order", "routed_at"]
+
+    def delete_queryset(self, request, queryset):
+        studies = set(Study.objects.filter(items__in=queryset))
+        super().delete_queryset(request, queryset)
+        for study in studies:
+            study_stratum_sizes_refresh(study=study)
+
+    def delete_model(self, request, obj):
+        study = obj.study
+        super().delete_model(request, obj)
+        study_stratum_sizes_refresh(study=study)
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        study_stratum_sizes_refresh(study=obj.study)
 
 
 @admin.register(Query)

@@ -57,6 +57,9 @@ class Study(models.Model):
     )
     seed = models.BigIntegerField(default=_new_seed, help_text="Seed of every random draw.")
     routing_batches = models.PositiveIntegerField(default=0, editable=False)
+    # Items per stratum (quality checks excluded), kept by the item services: the
+    # population weights of the stratified estimate without a count over every item.
+    stratum_sizes = models.JSONField(default=dict, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     opened_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)

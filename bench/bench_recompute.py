@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> None:
     from annotations.models import Study
     from annotations.selectors import study_label_counts
     from annotations.services.estimates import study_recompute
+    from annotations.services.imports import study_stratum_sizes_refresh
     from annotations.services.studies import study_create
     from assistants.services import system_create
 
@@ -72,6 +73,7 @@ def run(args: argparse.Namespace) -> None:
             [args.k, args.k, args.systems, args.systems, study.pk])
         cur.execute("UPDATE annotations_query SET match_mask = match_mask & present_mask")
         cur.execute("VACUUM ANALYZE annotations_query")
+    study_stratum_sizes_refresh(study=study)  # what the item import does
     print(f"seeded {n:,} answered queries × {args.systems} systems in "
           f"{time.perf_counter() - started:.1f} s")
     ordinals = list(range(args.systems))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from django.db import transaction
+from django.db.models import Count
 
 from annotations.errors import ImportFailed
 from annotations.models import Item, Study
@@ -178,8 +179,21 @@ def items_import(
     routed = 0
     if study.status == Study.Status.OPEN and created:
         routed = items_route(study=study, items=created)
+    if created or to_update:
+        study_stratum_sizes_refresh(study=study)
     if to_update:
         from assistants.services import systems_reference_refresh
 
         systems_reference_refresh(study=study)
     return ImportResult(created=len(created), updated=len(to_update), routed=routed)
+
+
+def study_stratum_sizes_refresh(*, study: Study) -> dict[str, int]:
+    """Recount the study's items per stratum (quality checks excluded) into
+    ``Study.stratum_sizes``; item imports and deletions call this."""
+    rows = (Item.objects.filter(study=study, is_quality_check=False).values("stratum")
+            .annotate(n=Count("id")).order_by("stratum"))
+    sizes = {r["stratum"]: r["n"] for r in rows}
+    Study.objects.filter(pk=study.pk).update(stratum_sizes=sizes)
+    study.stratum_sizes = sizes
+    return sizes

@@ -191,3 +191,27 @@ def test_api_imports_are_atomic_and_name_the_bad_record():
                         content_type="application/json")
     assert preds.status_code == 400 and "zzz" in preds.content.decode()
     assert not Prediction.objects.filter(item__study=study).exists()
+
+
+def test_stratum_sizes_follow_imports_and_deletions():
+    from django.test import Client
+
+    from annotations.models import Item
+    from tests.factories import jsonl, make_study, role_user
+
+    study = make_study(k=3, n_items=0, open_=False, seed=82)
+    items_import(study=study, name="a.jsonl", fmt="jsonl", source=jsonl(
+        [{"id": f"i{i}", "text": "t", "stratum": "easy" if i < 3 else "hard"}
+         for i in range(5)]))
+    study.refresh_from_db()
+    assert study.stratum_sizes == {"easy": 3, "hard": 2}
+    items_import(study=study, name="b.jsonl", fmt="jsonl", update=True,
+                 source=jsonl([{"id": "i0", "text": "t", "stratum": "hard"}]))
+    study.refresh_from_db()
+    assert study.stratum_sizes == {"easy": 2, "hard": 3}
+    client = Client()
+    client.force_login(role_user(study, "researcher"))
+    item = Item.objects.get(study=study, external_id="i1")
+    client.post(f"/admin/annotations/item/{item.pk}/delete/", {"post": "yes"})
+    study.refresh_from_db()
+    assert study.stratum_sizes == {"easy": 1, "hard": 3}

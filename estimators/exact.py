@@ -23,6 +23,8 @@ so P_A(Â ≥ â) = Σ_{s_o} Bin(s_o; n_o, A) · P(Bin(n_c, q(A)) ≥ ⌈c(s_o)�
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import optimize, special
 
@@ -101,9 +103,11 @@ def _solve(f, target: float, increasing: bool) -> float:
     return optimize.brentq(lambda a: f(a) - target, 0.0, 1.0, xtol=1e-10, rtol=1e-10)
 
 
+@functools.lru_cache(maxsize=65_536)
 def exact_interval_cell(n_o: int, s_o: int, n_c: int, s_c: int, k: int, confidence: float,
                         a_hat: float, tie: float | None = None) -> tuple[float, float]:
-    """Exact interval of one cell; ``a_hat`` is its ML estimate."""
+    """Exact interval of one cell; ``a_hat`` is its ML estimate. Memoised: the ML and IVW
+    intervals of a cell, and successive recomputes of a study, share their cells."""
     if n_o + n_c == 0:
         return 0.0, 1.0
     half = (1 - confidence) / 2
@@ -148,8 +152,8 @@ def exact_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
         hi_u = np.empty(len(unique))
         a_flat = a.ravel()
         for i, (cell, j) in enumerate(zip(unique, first, strict=True)):
-            lo_u[i], hi_u[i] = exact_interval_cell(*(int(round(v)) for v in cell), k,
-                                                   confidence, float(a_flat[j]))
+            lo_u[i], hi_u[i] = exact_interval_cell(*(int(round(v)) for v in cell), int(k),
+                                                   float(confidence), float(a_flat[j]))
         inverse = inverse.ravel()
         lower, upper = lo_u[inverse], hi_u[inverse]
     return lower.reshape(n_o.shape), upper.reshape(n_o.shape)

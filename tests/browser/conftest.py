@@ -45,3 +45,16 @@ def login(page, live_server, username: str, password: str = "pw") -> None:
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
     page.wait_for_url(f"{live_server.url}/")
+
+
+@pytest.fixture
+def shots(tmp_path):
+    """Where screenshots go: docs/img with OVERSIGHT_SCREENSHOTS=1 (to refresh the guides'
+    pictures), else the test's temporary directory (the pages are still rendered)."""
+    from pathlib import Path
+
+    if os.environ.get("OVERSIGHT_SCREENSHOTS") == "1":
+        target = Path(__file__).resolve().parents[2] / "docs" / "img"
+        target.mkdir(parents=True, exist_ok=True)
+        return target
+    return tmp_path

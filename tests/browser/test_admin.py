@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import expect
 
@@ -12,7 +10,6 @@ from tests.browser.conftest import login
 from tests.factories import make_study, role_user, specialist
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 def admin_login(page, live_server, username: str) -> None:
@@ -23,14 +20,14 @@ def admin_login(page, live_server, username: str) -> None:
     expect(page.locator("#site-name")).to_be_visible()
 
 
-def test_researcher_imports_items_fixes_an_error_and_opens_the_study(page, live_server, tmp_path):
+def test_researcher_imports_items_fixes_an_error_and_opens_the_study(page, shots, live_server,
+                                                                   tmp_path):
     study = make_study(k=3, n_items=0, open_=False, seed=61, name="Radiology triage")
     admin_login(page, live_server, role_user(study, "researcher").username)
     page.goto(f"{live_server.url}/admin/annotations/study/")
     row = page.locator("#result_list tr", has_text="Radiology triage")
     expect(row).to_be_visible()
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / "admin-studies.png"))
+    page.screenshot(path=str(shots / "admin-studies.png"))
 
     bad = tmp_path / "scans.csv"
     bad.write_text("id,text,gold\nscan-1,First scan,C0\nscan-2,Second scan,C9\n")
@@ -38,7 +35,7 @@ def test_researcher_imports_items_fixes_an_error_and_opens_the_study(page, live_
     page.set_input_files("input[name=file]", str(bad))
     page.click("input[value=Import]")
     expect(page.locator(".errorlist")).to_contain_text("scans.csv:3: gold")
-    page.screenshot(path=str(SHOTS / "admin-import-error.png"))
+    page.screenshot(path=str(shots / "admin-import-error.png"))
     assert Item.objects.filter(study=study).count() == 0  # nothing half-done
 
     bad.write_text("id,text,gold\nscan-1,First scan,C0\nscan-2,Second scan,C2\n")
@@ -57,8 +54,8 @@ def test_researcher_imports_items_fixes_an_error_and_opens_the_study(page, live_
     assert Query.objects.filter(study=study).count() == 2
 
 
-def test_specialist_home_lists_their_studies(page, live_server):
+def test_specialist_home_lists_their_studies(page, shots, live_server):
     study = make_study(k=3, n_items=6, seed=62, name="Contract clauses")
     login(page, live_server, specialist(study, 1).username)
     expect(page.get_by_role("link", name="Label as C1 specialist")).to_be_visible()
-    page.screenshot(path=str(SHOTS / "home.png"))
+    page.screenshot(path=str(shots / "home.png"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -16,10 +15,9 @@ from tests.browser.conftest import login
 from tests.factories import make_study, role_user, specialist
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
-def test_specialist_labels_three_queries_with_the_keyboard(page, live_server, settings):
+def test_specialist_labels_three_queries_with_the_keyboard(page, shots, live_server, settings):
     settings.CELERY_TASK_ALWAYS_EAGER = True
     study = make_study(k=4, n_items=30, systems={"hidden-model-name": 0.7}, seed=51)
     user = specialist(study, 2)
@@ -40,8 +38,7 @@ def test_specialist_labels_three_queries_with_the_keyboard(page, live_server, se
                   .values_list("pk", "answer", "k"))
     assert [(pk, a) for pk, a, _ in stored] == pressed
     assert {k for _, _, k in stored} == {2}
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / "labelling.png"))
+    page.screenshot(path=str(shots / "labelling.png"))
 
 
 def test_expired_lease_is_refused_with_a_clear_message_and_nothing_is_stored(page, live_server):
@@ -72,7 +69,7 @@ def test_countdown_shows_expiry_and_disables_the_answers(page, live_server):
     expect(page.locator("button.answer.yes")).to_be_disabled()
 
 
-def test_manager_sees_the_dashboard_update_live(page, live_server, settings):
+def test_manager_sees_the_dashboard_update_live(page, shots, live_server, settings):
     settings.CELERY_TASK_ALWAYS_EAGER = True
     study = make_study(k=4, n_items=60, systems={"model-a": 0.8, "model-b": 0.5}, seed=53)
     user = specialist(study, 1)
@@ -86,7 +83,7 @@ def test_manager_sees_the_dashboard_update_live(page, live_server, settings):
         label_submit(query_id=q.pk, user=user, answer="no")
     expect(page.get_by_test_id("n-answered")).to_have_text("5", timeout=5000)
     assert page.locator("table.estimates tr[data-system=model-a]").count() == 1
-    page.screenshot(path=str(SHOTS / "dashboard.png"), full_page=True)
+    page.screenshot(path=str(shots / "dashboard-live.png"), full_page=True)
     page.get_by_test_id("method").select_option("ivw_fixed")
     expect(page.locator('table.chosen[data-method="ivw_fixed"]')).to_be_visible()
     for _ in range(2):  # the live region keeps the manager's choice as it refreshes
@@ -94,3 +91,23 @@ def test_manager_sees_the_dashboard_update_live(page, live_server, settings):
         label_submit(query_id=q.pk, user=user, answer="yes")
     expect(page.get_by_test_id("n-answered")).to_have_text("7", timeout=5000)
     expect(page.locator('table.chosen[data-method="ivw_fixed"]')).to_be_visible()
+
+
+def test_a_converged_study_shows_every_system_inside_its_interval(page, shots, live_server,
+                                                                  settings):
+    """The picture in the managers' guide, and a check that what the page shows is right:
+    each system's true accuracy lies inside the ML interval the dashboard displays."""
+    from annotations.services.simulation import study_simulate
+
+    truth = {"frontier-model": 0.86, "mid-size-model": 0.68, "small-model": 0.42}
+    study = make_study(k=5, n_items=900, systems=truth, seed=55, strata=3,
+                       name="Demo: multiple-choice QA (K = 5)")
+    study_simulate(study=study)
+    login(page, live_server, role_user(study, "manager").username)
+    page.goto(f"{live_server.url}/studies/{study.pk}/dashboard/")
+    for name, acc in truth.items():
+        row = page.locator(f'table.estimates tr[data-system="{name}"]')
+        low, high = (float(x) for x in row.locator("td").nth(5).inner_text()
+                     .strip("[]").split(","))
+        assert low <= acc <= high, (name, low, high)
+    page.screenshot(path=str(shots / "dashboard.png"), full_page=True)

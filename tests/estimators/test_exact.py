@@ -68,3 +68,10 @@ def test_each_distinct_outcome_is_computed_once_and_shapes_are_kept():
     lo, hi = exact_interval(5, s_o, 12, 10, 4, 0.95, ml_accuracy(5.0, s_o, 12.0, 10.0, 4))
     assert lo.shape == (2, 2) and lo[0, 0] == lo[0, 1] == lo[1, 1] and lo[1, 0] > lo[0, 0]
     assert (hi >= lo).all()
+
+
+def test_fractional_complementary_counts_from_missing_predictions_are_accepted():
+    # a missing prediction scores (K−2)/(K−1) in S_c, so S_c need not be an integer
+    lo, hi = exact_interval(30, 29, 90, 88.75, 5, 0.95,
+                            ml_accuracy(30.0, 29.0, 90.0, 88.75, 5))
+    assert 0 < lo < ml_accuracy(30.0, 29.0, 90.0, 88.75, 5) < hi <= 1

@@ -146,9 +146,23 @@ def study_recompute_schedule(study_id: int) -> None:
         # answer request does not wait for the recompute.
         timer = threading.Timer(delay, _recompute_in_process, args=(study_id,))
         timer.daemon = True
+        _background.append(timer)
         timer.start()
     else:
         study_recompute_task.apply_async(args=(study_id,), countdown=delay)
+
+
+_background: list[threading.Timer] = []
+
+
+def background_recomputes_join(timeout: float = 30.0) -> int:
+    """Wait for the in-process (embedded mode) recomputes scheduled so far; returns how
+    many were waited for. For clean shutdowns and tests."""
+    waited = 0
+    while _background:
+        _background.pop().join(timeout)
+        waited += 1
+    return waited
 
 
 def _recompute_in_process(study_id: int) -> None:

@@ -11,4 +11,5 @@ urlpatterns = [
     path("studies/<int:study_id>/label/<int:query_id>/heartbeat/", views.label_heartbeat,
          name="label-heartbeat"),
     path("studies/<int:study_id>/dashboard/", views.dashboard, name="dashboard"),
+    path("studies/<int:study_id>/plan/", views.plan, name="plan"),
 ]

@@ -185,3 +185,28 @@ def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
         return render(request, "annotations/_dashboard_live.html",
                       _dashboard_context(study, method))
     return render(request, "annotations/dashboard.html", _dashboard_context(study, method))
+
+
+@require_GET
+@login_required
+def plan(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Planning calculator: labels needed for a target interval width at a pilot accuracy
+    (``?width=0.05&pilot=0.8``); errors name the field."""
+    from estimators.planning import plan_labels
+
+    study = _dashboard_study(request, study_id)
+    context: dict = {"study": study, "width": request.GET.get("width", ""),
+                     "pilot": request.GET.get("pilot", "")}
+    try:
+        width = float(context["width"])
+        pilot = float(context["pilot"])
+    except ValueError:
+        context["error"] = "width and pilot accuracy: enter numbers, e.g. 0.05 and 0.8"
+    else:
+        if not 0 < width < 1:
+            context["error"] = "width: must lie strictly between 0 and 1"
+        elif not 0 < pilot < 1:
+            context["error"] = "pilot accuracy: must lie strictly between 0 and 1"
+        else:
+            context["plan"] = plan_labels(width, pilot, study.classes.count())
+    return render(request, "annotations/_plan.html", context)

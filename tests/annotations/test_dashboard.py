@@ -96,3 +96,21 @@ def test_few_labels_are_flagged_for_the_guarantee():
     study_simulate(study=study)
     system = study_recompute(study_id=study.pk).payload["systems"][0]
     assert system["flags"] == ["few_labels_for_guarantee"]
+
+
+def test_planning_calculator_answers_and_names_bad_fields(study):
+    from estimators.planning import plan_labels
+
+    client = Client()
+    client.force_login(role_user(study, "manager"))
+    url = reverse("plan", args=[study.pk])
+    html = client.get(url, {"width": "0.05", "pilot": "0.8"}).content.decode()
+    expected = plan_labels(0.05, 0.8, 4)
+    assert f"{expected.routed_queries:,.0f}" in html
+    assert "width: must lie" in client.get(url, {"width": "2", "pilot": "0.8"}).content.decode()
+    assert "enter numbers" in client.get(url, {"width": "x", "pilot": "0.8"}).content.decode()
+    specialist_client = Client()
+    from tests.factories import specialist
+
+    specialist_client.force_login(specialist(study, 0))
+    assert specialist_client.get(url, {"width": "0.05", "pilot": "0.8"}).status_code == 403

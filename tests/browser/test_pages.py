@@ -111,3 +111,7 @@ def test_a_converged_study_shows_every_system_inside_its_interval(page, shots, l
                      .strip("[]").split(","))
         assert low <= acc <= high, (name, low, high)
     page.screenshot(path=str(shots / "dashboard.png"), full_page=True)
+    page.fill("input[name=width]", "0.04")
+    page.fill("input[name=pilot]", "0.7")
+    page.get_by_role("button", name="Plan").click()
+    expect(page.get_by_test_id("plan-routed")).to_be_visible()

@@ -88,7 +88,7 @@ def _estimates_for(stats: dict[str, np.ndarray], k: int) -> dict[str, dict[str, 
             if fields.get(name) is not None else None
             for name in ESTIMATE_FIELDS
         }
-        # Theorem 4's guarantee needs a weight fixed in advance; Prop. 3 holds for any
+        # False only where Theorem 4's bound got a weight taken from the data
         n_cells = len(out[method]["accuracy"])
         out[method]["bound_valid"] = [bool(est.bound_valid)] * n_cells
     return out
@@ -124,9 +124,10 @@ def _stratified(by_stratum: dict, strata: list, population: dict[str, int]) -> d
     se = np.array([by_stratum[h][1]["ml"]["se"] for h in strata], float)
     combined, combined_se = stratified_combine(acc, se, weights)
     z = stats.norm.ppf(0.5 + CONFIDENCE / 2)
-    return {"accuracy": combined.tolist(), "se": combined_se.tolist(),
-            "ci_low": np.clip(combined - z * combined_se, 0, 1).tolist(),
-            "ci_high": np.clip(combined + z * combined_se, 0, 1).tolist(),
+    columns = {"accuracy": combined.tolist(), "se": combined_se.tolist(),
+               "ci_low": np.clip(combined - z * combined_se, 0, 1).tolist(),
+               "ci_high": np.clip(combined + z * combined_se, 0, 1).tolist()}
+    return {"columns": columns,
             "weights": {h: float(w) for h, w in zip(strata, weights / weights.sum(),
                                                     strict=True)}}
 
@@ -206,10 +207,7 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
         or bool(rates and min(rates) == 0 and max(rates) > 0),
     }
     payload["assumptions"] = _assumption_flags(progress, payload["completion_imbalance"])
-    if study.target_ci_width:
-        pilot = 0.8  # before any answer; replaced by the best system's ML estimate below
-        payload["plan"] = {"target_width": study.target_ci_width, "pilot_accuracy": pilot,
-                           **asdict(plan_labels(study.target_ci_width, pilot, k))}
+    ml_acc = np.zeros(0)
     if systems:
         overall = _estimates_for(totals, k)
         ipw = _ipw_estimates(counts, per_group, progress, k)
@@ -221,10 +219,6 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
             by_stratum[stratum] = (stats, _estimates_for(stats, k))
         stratified = _stratified(by_stratum, strata, population)
         ml_acc = np.asarray(overall["ml"]["accuracy"])
-        if study.target_ci_width and payload.get("systems") is not None and len(ml_acc):
-            pilot = float(np.clip(np.median(ml_acc), 0.05, 0.99))
-            payload["plan"] = {"target_width": study.target_ci_width, "pilot_accuracy": pilot,
-                               **asdict(plan_labels(study.target_ci_width, pilot, k))}
         needed = complementary_labels_for_width(
             study.target_ci_width, np.clip(ml_acc, 0.05, 0.99) if k > 2 else ml_acc, k,
             n_ord=totals["n_ord"], n_comp=totals["n_comp"], confidence=CONFIDENCE,
@@ -236,9 +230,8 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
                 "counts": {name: _clean(float(arr[j])) for name, arr in totals.items()},
                 "estimates": {method: _cell(values, j) for method, values in overall.items()},
                 "labels_needed": _clean(float(np.atleast_1d(needed)[j])),
-                "ipw": {f: _clean(v[j]) for f, v in ipw.items()},
-                "stratified": ({**{f: _clean(stratified[f][j])
-                                   for f in ("accuracy", "se", "ci_low", "ci_high")},
+                "ipw": _cell(ipw, j),
+                "stratified": ({**_cell(stratified["columns"], j),
                                 "weights": stratified["weights"]} if stratified else None),
                 "design_effect": (_clean(float(design_effect[j]))
                                   if design_effect is not None else None),
@@ -258,6 +251,11 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
                     for stratum, (stats, per_method) in by_stratum.items()
                 },
             })
+    if study.target_ci_width:
+        # pilot: the typical system's ML estimate (0.8 before there is any system)
+        pilot = float(np.clip(np.median(ml_acc), 0.05, 0.99)) if len(ml_acc) else 0.8
+        payload["plan"] = {"target_width": study.target_ci_width, "pilot_accuracy": pilot,
+                           **asdict(plan_labels(study.target_ci_width, pilot, k))}
     duration_ms = (time.perf_counter() - started) * 1000
     with transaction.atomic():
         return EstimateSnapshot.objects.create(

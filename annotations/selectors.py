@@ -165,16 +165,6 @@ def study_label_counts(*, study: Study, ordinals: list[int]) -> LabelCounts:
     )
 
 
-def study_stratum_sizes(*, study: Study) -> dict[str, int]:
-    """Items per stratum (quality checks excluded): the population weights, as the item
-    services keep them on the study (counted once here for studies that predate that)."""
-    if study.stratum_sizes or not Item.objects.filter(study=study).exists():
-        return dict(study.stratum_sizes)
-    from annotations.services.imports import study_stratum_sizes_refresh
-
-    return study_stratum_sizes_refresh(study=study)
-
-
 def study_complementary_by_item(*, study: Study, ordinals: list[int], k: int
                                 ) -> tuple[np.ndarray, np.ndarray]:
     """Per item (rows) and system (columns): the sum u of w = 1{ŷ ≠ ȳ} over the item's

@@ -16,7 +16,6 @@ from annotations.selectors import (
     study_class_progress,
     study_complementary_by_item,
     study_label_counts,
-    study_stratum_sizes,
 )
 from assistants.models import AISystem
 from estimators.adjust import (
@@ -211,13 +210,12 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
     if systems:
         overall = _estimates_for(totals, k)
         ipw = _ipw_estimates(counts, per_group, progress, k)
-        population = study_stratum_sizes(study=study)
         by_stratum = {}
         for stratum in strata:
             mask = counts.strata == stratum
             stats = {name: arr[mask].sum(axis=0) for name, arr in per_group.items()}
             by_stratum[stratum] = (stats, _estimates_for(stats, k))
-        stratified = _stratified(by_stratum, strata, population)
+        stratified = _stratified(by_stratum, strata, study.stratum_sizes)
         ml_acc = np.asarray(overall["ml"]["accuracy"])
         needed = complementary_labels_for_width(
             study.target_ci_width, np.clip(ml_acc, 0.05, 0.99) if k > 2 else ml_acc, k,

@@ -146,6 +146,7 @@ def study_recompute_schedule(study_id: int) -> None:
         # answer request does not wait for the recompute.
         timer = threading.Timer(delay, _recompute_in_process, args=(study_id,))
         timer.daemon = True
+        _background[:] = [t for t in _background if t.is_alive()]  # forget finished ones
         _background.append(timer)
         timer.start()
     else:

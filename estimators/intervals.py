@@ -98,7 +98,8 @@ def exact_where_needed(lo, hi, n_ord, s_ord, n_comp, s_comp, k: int, confidence:
 def confidence_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float, mle=None,
                         method: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """Interval for A from the joint likelihood: ``method`` "auto" (exact where
-    :func:`needs_exact`, else likelihood ratio), "exact" or "lr"."""
+    :func:`needs_exact`, else likelihood ratio), "exact", or "asymptotic" (the likelihood
+    ratio everywhere) — the names ``estimate(interval=…)`` takes."""
     from estimators.exact import exact_interval
     from estimators.partitioned import ml_accuracy
 
@@ -111,9 +112,9 @@ def confidence_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
     if method == "exact":
         return exact_interval(n_ord, s_ord, n_comp, s_comp, k, confidence, a_hat)
     lo, hi = likelihood_ratio_interval(n_ord, s_ord, n_comp, s_comp, k, confidence, mle=a_hat)
-    if method == "lr":
+    if method == "asymptotic":
         return lo, hi
     return exact_where_needed(lo, hi, n_ord, s_ord, n_comp, s_comp, k, confidence, a_hat)
 
 
-INTERVAL_METHODS = ("auto", "exact", "lr")
+INTERVAL_METHODS = ("auto", "exact", "asymptotic")

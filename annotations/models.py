@@ -56,6 +56,10 @@ class Study(models.Model):
         help_text="Full width of the 95% interval the dashboard plans for.",
     )
     seed = models.BigIntegerField(default=_new_seed, help_text="Seed of every random draw.")
+    # Seed of the randomised intervals' tie-breaks (estimators.exact): drawn once at
+    # creation, before any label, and never editable — re-drawing it after seeing the
+    # data would let anyone pick the interval they like.
+    interval_seed = models.BigIntegerField(default=_new_seed, editable=False)
     routing_batches = models.PositiveIntegerField(default=0, editable=False)
     # Items per stratum (quality checks excluded), kept by the item services: the
     # population weights of the stratified estimate without a count over every item.

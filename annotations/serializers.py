@@ -103,7 +103,11 @@ class EstimateFieldsSerializer(serializers.Serializer):
     accuracy = serializers.FloatField(allow_null=True)
     accuracy_clipped = serializers.FloatField(allow_null=True)
     se = serializers.FloatField(allow_null=True)
-    ci_low = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(
+        allow_null=True,
+        help_text="95 % interval: likelihood ratio (IVW: Wald) where events are plentiful, "
+        "else the randomised exact interval with the study's fixed tie-breaks "
+        "(docs/estimators.md).")
     ci_high = serializers.FloatField(allow_null=True)
     bound = serializers.FloatField(allow_null=True)
     weight = serializers.FloatField(allow_null=True)

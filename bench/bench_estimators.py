@@ -6,7 +6,9 @@ interval per small-sample cell, and of one validation study.
 Large cells: n_o ∈ [200, 2000], n_c ∈ [200, 20000], K = 5, A ∈ [0.05, 0.99], drawn until
 every kind of event is plentiful (the "auto" interval then uses no exact cell); the exact
 interval's cost is measured separately on small-sample cells (n_o ∈ [20, 200], n_c ∈ [0,
-2000], A ∈ [0.9, 0.995]), each a distinct outcome.
+2000], A ∈ [0.9, 0.995]), each a distinct outcome, with cold memos: the randomised interval
+(the default) and the conservative one. Validation studies: the hard cell of docs/
+estimators.md and the grid's most expensive one (many distinct few-event outcomes).
 Budgets (issue 3): "ivw" ≤ 50 ms and "ml" with intervals ≤ 1 s for 100 000 cells; the
 validation study of one cell with 10 000 replicates ≤ 2 s.
 """
@@ -22,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from estimators.exact import clear_memo, exact_interval  # noqa: E402
 from estimators.intervals import needs_exact  # noqa: E402
-from estimators.partitioned import METHODS, estimate  # noqa: E402
+from estimators.partitioned import METHODS, estimate, ml_accuracy  # noqa: E402
 from estimators.simulation import validation_study  # noqa: E402
 
 K = 5
@@ -73,17 +76,23 @@ def main() -> None:
     so = rng.binomial(small_o.astype(int), a).astype(float)
     sc = rng.binomial(small_c.astype(int), (a + K - 2) / (K - 1)).astype(float)
     share = needs_exact(small_o, so, small_c, sc).mean()
-    t0 = time.perf_counter()
-    estimate(small_o, so, small_c, sc, K, method="ml", interval="exact")
-    per_cell = (time.perf_counter() - t0) / args.small * 1000
     print(f"exact interval, small-sample cells (n_o 20–200, n_c 0–2000, A 0.9–0.995; "
-          f"{100 * share:.0f} % of them take the exact path under 'auto'): "
-          f"{per_cell:.2f} ms per cell")
+          f"{100 * share:.0f} % of them take the exact path under 'auto'), per cell:")
+    mle = ml_accuracy(small_o, so, small_c, sc, K)
+    for label, u in (("randomised (default)", rng.random(args.small)), ("conservative", None)):
+        clear_memo()
+        t0 = time.perf_counter()
+        exact_interval(small_o, so, small_c, sc, K, 0.95, mle, u=u)
+        print(f"  {label:22s} {(time.perf_counter() - t0) / args.small * 1000:.2f} ms")
 
-    t0 = time.perf_counter()
-    validation_study(k=10, accuracy=0.97, n_ord=40, n_comp=360, reps=10_000)
-    print(f"validation study, K=10 A=0.97 n_o=40 n_c=360, 10 000 replicates, 7 estimators: "
-          f"{(time.perf_counter() - t0) * 1000:.0f} ms")
+    for cell in ({"k": 10, "accuracy": 0.97, "n_ord": 40, "n_comp": 360},
+                 {"k": 3, "accuracy": 0.99, "n_ord": 2000, "n_comp": 20000}):
+        clear_memo()
+        t0 = time.perf_counter()
+        validation_study(**cell, reps=10_000)
+        print(f"validation study, K={cell['k']} A={cell['accuracy']} n_o={cell['n_ord']} "
+              f"n_c={cell['n_comp']}, 10 000 replicates, 7 estimators: "
+              f"{(time.perf_counter() - t0) * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

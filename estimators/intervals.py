@@ -5,10 +5,17 @@
 ``EXACT_BELOW`` correct ordinary answers, wrong ordinary answers, or complementary answers
 that hit the AI's prediction), else the likelihood-ratio interval below. The simulation
 study in docs/estimators.md is what chose this rule: the likelihood-ratio interval alone
-covers only 85–88 % near perfect scores (e.g. A = 0.97, K = 10, n_o = 40, n_c = 360), while
-with the exact interval in the few-event cells no cell of the grid falls below nominal
-(the cells above 98.5 % are small samples where any non-randomised interval must cover
-more: see the guide).
+covers only 85–88 % near perfect scores (e.g. A = 0.97, K = 10, n_o = 40, n_c = 360). The
+exact interval is the randomised one by default (coverage 95–97.5 % on every cell), or the
+conservative non-randomised one (never below 95 %, up to 99.5 % on small samples, where
+no non-randomised interval can do better: see the guide).
+
+Interval modes (``INTERVAL_METHODS``, what ``estimate(interval=…)`` takes):
+
+* "auto": likelihood ratio; randomised exact in the few-event cells;
+* "conservative": likelihood ratio; conservative exact in the few-event cells;
+* "exact": randomised exact in every cell;
+* "asymptotic": likelihood ratio everywhere.
 
 Likelihood ratio:
 ℓ(A) = S_o log A + T_o log(1−A) + S_c log q + T_c log(1−q),  q = (A+K−2)/(K−1),
@@ -80,41 +87,48 @@ def needs_exact(n_ord, s_ord, n_comp, s_comp) -> np.ndarray:
 
 
 def exact_where_needed(lo, hi, n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
-                       mle) -> tuple[np.ndarray, np.ndarray]:
+                       mle, u=None) -> tuple[np.ndarray, np.ndarray]:
     """Replace the (asymptotic) interval ``lo, hi`` by the exact one in the cells that
-    :func:`needs_exact`; the others are returned unchanged."""
+    :func:`needs_exact` (randomised with tie-breaks ``u``, conservative when ``u`` is
+    None); the others are returned unchanged."""
     from estimators.exact import exact_interval
 
-    n_ord, s_ord, n_comp, s_comp, mle, lo, hi = np.broadcast_arrays(
-        *(np.asarray(x, dtype=float) for x in (n_ord, s_ord, n_comp, s_comp, mle, lo, hi)))
+    arrays = (n_ord, s_ord, n_comp, s_comp, mle, lo, hi, 0.0 if u is None else u)
+    n_ord, s_ord, n_comp, s_comp, mle, lo, hi, u_all = np.broadcast_arrays(
+        *(np.asarray(x, dtype=float) for x in arrays))
     small = needs_exact(n_ord, s_ord, n_comp, s_comp)
     lo, hi = lo.copy(), hi.copy()
     if small.any():
-        lo[small], hi[small] = exact_interval(n_ord[small], s_ord[small], n_comp[small],
-                                              s_comp[small], k, confidence, mle[small])
+        lo[small], hi[small] = exact_interval(
+            n_ord[small], s_ord[small], n_comp[small], s_comp[small], k, confidence,
+            mle[small], u=None if u is None else u_all[small])
     return lo, hi
 
 
 def confidence_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float, mle=None,
-                        method: str = "auto") -> tuple[np.ndarray, np.ndarray]:
-    """Interval for A from the joint likelihood: ``method`` "auto" (exact where
-    :func:`needs_exact`, else likelihood ratio), "exact", or "asymptotic" (the likelihood
-    ratio everywhere) — the names ``estimate(interval=…)`` takes."""
+                        method: str = "auto", u=None) -> tuple[np.ndarray, np.ndarray]:
+    """Interval for A from the joint likelihood in one of the ``INTERVAL_METHODS`` (see the
+    module docstring); the randomised modes need ``u``, uniform tie-breaks drawn
+    independently of the data (broadcast against the counts)."""
     from estimators.exact import exact_interval
     from estimators.partitioned import ml_accuracy
 
     if method not in INTERVAL_METHODS:
         raise ValueError(f"interval: unknown '{method}' ({', '.join(INTERVAL_METHODS)})")
+    if method in RANDOMISED and u is None:
+        raise ValueError(f"interval '{method}' is randomised: pass u (uniform tie-breaks)")
     n_ord, s_ord, n_comp, s_comp = np.broadcast_arrays(
         *(np.asarray(x, dtype=float) for x in (n_ord, s_ord, n_comp, s_comp)))
     a_hat = ml_accuracy(n_ord, s_ord, n_comp, s_comp, k) if mle is None else np.broadcast_to(
         np.asarray(mle, dtype=float), n_ord.shape)
     if method == "exact":
-        return exact_interval(n_ord, s_ord, n_comp, s_comp, k, confidence, a_hat)
+        return exact_interval(n_ord, s_ord, n_comp, s_comp, k, confidence, a_hat, u=u)
     lo, hi = likelihood_ratio_interval(n_ord, s_ord, n_comp, s_comp, k, confidence, mle=a_hat)
     if method == "asymptotic":
         return lo, hi
-    return exact_where_needed(lo, hi, n_ord, s_ord, n_comp, s_comp, k, confidence, a_hat)
+    return exact_where_needed(lo, hi, n_ord, s_ord, n_comp, s_comp, k, confidence, a_hat,
+                              u=u if method == "auto" else None)
 
 
-INTERVAL_METHODS = ("auto", "exact", "asymptotic")
+INTERVAL_METHODS = ("auto", "conservative", "exact", "asymptotic")
+RANDOMISED = ("auto", "exact")  # the modes whose exact intervals use tie-breaks u

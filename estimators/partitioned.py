@@ -28,6 +28,7 @@ from estimators.bounds import (
 )
 from estimators.intervals import (
     INTERVAL_METHODS,
+    RANDOMISED,
     confidence_interval,
     exact_where_needed,
     log_likelihood,
@@ -49,7 +50,9 @@ class Estimate:
     ``weight`` is the weight of the ordinary estimate for IVW methods, else None.
     ``bound`` is a finite-sample half-width holding with probability ≥ confidence (None
     where no guarantee applies: "ml"); ``bound_valid`` is False where the guarantee's
-    assumptions fail (Theorem 4 with a weight taken from the same data)."""
+    assumptions fail (Theorem 4 with a weight taken from the same data). ``u`` holds the
+    uniform tie-breaks of the randomised exact intervals (None for the other modes): with
+    them, and the same counts, the intervals are reproduced exactly."""
 
     method: str
     k: int
@@ -62,6 +65,7 @@ class Estimate:
     weight: np.ndarray | float | None
     bound: np.ndarray | float | None
     bound_valid: bool = True
+    u: np.ndarray | float | None = None
 
 
 def _out(x: np.ndarray) -> np.ndarray | float:
@@ -148,7 +152,8 @@ def ivw_pilot_weight(pilot, n_ord, n_comp, k: int) -> np.ndarray:
 
 def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
              confidence: float = 0.95, weight=None, pilot=None,
-             interval: str = "auto", weight_from_data: bool = False) -> Estimate:
+             interval: str = "auto", weight_from_data: bool = False, u=None,
+             rng: np.random.Generator | int | None = None) -> Estimate:
     """Estimate accuracy with a standard error, a ``confidence`` interval and, where one
     applies, a finite-sample bound. ``method``:
 
@@ -168,12 +173,20 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
 
     * "auto" (default): the asymptotic interval (likelihood ratio for "ord", "comp" and
       "ml"; Wald on the plug-in SE for the IVW mixtures) where every kind of event is
-      plentiful, the exact interval (:mod:`estimators.exact`) in the other cells. On the
-      validation grid (docs/estimators.md) no 95 % interval covers less than 93.5 %; small
-      discrete cells cover up to 99.5 %.
-    * "exact": the exact interval in every cell (slower; conservative).
+      plentiful, the randomised exact interval (:mod:`estimators.exact`) in the other
+      cells. On the validation grid (docs/estimators.md) every 95 % interval covers
+      between 93.5 % and 98.5 % of the time.
+    * "conservative": as "auto" but the non-randomised exact interval: never below 95 %,
+      up to 99.5 % on small discrete samples; the same data always give the same interval.
+    * "exact": the randomised exact interval in every cell (slower).
     * "asymptotic": the asymptotic interval everywhere — the paper's plug-in Wald for the
-      mixtures, which collapses near perfect scores (kept for comparison)."""
+      mixtures, which collapses near perfect scores (kept for comparison).
+
+    The randomised intervals need one uniform tie-break per cell, independent of the
+    data: ``u`` (broadcast against the counts) or, by default, drawn from ``rng`` (a
+    Generator or a seed; None: fresh entropy). Pass a seed only to reproduce an analysis;
+    a seed reused across studies makes the interval non-randomised again. The platform
+    derives ``u`` from a seed each study draws at its creation."""
     if method not in METHODS:
         raise ValueError(f"method: unknown '{method}' (one of {', '.join(METHODS)})")
     if interval not in INTERVALS:
@@ -185,6 +198,14 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
     check_successes(n_o, s_o, "n_ord", "s_ord")
     check_successes(n_c, s_c, "n_comp", "s_comp")
     check_k(k, n_c)
+    if interval in RANDOMISED:
+        if u is None:
+            u = np.random.default_rng(rng).random(n_o.shape)
+        u = np.broadcast_to(np.asarray(u, dtype=float), n_o.shape)
+        if ((u < 0) | (u > 1) | np.isnan(u)).any():
+            raise ValueError("u: tie-breaks must lie in [0, 1]")
+    else:
+        u = None
     delta = 1 - confidence
     z = stats.norm.ppf(1 - delta / 2)
     a_ord, v_ord = ordinary(n_o, s_o)
@@ -200,21 +221,21 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
     if method == "ord":
         acc, se = a_ord, np.sqrt(v_ord)
         lo, hi = confidence_interval(n_o, s_o, zeros, zeros, k, confidence, mle=a_ord,
-                                     method=interval)
+                                     method=interval, u=u)
         bound = ordinary_bound(n_o, s_o, delta)
         clipped = acc
     elif method == "comp":
         acc, se = a_comp, np.sqrt(v_comp)
         clipped = np.clip(acc, 0.0, 1.0)
         lo, hi = confidence_interval(zeros, zeros, n_c, s_c, k, confidence, mle=clipped,
-                                     method=interval)
+                                     method=interval, u=u)
         bound = complementary_bound(n_c, s_c, k, delta)
         no_data = n_c <= 0
     elif method == "ml":
         acc = ml_accuracy(n_o, s_o, n_c, s_c, k)
         se = fisher_se(acc, n_o, n_c, k)
         lo, hi = confidence_interval(n_o, s_o, n_c, s_c, k, confidence, mle=acc,
-                                     method=interval)
+                                     method=interval, u=u)
         bound = None
         clipped = acc
     else:
@@ -241,10 +262,11 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
         lo = np.clip(clipped - z * se, 0.0, 1.0)  # Wald on the plug-in SE
         hi = np.clip(clipped + z * se, 0.0, 1.0)
         if interval == "exact":
-            lo, hi = confidence_interval(n_o, s_o, n_c, s_c, k, confidence, method="exact")
-        elif interval == "auto":
+            lo, hi = confidence_interval(n_o, s_o, n_c, s_c, k, confidence, method="exact",
+                                         u=u)
+        elif interval != "asymptotic":
             lo, hi = exact_where_needed(lo, hi, n_o, s_o, n_c, s_c, k, confidence,
-                                        ml_accuracy(n_o, s_o, n_c, s_c, k))
+                                        ml_accuracy(n_o, s_o, n_c, s_c, k), u=u)
         if method == "ivw_fixed":
             bound = fixed_weight_bound(w, n_o, s_o, n_c, s_c, k, delta)
             bound_valid = not weight_from_data
@@ -262,7 +284,8 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
         bound = _out(np.where(no_data, np.inf, bound))
     return Estimate(method=method, k=int(k), confidence=confidence, accuracy=_out(acc),
                     accuracy_clipped=_out(clipped), se=_out(se), ci_low=_out(lo),
-                    ci_high=_out(hi), weight=w_out, bound=bound, bound_valid=bound_valid)
+                    ci_high=_out(hi), weight=w_out, bound=bound, bound_valid=bound_valid,
+                    u=None if u is None else _out(u))
 
 
 __all__ = ["Estimate", "INTERVALS", "METHODS", "estimate", "log_likelihood", "ml_accuracy"]

@@ -69,8 +69,9 @@ def simulate_items(rng: np.random.Generator, n_items: int, accuracy: float,
 
 
 def _row(name: str, n_o: int, n_c: int, s_o, s_c, k: int, method: str, truth: float,
-         confidence: float, weight=None) -> ValidationRow:
-    est = estimate(n_o, s_o, n_c, s_c, k, method=method, confidence=confidence, weight=weight)
+         confidence: float, u: np.ndarray, weight=None) -> ValidationRow:
+    est = estimate(n_o, s_o, n_c, s_c, k, method=method, confidence=confidence, weight=weight,
+                   u=u)
     paper = estimate(n_o, s_o, n_c, s_c, k, method=method, confidence=confidence,
                      weight=weight, interval="asymptotic")
     value = np.asarray(est.accuracy, float)
@@ -101,21 +102,22 @@ def validation_study(*, k: int, accuracy: float, n_ord: int, n_comp: int, reps: 
         raise ValueError(f"estimators: unknown {sorted(unknown)} (one of {ESTIMATORS})")
     rng = np.random.default_rng(seed)
     s_o, s_c = simulate_counts(rng, reps, accuracy, k, n_ord, n_comp)
+    u = rng.random(reps)  # each replicate's tie-break, shared by its estimators as on the site
     rows = []
     for name in estimators:
         if name == "Ord":
-            rows.append(_row(name, n_ord, 0, s_o, 0, k, "ord", accuracy, confidence))
+            rows.append(_row(name, n_ord, 0, s_o, 0, k, "ord", accuracy, confidence, u))
         elif name.startswith("Comp"):
             size = {"Comp-n_o": n_ord, "Comp-(K-1)": (k - 1) * n_ord,
                     "Comp-Var": int(np.ceil(labels_needed(n_ord, max(accuracy, 0.01), k)))}[name]
             _, only_c = simulate_counts(rng, reps, accuracy, k, 0, size)
-            rows.append(_row(name, 0, size, 0, only_c, k, "comp", accuracy, confidence))
+            rows.append(_row(name, 0, size, 0, only_c, k, "comp", accuracy, confidence, u))
         elif name == "IVW-0.5":
             rows.append(_row(name, n_ord, n_comp, s_o, s_c, k, "ivw_fixed", accuracy,
-                             confidence, weight=0.5))
+                             confidence, u, weight=0.5))
         else:
             rows.append(_row(name, n_ord, n_comp, s_o, s_c, k, name.lower(), accuracy,
-                             confidence))
+                             confidence, u))
     return rows
 
 
@@ -127,6 +129,8 @@ class CoverageCell:
     n_comp: int
     coverage: float  # of the default ("auto") ML interval
     width: float
+    coverage_conservative: float  # the non-randomised option ("conservative")
+    width_conservative: float
     coverage_lr: float  # likelihood ratio alone
     coverage_wald: float  # the paper's plug-in IVW interval
 
@@ -136,8 +140,9 @@ class CoverageCell:
 
 def coverage_grid(*, ks, accuracies, n_ords, n_comps, reps: int = 4000,
                   confidence: float = 0.95, seed: int = 0) -> list[CoverageCell]:
-    """Coverage of the ML interval on every cell of the grid (and, for comparison, of the
-    likelihood-ratio interval alone and of the paper's plug-in Wald interval for IVW)."""
+    """Coverage of the ML interval on every cell of the grid (and, for comparison, of its
+    non-randomised "conservative" option, of the likelihood-ratio interval alone and of
+    the paper's plug-in Wald interval for IVW)."""
     rng = np.random.default_rng(seed)
     cells = []
     for k in ks:
@@ -145,20 +150,29 @@ def coverage_grid(*, ks, accuracies, n_ords, n_comps, reps: int = 4000,
             for n_o in n_ords:
                 for n_c in n_comps:
                     s_o, s_c = simulate_counts(rng, reps, a, k, n_o, n_c)
-                    ml = estimate(n_o, s_o, n_c, s_c, k, "ml", confidence)
+                    ml = estimate(n_o, s_o, n_c, s_c, k, "ml", confidence,
+                                  u=rng.random(reps))
+                    conservative = estimate(n_o, s_o, n_c, s_c, k, "ml", confidence,
+                                            interval="conservative")
                     lr = estimate(n_o, s_o, n_c, s_c, k, "ml", confidence,
                                   interval="asymptotic")
                     wald = estimate(n_o, s_o, n_c, s_c, k, "ivw", confidence,
                                     interval="asymptotic")
                     cells.append(CoverageCell(
                         k=k, accuracy=a, n_ord=n_o, n_comp=n_c,
-                        coverage=_covers(ml, a), width=float(np.mean(ml.ci_high - ml.ci_low)),
+                        coverage=_covers(ml, a), width=_width(ml),
+                        coverage_conservative=_covers(conservative, a),
+                        width_conservative=_width(conservative),
                         coverage_lr=_covers(lr, a), coverage_wald=_covers(wald, a)))
     return cells
 
 
 def _covers(est, truth: float) -> float:
     return float(np.mean((est.ci_low <= truth) & (truth <= est.ci_high)))
+
+
+def _width(est) -> float:
+    return float(np.mean(np.asarray(est.ci_high) - est.ci_low))
 
 
 @dataclass(frozen=True)

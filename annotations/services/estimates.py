@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+import zlib
 from dataclasses import asdict
 
 import numpy as np
@@ -76,11 +77,22 @@ def system_counts(counts, k: int) -> dict[str, np.ndarray]:
     return {"n_ord": n_ord, "s_ord": s_ord, "n_comp": n_comp, "s_comp": s_comp}
 
 
-def _estimates_for(stats: dict[str, np.ndarray], k: int) -> dict[str, dict[str, list]]:
+def tie_breaks(study: Study, systems: list[AISystem], scope: str) -> np.ndarray:
+    """One uniform per system for the randomised exact intervals of ``scope`` ("overall",
+    "ipw" or a stratum), drawn from the study's interval seed: independent of the data
+    (the seed is drawn at the study's creation and cannot be edited), and fixed, so an
+    interval moves only when its data do."""
+    tag = zlib.crc32(scope.encode())
+    return np.array([np.random.default_rng([study.interval_seed, tag, system.pk]).random()
+                     for system in systems])
+
+
+def _estimates_for(stats: dict[str, np.ndarray], k: int,
+                   u: np.ndarray) -> dict[str, dict[str, list]]:
     out = {}
     for method in METHODS:
         est = estimate(stats["n_ord"], stats["s_ord"], stats["n_comp"], stats["s_comp"], k,
-                       method=method, confidence=CONFIDENCE)
+                       method=method, confidence=CONFIDENCE, u=u)
         fields = asdict(est)
         out[method] = {
             name: np.atleast_1d(np.asarray(fields[name], dtype=float)).tolist()
@@ -93,7 +105,8 @@ def _estimates_for(stats: dict[str, np.ndarray], k: int) -> dict[str, dict[str, 
     return out
 
 
-def _ipw_estimates(counts, per_group: dict, progress, k: int) -> dict[str, list]:
+def _ipw_estimates(counts, per_group: dict, progress, k: int,
+                   u: np.ndarray) -> dict[str, list]:
     """ML on inverse-probability-weighted counts (per-class completion weights, Kish
     effective sizes), the correction for unequal completion across classes."""
     answered = np.array([cp.answered for cp in progress], float)
@@ -102,7 +115,7 @@ def _ipw_estimates(counts, per_group: dict, progress, k: int) -> dict[str, list]
     w_group = w_class[counts.k] if len(counts.k) else np.zeros(0)
     n_o, s_o = weighted_effective_counts(per_group["n_ord"], per_group["s_ord"], w_group)
     n_c, s_c = weighted_effective_counts(per_group["n_comp"], per_group["s_comp"], w_group)
-    est = estimate(n_o, s_o, n_c, s_c, k, method="ml", confidence=CONFIDENCE)
+    est = estimate(n_o, s_o, n_c, s_c, k, method="ml", confidence=CONFIDENCE, u=u)
     return {f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
             for f in ("accuracy", "se", "ci_low", "ci_high")}
 
@@ -208,13 +221,14 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
     payload["assumptions"] = _assumption_flags(progress, payload["completion_imbalance"])
     ml_acc = np.zeros(0)
     if systems:
-        overall = _estimates_for(totals, k)
-        ipw = _ipw_estimates(counts, per_group, progress, k)
+        overall = _estimates_for(totals, k, tie_breaks(study, systems, "overall"))
+        ipw = _ipw_estimates(counts, per_group, progress, k, tie_breaks(study, systems, "ipw"))
         by_stratum = {}
         for stratum in strata:
             mask = counts.strata == stratum
             stats = {name: arr[mask].sum(axis=0) for name, arr in per_group.items()}
-            by_stratum[stratum] = (stats, _estimates_for(stats, k))
+            by_stratum[stratum] = (stats, _estimates_for(
+                stats, k, tie_breaks(study, systems, f"stratum:{stratum}")))
         stratified = _stratified(by_stratum, strata, study.stratum_sizes)
         ml_acc = np.asarray(overall["ml"]["accuracy"])
         needed = complementary_labels_for_width(

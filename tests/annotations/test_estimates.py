@@ -88,3 +88,26 @@ def test_missing_predictions_add_nothing_to_the_complementary_estimate(simulated
     assert silent["estimates"]["ord"]["accuracy"] == 0.0
     assert Item.objects.filter(study=simulated).count() == 2500
     AISystem.objects.filter(study=simulated, name="silent").delete()
+
+
+def test_randomised_intervals_are_fixed_per_study_and_drawn_from_its_own_seed(simulated):
+    """The exact intervals' tie-breaks come from the study's interval seed: a recompute on
+    the same labels reproduces every interval; each system and scope gets its own draw;
+    the seed differs between studies and is not on any form."""
+    from django.forms import modelform_factory
+
+    from annotations.models import Study
+    from annotations.services.estimates import tie_breaks
+
+    first = study_recompute(study_id=simulated.pk).payload["systems"]
+    again = study_recompute(study_id=simulated.pk).payload["systems"]
+    assert [s["estimates"] for s in first] == [s["estimates"] for s in again]
+    systems = list(AISystem.objects.filter(study=simulated).order_by("ordinal"))
+    overall = tie_breaks(simulated, systems, "overall")
+    assert ((overall >= 0) & (overall < 1)).all() and len(set(overall)) == len(systems)
+    assert not np.allclose(overall, tie_breaks(simulated, systems, "ipw"))
+    assert np.array_equal(overall, tie_breaks(simulated, systems, "overall"))
+    other = make_study(k=3, n_items=5)
+    fresh = Study.objects.create(name="fresh seed")
+    assert len({simulated.interval_seed, other.interval_seed, fresh.interval_seed}) == 3
+    assert "interval_seed" not in modelform_factory(Study, fields="__all__").base_fields

@@ -1,5 +1,6 @@
-"""The exact interval: against Clopper–Pearson, brute-force enumeration of the outcome
-plane, and its coverage guarantee computed without simulation noise."""
+"""The exact intervals: against Clopper–Pearson, brute-force enumeration of the outcome
+plane, direct root-finding, and their coverage computed without simulation noise (a sum
+over every outcome and, for the randomised one, an integral over the tie-break)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from estimators.exact import _tail, exact_interval, exact_interval_cell
-from estimators.partitioned import ml_accuracy
+from estimators.exact import (
+    _Cell,
+    _end,
+    _tail,
+    exact_interval,
+    exact_interval_cell,
+    randomized_interval_cell,
+)
+from estimators.partitioned import estimate, ml_accuracy
 
 
 @pytest.mark.parametrize(("n", "x"), [(20, 0), (20, 1), (20, 13), (20, 20), (40, 39), (7, 3)])
@@ -45,7 +53,7 @@ def test_tails_equal_enumeration_of_the_outcome_plane(tie):
             assert _tail(a, a_hat, n_o, n_c, k, True, tie) == pytest.approx(le, abs=1e-12)
 
 
-def test_default_covers_at_least_nominal_for_every_accuracy():
+def test_conservative_version_covers_at_least_nominal_for_every_accuracy():
     """Coverage computed exactly (sum over all outcomes), on a fine grid of true A; the
     mid-p variant is narrower and near nominal on average, without the guarantee."""
     n_o, n_c, k = 10, 30, 4
@@ -75,3 +83,55 @@ def test_fractional_complementary_counts_from_missing_predictions_are_accepted()
     lo, hi = exact_interval(30, 29, 90, 88.75, 5, 0.95,
                             ml_accuracy(30.0, 29.0, 90.0, 88.75, 5))
     assert 0 < lo < ml_accuracy(30.0, 29.0, 90.0, 88.75, 5) < hi <= 1
+
+
+@pytest.mark.parametrize(("n_o", "n_c", "k"), [(10, 30, 4), (40, 0, 5), (0, 40, 3), (20, 20, 10)])
+def test_randomised_version_covers_exactly_nominal_for_every_accuracy(n_o, n_c, k):
+    """Coverage = Σ_x P_A(x) · P_U(A ∈ CI(x, U)), the U-integral by the midpoint rule on M
+    points (error ≤ 1/M): 95 % at every A of a fine grid, where the conservative version
+    (test above; here at n_o = 40, n_c = 0 Clopper–Pearson) reaches 99 %."""
+    m = 1000
+    s_o, s_c, a_hats = _outcomes(n_o, n_c, k)
+    u = (np.arange(m) + 0.5) / m
+    lo, hi = exact_interval(n_o, np.repeat(s_o, m), n_c, np.repeat(s_c, m), k, 0.95,
+                            np.repeat(a_hats, m), u=np.tile(u, len(s_o)))
+    lo, hi = lo.reshape(len(s_o), m), hi.reshape(len(s_o), m)
+    for a in np.linspace(0.01, 0.99, 99):
+        p = _probabilities(s_o, s_c, n_o, n_c, k, a)
+        coverage = (p * ((lo <= a) & (a <= hi)).mean(axis=1)).sum()
+        assert coverage == pytest.approx(0.95, abs=1.5 / m), a
+
+
+CELLS = [(40, 40, 0, 0, 5), (40, 38, 0, 0, 5), (40, 39, 360, 358, 10), (20, 20, 20000, 19990, 3),
+         (2000, 1985, 0, 0, 4), (200, 190, 2000, 1990, 16), (0, 0, 20000, 19985, 10),
+         (40, 2, 40, 10, 3), (2000, 1999, 20000, 19999, 16), (20, 0, 40, 15, 3),
+         (20, 1, 20000, 6690, 3), (5, 3, 7, 6, 4), (1, 1, 0, 0, 3), (0, 0, 3, 1, 3)]
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_randomised_ends_equal_direct_root_finding(cell):
+    """The fast path (tails interpolated on a bracket, crossings from a grid and a Newton
+    step) against Brent's method on the exact tails, for many tie-breaks; and each end
+    lies between the tie-weight-1 (conservative) and tie-weight-0 ones."""
+    n_o, s_o, n_c, s_c, k = cell
+    a_hat = float(ml_accuracy(float(n_o), float(s_o), float(n_c), float(s_c), k))
+    u = np.random.default_rng(sum(cell)).random(25)
+    lo, hi = randomized_interval_cell(n_o, s_o, n_c, s_c, k, 0.95, a_hat, u)
+    c = _Cell(n_o, s_o, n_c, s_c, k, a_hat)
+    for ui, low, high in zip(u, lo, hi, strict=True):
+        assert low == pytest.approx(min(_end(c, 0.025, False, ui), a_hat), abs=1e-8)
+        assert high == pytest.approx(max(_end(c, 0.025, True, 1 - ui), a_hat), abs=1e-8)
+    wide = exact_interval_cell(n_o, s_o, n_c, s_c, k, 0.95, a_hat, tie=1.0)
+    narrow = exact_interval_cell(n_o, s_o, n_c, s_c, k, 0.95, a_hat, tie=0.0)
+    assert (wide[0] - 1e-9 <= lo).all() and (lo <= max(narrow[0], a_hat) + 1e-9).all()
+    assert (min(narrow[1], a_hat) - 1e-9 <= hi).all() and (hi <= wide[1] + 1e-9).all()
+
+
+def test_randomised_interval_is_reproduced_from_its_tie_breaks():
+    n_o, s_o, n_c, s_c = np.array([40, 40]), np.array([39, 40]), np.array([360, 0]), np.array([355, 0])
+    first = estimate(n_o, s_o, n_c, s_c, 10, rng=7)
+    again = estimate(n_o, s_o, n_c, s_c, 10, u=first.u)
+    assert np.array_equal(first.ci_low, again.ci_low) and np.array_equal(first.ci_high, again.ci_high)
+    assert estimate(n_o, s_o, n_c, s_c, 10, interval="conservative").u is None
+    with pytest.raises(ValueError, match="u: tie-breaks must lie in"):
+        estimate(n_o, s_o, n_c, s_c, 10, u=1.5)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy import optimize
 
 from estimators.intervals import log_likelihood
-from estimators.partitioned import METHODS, estimate, ml_accuracy
+from estimators.partitioned import INTERVALS, METHODS, estimate, ml_accuracy
 from estimators.planning import complementary_labels_for_width, labels_needed, plan_labels
 
 
@@ -79,10 +79,11 @@ def test_vectorised_over_cells_matches_scalar_calls():
     s_o = np.floor(rng.random(30) * (n_o + 1))
     n_c = rng.integers(0, 300, 30)
     s_c = np.floor(rng.random(30) * (n_c + 1))
+    u = rng.random(30)  # the randomised intervals' tie-breaks
     for method in METHODS:
-        vec = estimate(n_o, s_o, n_c, s_c, 6, method=method)
+        vec = estimate(n_o, s_o, n_c, s_c, 6, method=method, u=u)
         for i in (0, 7, 29):
-            one = estimate(n_o[i], s_o[i], n_c[i], s_c[i], 6, method=method)
+            one = estimate(n_o[i], s_o[i], n_c[i], s_c[i], 6, method=method, u=u[i])
             assert one.accuracy == pytest.approx(vec.accuracy[i])
             assert one.ci_low == pytest.approx(vec.ci_low[i], abs=1e-9)
             assert one.ci_high == pytest.approx(vec.ci_high[i], abs=1e-9)
@@ -112,10 +113,10 @@ counts = st.integers(0, 3000)
 @settings(max_examples=300, deadline=None)
 @given(n_o=counts, n_c=counts, fo=st.floats(0, 1), fc=st.floats(0, 1), k=st.integers(3, 16),
        method=st.sampled_from(["ord", "ivw", "ivw_pilot", "ivw_fixed", "ml"]),
-       interval=st.sampled_from(["auto", "exact", "asymptotic"]))
-def test_properties_no_nan_and_ordered_interval(n_o, n_c, fo, fc, k, method, interval):
+       interval=st.sampled_from(INTERVALS), u=st.floats(0, 1))
+def test_properties_no_nan_and_ordered_interval(n_o, n_c, fo, fc, k, method, interval, u):
     s_o, s_c = np.floor(fo * n_o), np.floor(fc * n_c)
-    e = estimate(n_o, s_o, n_c, s_c, k, method=method, interval=interval)
+    e = estimate(n_o, s_o, n_c, s_c, k, method=method, interval=interval, u=u)
     values = [e.accuracy, e.se, e.ci_low, e.ci_high]
     assert not any(np.isnan(v) for v in values)
     assert 0 <= e.ci_low <= e.accuracy_clipped <= e.ci_high <= 1
@@ -135,8 +136,11 @@ def test_default_interval_keeps_its_promise_on_the_hard_cell():
     def coverage(e):
         return np.mean((e.ci_low <= a) & (a <= e.ci_high))
 
-    assert 0.935 <= coverage(estimate(n_o, s_o, n_c, s_c, k, method="ml")) <= 0.985
-    assert 0.935 <= coverage(estimate(n_o, s_o, n_c, s_c, k, method="ivw")) <= 0.985
+    assert 0.935 <= coverage(estimate(n_o, s_o, n_c, s_c, k, method="ml", rng=4)) <= 0.985
+    assert 0.935 <= coverage(estimate(n_o, s_o, n_c, s_c, k, method="ivw", rng=5)) <= 0.985
+    # the non-randomised exact interval never under-covers, and over-covers here
+    conservative = estimate(n_o, s_o, n_c, s_c, k, "ml", interval="conservative")
+    assert coverage(conservative) > 0.975
     assert coverage(estimate(n_o, s_o, n_c, s_c, k, "ml", interval="asymptotic")) < 0.9
     assert coverage(estimate(n_o, s_o, n_c, s_c, k, "ivw", interval="asymptotic")) < 0.6
 

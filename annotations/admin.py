@@ -172,7 +172,7 @@ class StudyAdmin(ResearcherScopedAdmin):
         (None, {"fields": ["name", "description", "status"]}),
         ("Routing", {"fields": ["queries_per_item", "lease_minutes", "shuffle_options",
                                 "gold_rate", "seed"]}),
-        ("Dashboard", {"fields": ["target_ci_width"]}),
+        ("Dashboard", {"fields": ["target_ci_width", "interval_method"]}),
         ("Dates", {"fields": ["created_at", "opened_at", "closed_at"]}),
     ]
 
@@ -194,7 +194,7 @@ class StudyAdmin(ResearcherScopedAdmin):
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
         if obj is not None and obj.status != Study.Status.DRAFT:
-            fields += ["status", "queries_per_item", "shuffle_options"]
+            fields += ["status", "queries_per_item", "shuffle_options", "interval_method"]
         return fields
 
     @admin.display(description="K")

@@ -28,6 +28,10 @@ class Study(models.Model):
         OPEN = "open", "Open"
         CLOSED = "closed", "Closed"
 
+    class IntervalMethod(models.TextChoices):  # estimators.partitioned.estimate(interval=…)
+        AUTO = "auto", "Exact 95 % (randomised where labels are few)"
+        CONSERVATIVE = "conservative", "Conservative (at least 95 %, wider on few labels)"
+
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
@@ -60,6 +64,13 @@ class Study(models.Model):
     # creation, before any label, and never editable — re-drawing it after seeing the
     # data would let anyone pick the interval they like.
     interval_seed = models.BigIntegerField(default=_new_seed, editable=False)
+    interval_method = models.CharField(
+        max_length=12, choices=IntervalMethod.choices, default=IntervalMethod.AUTO,
+        help_text="How the 95 % intervals are made where a system has few errors, few correct "
+        "answers or few complementary hits: randomised exact (covers 95 %) or conservative "
+        "(covers at least 95 %, up to 99.5 % on small samples, same data → same interval). "
+        "Fixed once the study opens.",
+    )
     routing_batches = models.PositiveIntegerField(default=0, editable=False)
     # Items per stratum (quality checks excluded), kept by the item services: the
     # population weights of the stratified estimate without a count over every item.

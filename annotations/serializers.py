@@ -22,7 +22,7 @@ class StudyOutputSerializer(serializers.ModelSerializer):
         model = Study
         fields = ["id", "name", "description", "status", "k", "classes", "queries_per_item",
                   "lease_minutes", "shuffle_options", "gold_rate", "target_ci_width",
-                  "opened_at", "closed_at", "roles"]
+                  "interval_method", "opened_at", "closed_at", "roles"]
 
     def get_k(self, obj: Study) -> int:
         return len(obj.classes.all())
@@ -119,7 +119,8 @@ class SnapshotOutputSerializer(serializers.Serializer):
     n_answered = serializers.IntegerField()
     duration_ms = serializers.FloatField()
     payload = serializers.JSONField(
-        help_text="k, confidence, n_answered; classes (per class yes/no/unsure/pending/leased, "
+        help_text="k, confidence, interval_method (auto | conservative), n_answered; classes "
+        "(per class yes/no/unsure/pending/leased, "
         "completion and abstention rates); completion_imbalance {ratio, warning}; assumptions "
         "[{code, message}] (completion_imbalance, abstention_differs); plan {target_width, "
         "pilot_accuracy, ordinary_only, complementary_only, routed_queries}; strata; systems: "

@@ -24,4 +24,18 @@ class Migration(migrations.Migration):
             field=models.BigIntegerField(default=annotations.models._new_seed, editable=False),
         ),
         migrations.RunPython(draw_seeds, migrations.RunPython.noop),
+        migrations.AddField(
+            model_name="study",
+            name="interval_method",
+            field=models.CharField(
+                choices=[("auto", "Exact 95 % (randomised where labels are few)"),
+                         ("conservative", "Conservative (at least 95 %, wider on few labels)")],
+                default="auto",
+                help_text="How the 95 % intervals are made where a system has few errors, "
+                "few correct answers or few complementary hits: randomised exact (covers 95 "
+                "%) or conservative (covers at least 95 %, up to 99.5 % on small samples, "
+                "same data → same interval). Fixed once the study opens.",
+                max_length=12,
+            ),
+        ),
     ]

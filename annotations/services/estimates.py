@@ -87,12 +87,12 @@ def tie_breaks(study: Study, systems: list[AISystem], scope: str) -> np.ndarray:
                      for system in systems])
 
 
-def _estimates_for(stats: dict[str, np.ndarray], k: int,
-                   u: np.ndarray) -> dict[str, dict[str, list]]:
+def _estimates_for(stats: dict[str, np.ndarray], k: int, u: np.ndarray,
+                   interval: str) -> dict[str, dict[str, list]]:
     out = {}
     for method in METHODS:
         est = estimate(stats["n_ord"], stats["s_ord"], stats["n_comp"], stats["s_comp"], k,
-                       method=method, confidence=CONFIDENCE, u=u)
+                       method=method, confidence=CONFIDENCE, u=u, interval=interval)
         fields = asdict(est)
         out[method] = {
             name: np.atleast_1d(np.asarray(fields[name], dtype=float)).tolist()
@@ -105,8 +105,8 @@ def _estimates_for(stats: dict[str, np.ndarray], k: int,
     return out
 
 
-def _ipw_estimates(counts, per_group: dict, progress, k: int,
-                   u: np.ndarray) -> dict[str, list]:
+def _ipw_estimates(counts, per_group: dict, progress, k: int, u: np.ndarray,
+                   interval: str) -> dict[str, list]:
     """ML on inverse-probability-weighted counts (per-class completion weights, Kish
     effective sizes), the correction for unequal completion across classes."""
     answered = np.array([cp.answered for cp in progress], float)
@@ -115,7 +115,8 @@ def _ipw_estimates(counts, per_group: dict, progress, k: int,
     w_group = w_class[counts.k] if len(counts.k) else np.zeros(0)
     n_o, s_o = weighted_effective_counts(per_group["n_ord"], per_group["s_ord"], w_group)
     n_c, s_c = weighted_effective_counts(per_group["n_comp"], per_group["s_comp"], w_group)
-    est = estimate(n_o, s_o, n_c, s_c, k, method="ml", confidence=CONFIDENCE, u=u)
+    est = estimate(n_o, s_o, n_c, s_c, k, method="ml", confidence=CONFIDENCE, u=u,
+                   interval=interval)
     return {f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
             for f in ("accuracy", "se", "ci_low", "ci_high")}
 
@@ -199,6 +200,7 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
     payload: dict = {
         "k": k,
         "confidence": CONFIDENCE,
+        "interval_method": study.interval_method,
         "n_answered": int(sum(cp.answered for cp in progress)),
         "classes": [
             {"index": cp.index, "name": cp.name, "yes": cp.yes, "no": cp.no,
@@ -221,14 +223,16 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
     payload["assumptions"] = _assumption_flags(progress, payload["completion_imbalance"])
     ml_acc = np.zeros(0)
     if systems:
-        overall = _estimates_for(totals, k, tie_breaks(study, systems, "overall"))
-        ipw = _ipw_estimates(counts, per_group, progress, k, tie_breaks(study, systems, "ipw"))
+        interval = study.interval_method
+        overall = _estimates_for(totals, k, tie_breaks(study, systems, "overall"), interval)
+        ipw = _ipw_estimates(counts, per_group, progress, k,
+                             tie_breaks(study, systems, "ipw"), interval)
         by_stratum = {}
         for stratum in strata:
             mask = counts.strata == stratum
             stats = {name: arr[mask].sum(axis=0) for name, arr in per_group.items()}
             by_stratum[stratum] = (stats, _estimates_for(
-                stats, k, tie_breaks(study, systems, f"stratum:{stratum}")))
+                stats, k, tie_breaks(study, systems, f"stratum:{stratum}"), interval))
         stratified = _stratified(by_stratum, strata, study.stratum_sizes)
         ml_acc = np.asarray(overall["ml"]["accuracy"])
         needed = complementary_labels_for_width(

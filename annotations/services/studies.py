@@ -16,7 +16,8 @@ from annotations.services.routing import items_route
 def study_create(*, name: str, classes: Sequence[str | tuple[str, str]], description: str = "",
                  queries_per_item: int = 1, lease_minutes: int = 10,
                  shuffle_options: bool = True, gold_rate: float = 0.0,
-                 seed: int | None = None) -> Study:
+                 seed: int | None = None,
+                 interval_method: str = Study.IntervalMethod.AUTO) -> Study:
     """Create a draft study with K named classes (name or (name, description) pairs)."""
     if len(classes) < 2:
         raise InvalidStudy(f"A study needs at least 2 classes (K = {len(classes)}).",
@@ -25,11 +26,14 @@ def study_create(*, name: str, classes: Sequence[str | tuple[str, str]], descrip
         raise InvalidStudy("queries_per_item must be at least 1.", field="queries_per_item")
     if not 0.0 <= gold_rate <= 0.5:
         raise InvalidStudy("gold_rate must be between 0 and 0.5.", field="gold_rate")
+    if interval_method not in Study.IntervalMethod.values:
+        raise InvalidStudy(f"interval_method must be one of "
+                           f"{', '.join(Study.IntervalMethod.values)}.", field="interval_method")
     extra = {"seed": seed} if seed is not None else {}
     study = Study.objects.create(
         name=name, description=description, queries_per_item=queries_per_item,
         lease_minutes=lease_minutes, shuffle_options=shuffle_options, gold_rate=gold_rate,
-        **extra,
+        interval_method=interval_method, **extra,
     )
     pairs = [(c, "") if isinstance(c, str) else c for c in classes]
     names = [n for n, _ in pairs]

@@ -111,3 +111,25 @@ def test_randomised_intervals_are_fixed_per_study_and_drawn_from_its_own_seed(si
     fresh = Study.objects.create(name="fresh seed")
     assert len({simulated.interval_seed, other.interval_seed, fresh.interval_seed}) == 3
     assert "interval_seed" not in modelform_factory(Study, fields="__all__").base_fields
+
+
+def test_a_conservative_study_gets_the_wider_non_randomised_intervals():
+    """Few labels → exact intervals. The conservative study's interval contains the
+    default (randomised) one for every system and method, and is wider somewhere."""
+    from annotations.models import Study
+
+    study = make_study(k=5, n_items=120, systems={"a": 0.95, "b": 0.6}, seed=43)
+    study_simulate(study=study)
+    randomised = study_recompute(study_id=study.pk).payload
+    Study.objects.filter(pk=study.pk).update(interval_method="conservative")
+    conservative = study_recompute(study_id=study.pk).payload
+    assert (randomised["interval_method"], conservative["interval_method"]) == (
+        "auto", "conservative")
+    wider = 0
+    for r, c in zip(randomised["systems"], conservative["systems"], strict=True):
+        for method, est in r["estimates"].items():
+            other = c["estimates"][method]
+            assert other["ci_low"] <= est["ci_low"] + 1e-12
+            assert other["ci_high"] >= est["ci_high"] - 1e-12
+            wider += (other["ci_high"] - other["ci_low"]) > (est["ci_high"] - est["ci_low"]) + 1e-6
+    assert wider > 0

@@ -79,6 +79,13 @@ def test_k_below_two_is_refused():
         study_create(name="tiny", classes=["only"])
 
 
+def test_unknown_interval_method_is_refused_and_named():
+    with pytest.raises(InvalidStudy, match="interval_method must be one of auto, conservative"):
+        study_create(name="odd", classes=["A", "B"], interval_method="wald")
+    assert study_create(name="careful", classes=["A", "B"],
+                        interval_method="conservative").interval_method == "conservative"
+
+
 def test_predictions_import_unknown_item_names_line_and_writes_nothing():
     study = make_study(k=3, n_items=4)
     rows = [{"item_id": "i0", "system": "m", "prediction": 1},

@@ -36,9 +36,13 @@ Computing a tail needs no enumeration of the outcome plane: ℓ is concave, so �
 so a tail is Σ_{s_o} Bin(s_o; n_o, A) · P(Bin(n_c, q(A)) ≥ ⌈c(s_o)⌉): one sum over s_o
 (restricted to where its binomial has mass) per evaluation.
 
-For many U with one outcome (a simulation study), each end lies between its w = 1 and
-w = 0 solutions; the strict and inclusive tails are interpolated on that bracket by a
-Chebyshev series (``PROFILE_NODES`` evaluations) and every U is solved on the series.
+Fast path (:func:`exact_interval`, both versions): per distinct outcome and end, the
+strict and inclusive tails are interpolated by a Chebyshev series on a bracket that holds
+the end for every tie weight — [wide likelihood-ratio end, â] when the tails confirm it,
+else [end at w = 1, end at w = 0] — and checked at the midpoints between nodes (error
+≤ ``INTERPOLATION_TOLERANCE``, else each end is solved directly). Each tie weight is then
+solved on the series (a grid, then a Newton step). Brackets and solved ends are memoised:
+the ML and IVW intervals of a cell, and successive recomputes of a study, share them.
 """
 
 from __future__ import annotations
@@ -202,8 +206,9 @@ def _end(cell: _Cell, half: float, upper: bool, tie: float) -> float:
 def exact_interval_cell(n_o: int, s_o: int, n_c: int, s_c: int, k: int, confidence: float,
                         a_hat: float, tie: float | None = None) -> tuple[float, float]:
     """Non-randomised exact interval of one cell, ``tie`` the weight of tied outcomes in
-    both tails (default 1: conservative); ``a_hat`` is the cell's ML estimate. Memoised:
-    the ML and IVW intervals of a cell, and successive recomputes of a study, share it."""
+    both tails (default 1: conservative); ``a_hat`` is the cell's ML estimate. Solved
+    directly by Brent's method on the exact tails: the reference the fast path of
+    :func:`exact_interval` is tested against, and any tie weight (mid-p: ½) is allowed."""
     if n_o + n_c == 0:
         return 0.0, 1.0
     half = (1 - confidence) / 2
@@ -336,6 +341,25 @@ def _profile(key: tuple, guess_lo: float | None, guess_hi: float | None
                                       _bracket(cell, half, True, guess_hi)))
 
 
+def _interval(key: tuple, w_lower: np.ndarray, w_upper: np.ndarray,
+              guess_lo: float | None, guess_hi: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Ends of one outcome for tie weights ``w_lower`` (lower end) and ``w_upper`` (upper
+    end), widened to contain â; memoised per outcome and weights."""
+    n_o, s_o, n_c, s_c, k, confidence, a_hat = key
+    if n_o + n_c == 0:
+        return np.zeros(w_lower.shape), np.ones(w_lower.shape)
+    memo_key = (key, w_lower.tobytes(), w_upper.tobytes())
+    solved = _SOLVED.get(memo_key)
+    if solved is None:
+        half = (1 - confidence) / 2
+        cell = _Cell(n_o, s_o, n_c, s_c, k, a_hat)
+        lower_b, upper_b = _profile(key, guess_lo, guess_hi)
+        solved = _remember(_SOLVED, memo_key, (
+            np.minimum(lower_b.solve(cell, w_lower, half, upper=False), a_hat),
+            np.maximum(upper_b.solve(cell, w_upper, half, upper=True), a_hat)))
+    return solved[0].copy(), solved[1].copy()
+
+
 def randomized_interval_cell(n_o: int, s_o: int, n_c: int, s_c: int, k: int,
                              confidence: float, a_hat: float, u: np.ndarray,
                              guess_lo: float | None = None,
@@ -344,19 +368,7 @@ def randomized_interval_cell(n_o: int, s_o: int, n_c: int, s_c: int, k: int,
     with weight U, upper with 1 − U), widened to contain ``a_hat``. ``guess_lo`` and
     ``guess_hi`` (optional) are bounds likely beyond the ends; they only speed it up."""
     u = np.asarray(u, dtype=float)
-    if n_o + n_c == 0:
-        return np.zeros(u.shape), np.ones(u.shape)
-    key = (n_o, s_o, n_c, s_c, k, confidence, a_hat)
-    solved = _SOLVED.get((key, u.tobytes()))
-    if solved is not None:
-        return solved[0].copy(), solved[1].copy()
-    half = (1 - confidence) / 2
-    cell = _Cell(n_o, s_o, n_c, s_c, k, a_hat)
-    lower_b, upper_b = _profile(key, guess_lo, guess_hi)
-    lower = np.minimum(lower_b.solve(cell, u, half, upper=False), a_hat)
-    upper = np.maximum(upper_b.solve(cell, 1 - u, half, upper=True), a_hat)
-    _remember(_SOLVED, (key, u.tobytes()), (lower, upper))
-    return lower.copy(), upper.copy()
+    return _interval((n_o, s_o, n_c, s_c, k, confidence, a_hat), u, 1 - u, guess_lo, guess_hi)
 
 
 def exact_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
@@ -381,19 +393,21 @@ def exact_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
                 for cell, j in zip(unique, first, strict=True)]
         u_flat = None if u is None else arrays[5].ravel()
         guesses = {}
-        if u_flat is not None:  # far bounds for new brackets: a wide likelihood-ratio interval
-            new = [i for i, key in enumerate(keys) if key not in _PROFILES]
-            if new:
-                g_lo, g_hi = likelihood_ratio_interval(
-                    *unique[new].T, k, 1 - (1 - confidence) / GUESS_WIDENING,
-                    mle=a_flat[first[new]])
-                guesses = {i: (float(lo), float(hi))
-                           for i, lo, hi in zip(new, g_lo, g_hi, strict=True)}
+        new = [i for i, key in enumerate(keys) if key not in _PROFILES]
+        if new:  # far bounds for new brackets: a wide likelihood-ratio interval
+            g_lo, g_hi = likelihood_ratio_interval(
+                *unique[new].T, k, 1 - (1 - confidence) / GUESS_WIDENING,
+                mle=a_flat[first[new]])
+            guesses = {i: (float(lo), float(hi))
+                       for i, lo, hi in zip(new, g_lo, g_hi, strict=True)}
+        one = np.ones(1)
         for i, key in enumerate(keys):
             members = order[starts[i]:starts[i + 1]]
-            if u_flat is None:
-                lower[members], upper[members] = exact_interval_cell(*key)
+            guess = guesses.get(i, (None, None))
+            if u_flat is None:  # conservative: tie weight 1 at both ends
+                lo, hi = _interval(key, one, one, *guess)
+                lower[members], upper[members] = lo[0], hi[0]
             else:
-                lower[members], upper[members] = randomized_interval_cell(
-                    *key, u_flat[members], *guesses.get(i, (None, None)))
+                w = u_flat[members]
+                lower[members], upper[members] = _interval(key, w, 1 - w, *guess)
     return lower.reshape(n_o.shape), upper.reshape(n_o.shape)

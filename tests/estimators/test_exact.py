@@ -67,7 +67,7 @@ def test_conservative_version_covers_at_least_nominal_for_every_accuracy():
         cover.append(p[(lo <= a) & (a <= hi)].sum())
         cover_mid.append(p[(mid[:, 0] <= a) & (a <= mid[:, 1])].sum())
     assert min(cover) >= 0.95 - 1e-9
-    assert ((mid[:, 1] - mid[:, 0]) <= (hi - lo) + 1e-12).all()
+    assert ((mid[:, 1] - mid[:, 0]) <= (hi - lo) + 1e-9).all()  # ends solved to ~1e-10
     assert 0.945 <= np.mean(cover_mid) <= 0.975 and np.mean(cover_mid) < np.mean(cover)
 
 

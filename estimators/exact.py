@@ -71,9 +71,20 @@ def _q(a: float | np.ndarray, k: int):
     return (a + k - 2) / (k - 1)
 
 
+@functools.lru_cache(maxsize=64)
+def _log_factorials(n: int) -> np.ndarray:
+    """log x! for x = 0 … n (read-only)."""
+    table = special.gammaln(np.arange(n + 1) + 1.0)
+    table.flags.writeable = False
+    return table
+
+
 def _binom_pmf(x: np.ndarray, n: int, p: float) -> np.ndarray:
-    log = (special.gammaln(n + 1) - special.gammaln(x + 1) - special.gammaln(n - x + 1)
-           + special.xlogy(x, p) + special.xlog1py(n - x, -p))
+    """Bin(x; n, p) for integer-valued x in [0, n] (log-factorials looked up, not
+    recomputed: the tails evaluate thousands of these per outcome)."""
+    lf = _log_factorials(int(n))
+    xi = np.asarray(x).astype(np.intp)
+    log = lf[int(n)] - lf[xi] - lf[int(n) - xi] + special.xlogy(x, p) + special.xlog1py(n - x, -p)
     return np.exp(log)
 
 

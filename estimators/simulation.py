@@ -11,6 +11,7 @@ used by the tests to check that the two agree).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -139,11 +140,15 @@ class CoverageCell:
 
 
 def coverage_grid(*, ks, accuracies, n_ords, n_comps, reps: int = 4000,
-                  confidence: float = 0.95, seed: int = 0) -> list[CoverageCell]:
+                  confidence: float = 0.95, seed: int = 0,
+                  progress: Callable[[int, int, CoverageCell], None] | None = None
+                  ) -> list[CoverageCell]:
     """Coverage of the ML interval on every cell of the grid (and, for comparison, of its
     non-randomised "conservative" option, of the likelihood-ratio interval alone and of
-    the paper's plug-in Wald interval for IVW)."""
+    the paper's plug-in Wald interval for IVW). ``progress(done, total, cell)`` is called
+    after each cell."""
     rng = np.random.default_rng(seed)
+    total = len(ks) * len(accuracies) * len(n_ords) * len(n_comps)
     cells = []
     for k in ks:
         for a in accuracies:
@@ -164,6 +169,8 @@ def coverage_grid(*, ks, accuracies, n_ords, n_comps, reps: int = 4000,
                         coverage_conservative=_covers(conservative, a),
                         width_conservative=_width(conservative),
                         coverage_lr=_covers(lr, a), coverage_wald=_covers(wald, a)))
+                    if progress is not None:
+                        progress(len(cells), total, cells[-1])
     return cells
 
 

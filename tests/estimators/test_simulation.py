@@ -53,10 +53,12 @@ def test_figure_two_shape_optimal_weight_never_loses_to_the_fixed_one():
 
 
 def test_coverage_grid_reports_each_cell():
+    seen = []
     cells = coverage_grid(ks=[3], accuracies=[0.5, 0.97], n_ords=[40], n_comps=[0, 80],
-                          reps=1000)
+                          reps=1000, progress=lambda done, total, c: seen.append((done, total, c)))
     assert [(c.accuracy, c.n_comp) for c in cells] == [(0.5, 0), (0.5, 80), (0.97, 0),
                                                          (0.97, 80)]
+    assert seen == [(i + 1, 4, c) for i, c in enumerate(cells)]
     assert all(0 <= c.coverage <= 1 and c.width > 0 for c in cells)
 
 

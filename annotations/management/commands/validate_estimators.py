@@ -84,7 +84,16 @@ class Command(BaseCommand):
         for values in STANDARD_GRID.values():
             total *= len(values)
         self.stderr.write(f"coverage grid: {total} cells × {reps} replicates …")
-        cells = coverage_grid(**STANDARD_GRID, reps=reps, seed=seed)
+
+        def progress(done: int, total: int, cell) -> None:
+            if done % 20 == 0 or done == total:
+                self.stderr.write(
+                    f"  {done}/{total} cells ({100 * done / total:.0f} %), "
+                    f"{time.perf_counter() - started:.0f} s; last K={cell.k} "
+                    f"A={cell.accuracy} n_o={cell.n_ord} n_c={cell.n_comp}: "
+                    f"coverage {100 * cell.coverage:.1f} %")
+
+        cells = coverage_grid(**STANDARD_GRID, reps=reps, seed=seed, progress=progress)
         low = [c for c in cells if c.coverage < 0.935]
         high = [c for c in cells if c.coverage > 0.985]
         conservative = [c.coverage_conservative for c in cells]

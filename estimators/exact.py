@@ -40,9 +40,11 @@ Fast path (:func:`exact_interval`, both versions): per distinct outcome and end,
 strict and inclusive tails are interpolated by a Chebyshev series on a bracket that holds
 the end for every tie weight — [wide likelihood-ratio end, â] when the tails confirm it,
 else [end at w = 1, end at w = 0] — and checked at the midpoints between nodes (error
-≤ ``INTERPOLATION_TOLERANCE``, else each end is solved directly). Each tie weight is then
-solved on the series (a grid, then a Newton step). Brackets and solved ends are memoised:
-the ML and IVW intervals of a cell, and successive recomputes of a study, share them.
+≤ ``INTERPOLATION_TOLERANCE``, else each end is solved directly). The outcomes of one
+design (n_o, n_c, K) are fitted together: one evaluation of the tails serves all their
+nodes. Every (outcome, tie weight) pair is then solved on its series in one batch
+(bisection on a grid, linear interpolation, a Newton step). Brackets are memoised: the ML
+and IVW intervals of a cell, and successive recomputes of a study, share them.
 """
 
 from __future__ import annotations
@@ -79,13 +81,18 @@ def _log_factorials(n: int) -> np.ndarray:
     return table
 
 
-def _binom_pmf(x: np.ndarray, n: int, p: float) -> np.ndarray:
-    """Bin(x; n, p) for integer-valued x in [0, n] (log-factorials looked up, not
-    recomputed: the tails evaluate thousands of these per outcome)."""
+def _binom_pmf(x: np.ndarray, n: int, p) -> np.ndarray:
+    """Bin(x; n, p) for integer-valued x in [0, n], broadcast against p. The log-factorials
+    are looked up and the logs of p taken before broadcasting: the tails evaluate thousands
+    of these per outcome. (A log of 0 is clamped to −1e300 so that 0 · log 0 = 0.)"""
     lf = _log_factorials(int(n))
-    xi = np.asarray(x).astype(np.intp)
-    log = lf[int(n)] - lf[xi] - lf[int(n) - xi] + special.xlogy(x, p) + special.xlog1py(n - x, -p)
-    return np.exp(log)
+    x = np.asarray(x, dtype=float)
+    xi = x.astype(np.intp)
+    p = np.asarray(p, dtype=float)
+    with np.errstate(divide="ignore"):
+        log_p = np.maximum(np.log(p), -1e300)
+        log_q = np.maximum(np.log1p(-p), -1e300)
+    return np.exp((lf[int(n)] - lf[xi] - lf[int(n) - xi]) + x * log_p + (n - x) * log_q)
 
 
 def _binom_ge(t: np.ndarray, n: int, p: float) -> np.ndarray:
@@ -149,24 +156,53 @@ class _Cell:
     a_hat: float
 
 
-def _tails(a, cell: _Cell, upper: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(strict, inclusive) tails at each A of ``a``: (P_A(T > â), P_A(T ≥ â)) for the
-    lower end, or (P_A(T < â), P_A(T ≤ â)) for the upper end (``upper=True``)."""
-    n_o, n_c, k, a_hat = cell.n_o, cell.n_c, cell.k, cell.a_hat
-    a = np.atleast_1d(np.asarray(a, dtype=float))
-    zero = np.zeros(a.shape)
-    if not upper and a_hat >= 1:  # only the perfect score has Â = 1
-        return zero, a**n_o * _q(a, k) ** n_c
-    if upper and a_hat <= 0:  # Â = 0 needs s_o = 0 and s_c ≤ q0 n_c + (K−1) q0 (1−q0) n_o
-        q0 = _q(0.0, k)
-        limit = np.floor(q0 * n_c + (k - 1) * q0 * (1 - q0) * n_o + TIE_EPS * (n_c + 1))
-        return zero, (1 - a) ** n_o * _binom_le(np.full(a.shape, limit), n_c, _q(a, k))
+# Largest (rows × ordinary counts) evaluated at once by the tails; bigger batches of
+# outcomes are split (by their â, so each part's window of ordinary counts stays short).
+CHUNK_ENTRIES = 1 << 20
+
+
+def _tails_many(a: np.ndarray, a_hat: np.ndarray, n_o: int, n_c: int, k: int,
+                upper: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(strict, inclusive) tails for several outcomes of one design (n_o, n_c, K): row r
+    at the accuracies ``a[r]`` for the outcome whose ML estimate is ``a_hat[r]`` — (P_A(T >
+    â), P_A(T ≥ â)) for the lower end, (P_A(T < â), P_A(T ≤ â)) for the upper end. Not
+    defined for an end fixed by â alone (â ≤ 0 for the lower end, â ≥ 1 for the upper)."""
+    a = np.atleast_2d(np.asarray(a, dtype=float))
+    a_hat = np.atleast_1d(np.asarray(a_hat, dtype=float))
+    strict, inclusive = np.zeros(a.shape), np.zeros(a.shape)
+    edge = a_hat <= 0 if upper else a_hat >= 1
+    if edge.any():
+        e = a[edge]
+        if upper:  # Â = 0 needs s_o = 0 and s_c ≤ q0 n_c + (K−1) q0 (1−q0) n_o
+            q0 = _q(0.0, k)
+            limit = np.floor(q0 * n_c + (k - 1) * q0 * (1 - q0) * n_o + TIE_EPS * (n_c + 1))
+            inclusive[edge] = (1 - e) ** n_o * _binom_le(np.full(e.shape, limit), n_c, _q(e, k))
+        else:  # only the perfect score has Â = 1
+            inclusive[edge] = e**n_o * _q(e, k) ** n_c
+    rows = np.flatnonzero(~edge)
+    rows = rows[np.argsort(a_hat[rows], kind="stable")]
+    if rows.size:
+        strict[rows], inclusive[rows] = _interior_tails(a[rows], a_hat[rows], n_o, n_c, k,
+                                                        upper)
+    return strict, inclusive
+
+
+def _interior_tails(a: np.ndarray, a_hat: np.ndarray, n_o: int, n_c: int, k: int,
+                    upper: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_tails_many` for interior â (0 < â < 1), rows sorted by â."""
     s_o = _s_o_window(n_o, a)
-    p_o = _binom_pmf(s_o, n_o, a[:, None]) if n_o else np.ones((len(a), 1))
-    c = _threshold(s_o, a_hat, n_o, n_c, k)
-    q = _q(a, k)[:, None]
+    if len(a) > 1 and a.size * len(s_o) > CHUNK_ENTRIES:
+        h = len(a) // 2
+        first = _interior_tails(a[:h], a_hat[:h], n_o, n_c, k, upper)
+        second = _interior_tails(a[h:], a_hat[h:], n_o, n_c, k, upper)
+        return np.vstack([first[0], second[0]]), np.vstack([first[1], second[1]])
+    m, points = a.shape
+    flat = a.ravel()[:, None]  # one row per (outcome, accuracy)
+    p_o = _binom_pmf(s_o[None, :], n_o, flat) if n_o else np.ones((len(flat), 1))
+    c = _threshold(s_o[None, :], np.repeat(a_hat, points)[:, None], n_o, n_c, k)
+    q = _q(flat, k)
     eps = TIE_EPS * (n_c + 1)
-    c = np.broadcast_to(c, (len(a), len(s_o)))
+    c = np.broadcast_to(c, (len(flat), len(s_o)))
     if upper:  # P(S_c ≤ ⌊c + ε⌋) = 1 − P(S_c ≥ ⌊c + ε⌋ + 1)
         inclusive = 1.0 - _binom_ge_rows(np.floor(c + eps) + 1, n_c, q)
     else:
@@ -177,7 +213,15 @@ def _tails(a, cell: _Cell, upper: bool) -> tuple[np.ndarray, np.ndarray]:
     strict = inclusive.copy()
     if tied[0].size:
         strict[tied] -= _binom_pmf(tie[tied], n_c, np.broadcast_to(q, c.shape)[tied])
-    return np.sum(p_o * strict, axis=1), np.sum(p_o * inclusive, axis=1)
+    return (np.sum(p_o * strict, axis=1).reshape(m, points),
+            np.sum(p_o * inclusive, axis=1).reshape(m, points))
+
+
+def _tails(a, cell: _Cell, upper: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_tails_many` for one outcome at the accuracies ``a``."""
+    strict, inclusive = _tails_many(np.atleast_1d(np.asarray(a, dtype=float))[None, :],
+                                    np.array([cell.a_hat]), cell.n_o, cell.n_c, cell.k, upper)
+    return strict[0], inclusive[0]
 
 
 def _tail(a: float, a_hat: float, n_o: int, n_c: int, k: int, upper: bool,
@@ -245,180 +289,228 @@ _DERIVATIVE = np.vstack([chebyshev.chebder(np.eye(PROFILE_NODES)),
 @dataclass(frozen=True)
 class _Bracket:
     """One end of the interval for every tie weight w. It lies in [lo, hi]; on that
-    bracket the strict and inclusive tails are Chebyshev series of x ∈ [−1, 1] (``series``
-    holds their coefficients and their derivatives', ``table`` their values on the grid).
-    Without series the end is fixed at its side of the bracket (``series`` None) or, when
-    no series was accurate enough, each weight is solved directly (``direct``)."""
+    bracket the strict and inclusive tails are Chebyshev series of x ∈ [−1, 1] (``series``:
+    their coefficients and their derivatives', shape (nodes, 4)). Without series the end is
+    fixed at its side of the bracket (``series`` None) or, when no series was accurate
+    enough, each weight is solved directly (``direct``)."""
 
     lo: float
     hi: float
     series: np.ndarray | None = None
-    table: np.ndarray | None = None
     direct: bool = False
 
-    def solve(self, cell: _Cell, w: np.ndarray, half: float, upper: bool) -> np.ndarray:
-        """The A where strict + w (inclusive − strict) = α/2, or the bracket's end where
-        the tail stays on one side: the crossing is located on the grid, interpolated
-        linearly, then polished by a Newton step on the series."""
-        if self.direct:
-            return np.array([_end(cell, half, upper, float(x)) for x in w])
-        if self.series is None:
-            return np.full(w.shape, self.hi if upper else self.lo)
-        sign = -1.0 if upper else 1.0  # g = sign · (f − α/2) increases with x
-        s, i = self.table[:, 0], self.table[:, 1]
-        g = sign * (s + w[:, None] * (i - s) - half)  # (weights, grid)
-        above = g >= 0
-        first = np.where(above.any(axis=1), above.argmax(axis=1), len(_GRID))
-        j = np.clip(first, 1, len(_GRID) - 1)
-        rows = np.arange(len(w))
-        g0, g1 = g[rows, j - 1], g[rows, j]
-        x0, x1 = _GRID[j - 1], _GRID[j]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            x = np.where(g1 > g0, x0 - g0 * (x1 - x0) / (g1 - g0), x1)
-        for _ in range(NEWTON_STEPS):
-            s, i, ds, di = chebyshev.chebval(x, self.series)
-            gx = sign * (s + w * (i - s) - half)
-            dg = sign * (ds + w * (di - ds))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                x = np.clip(np.where(dg > 0, x - gx / dg, x), x0, x1)
-        x = np.where(first == 0, -1.0, np.where(first == len(_GRID), 1.0, x))
-        return (self.lo + self.hi) / 2 + x * (self.hi - self.lo) / 2
 
-
-def _fit(cell: _Cell, a: float, b: float, upper: bool) -> tuple[_Bracket, float, float]:
-    """The tails' series on [a, b]; the inclusive tail at the end away from â; and the
-    largest interpolation error at the midpoints between nodes."""
+def _fit_many(n_o: int, n_c: int, k: int, a_hat: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              upper: bool) -> tuple[list[_Bracket], np.ndarray, np.ndarray]:
+    """The tails' series on [lo_i, hi_i] for each outcome ``a_hat[i]`` of one design; the
+    inclusive tail at the end away from â; and the largest interpolation error at the
+    midpoints between nodes."""
     x = np.concatenate([_NODES, _MIDPOINTS])
-    strict, inclusive = _tails((a + b) / 2 + (b - a) / 2 * x, cell, upper)
-    values = np.stack([strict, inclusive], axis=1)
+    a = ((lo + hi) / 2)[:, None] + ((hi - lo) / 2)[:, None] * x
+    strict, inclusive = _tails_many(a, a_hat, n_o, n_c, k, upper)
+    values = np.stack([strict, inclusive], axis=2)  # (outcomes, nodes + midpoints, 2)
     n = PROFILE_NODES
-    coef = _INTERPOLATE @ values[:n]
-    error = float(np.abs(_MIDPOINT_BASIS @ coef - values[n:]).max())
-    far = float(inclusive[0] if upper else inclusive[n - 1])  # node +1 is b, node −1 is a
-    series = np.hstack([coef, _DERIVATIVE @ coef])
-    return _Bracket(a, b, series, _GRID_BASIS @ coef), far, error
+    coef = np.einsum("ij,mjk->mik", _INTERPOLATE, values[:, :n])
+    error = np.abs(np.einsum("ij,mjk->mik", _MIDPOINT_BASIS, coef) - values[:, n:])
+    far = inclusive[:, 0] if upper else inclusive[:, n - 1]  # node +1 is hi, node −1 is lo
+    series = np.concatenate([coef, np.einsum("ij,mjk->mik", _DERIVATIVE, coef)], axis=2)
+    brackets = [_Bracket(float(lo[i]), float(hi[i]), series[i]) for i in range(len(a_hat))]
+    return brackets, far, error.max(axis=(1, 2))
 
 
-def _bracket(cell: _Cell, half: float, upper: bool, guess: float | None) -> _Bracket:
-    """A bracket holding this end for every tie weight, with accurate series. First try
-    [guess, â] ([â, guess] for the upper end), ``guess`` a cheap far bound (a wide
-    likelihood-ratio end): it holds every end when the conservative tail at ``guess`` is
-    ≤ α/2 (an end beyond â is cut to â by the hull anyway). Otherwise the ends for tie
-    weights 1 and 0 are solved for and span the bracket; if even there the series miss
+def _fixed(cell: _Cell, upper: bool) -> bool:
+    """Whether this end is â itself whatever the tails (the lower end of â = 0, the upper
+    end of â = 1)."""
+    return cell.a_hat >= 1 if upper else cell.a_hat <= 0
+
+
+def _bracket(cell: _Cell, half: float, upper: bool) -> _Bracket:
+    """A bracket holding this end for every tie weight when the guessed one failed: the
+    ends for tie weights 1 and 0 are solved for and span it; if even there the series miss
     the tails by more than ``INTERPOLATION_TOLERANCE``, each weight is solved directly."""
-    if (not upper and cell.a_hat <= 0) or (upper and cell.a_hat >= 1):
+    if _fixed(cell, upper):
         return _Bracket(cell.a_hat, cell.a_hat)
-    if guess is not None and abs(guess - cell.a_hat) > 1e-12:
-        bracket, far, error = _fit(cell, *sorted((guess, cell.a_hat)), upper)
-        if far <= half and error <= INTERPOLATION_TOLERANCE:
-            return bracket
     a, b = sorted((_end(cell, half, upper, 0.0), _end(cell, half, upper, 1.0)))
     if b - a < 1e-12:
         return _Bracket(a, b)
-    bracket, _, error = _fit(cell, a, b, upper)
-    return bracket if error <= INTERPOLATION_TOLERANCE else _Bracket(a, b, direct=True)
+    brackets, _, error = _fit_many(cell.n_o, cell.n_c, cell.k, np.array([cell.a_hat]),
+                                   np.array([a]), np.array([b]), upper)
+    return brackets[0] if error[0] <= INTERPOLATION_TOLERANCE else _Bracket(a, b, direct=True)
 
 
-# Memos of the randomised path, oldest entries dropped first: an outcome's brackets, and
-# its ends for a given array of tie-breaks (the ML and IVW intervals of a cell share both).
+def _series_table(series: np.ndarray) -> np.ndarray:
+    """Values of the strict and inclusive series on the grid: (brackets, grid, 2)."""
+    m, nodes = series.shape[:2]
+    flat = series[:, :, :2].transpose(1, 0, 2).reshape(nodes, 2 * m)
+    return (_GRID_BASIS @ flat).reshape(len(_GRID), m, 2).transpose(1, 0, 2)
+
+
+def _solve_series(series: np.ndarray, table: np.ndarray, r: np.ndarray, lo: np.ndarray,
+                  hi: np.ndarray, w: np.ndarray, half: float, upper: bool) -> np.ndarray:
+    """The A where strict + w (inclusive − strict) = α/2 for each member: bracket ``r`` (its
+    series, their values on the grid, its ends lo and hi) at tie weight w; or the
+    bracket's end where the tail stays on one side. The tails are monotone, so the crossing
+    is located on the grid by bisection, interpolated linearly, then polished by a Newton
+    step on the series."""
+    sign = -1.0 if upper else 1.0  # g = sign · (f − α/2) increases with x
+
+    def g(j: np.ndarray) -> np.ndarray:
+        s, i = table[r, j, 0], table[r, j, 1]
+        return sign * (s + w * (i - s) - half)
+
+    last = len(_GRID) - 1
+    below_all = g(np.full(len(w), last)) < 0  # the end is hi (lo for the upper end)
+    above_all = g(np.zeros(len(w), dtype=np.intp)) >= 0
+    j0, j1 = np.zeros(len(w), dtype=np.intp), np.full(len(w), last)  # g(j0) < 0 ≤ g(j1)
+    while (j1 - j0 > 1).any():
+        mid = (j0 + j1) // 2
+        up = g(mid) >= 0
+        j0, j1 = np.where(up, j0, mid), np.where(up, mid, j1)
+    g0, g1 = g(j0), g(j1)
+    x0, x1 = _GRID[j0], _GRID[j1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.where(g1 > g0, x0 - g0 * (x1 - x0) / (g1 - g0), x1)
+    for _ in range(NEWTON_STEPS):
+        basis = chebyshev.chebvander(x, PROFILE_NODES - 1)  # (members, nodes)
+        s, i, ds, di = np.matmul(basis[:, None, :], series[r])[:, 0, :].T
+        gx = sign * (s + w * (i - s) - half)
+        dg = sign * (ds + w * (di - ds))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = np.clip(np.where(dg > 0, x - gx / dg, x), x0, x1)
+    x = np.where(above_all, -1.0, np.where(below_all, 1.0, x))
+    return (lo[r] + hi[r]) / 2 + x * (hi[r] - lo[r]) / 2
+
+
+SOLVE_BLOCK = 8192  # tie weights solved at once (bounds the (weights × nodes) arrays)
+
+
+def _solve_ends(brackets: list[_Bracket], cells: list[_Cell], inverse: np.ndarray,
+                w: np.ndarray, half: float, upper: bool) -> np.ndarray:
+    """The end of each member j: outcome ``inverse[j]`` (bracket and cell) at tie weight
+    ``w[j]``."""
+    kind = np.array([0 if b.series is not None else 2 if b.direct else 1 for b in brackets])
+    out = np.empty(len(w))
+    fixed = kind[inverse] == 1
+    out[fixed] = np.array([b.hi if upper else b.lo for b in brackets])[inverse[fixed]]
+    for j in np.flatnonzero(kind[inverse] == 2):
+        out[j] = _end(cells[inverse[j]], half, upper, float(w[j]))
+    with_series = np.flatnonzero(kind == 0)
+    if with_series.size:
+        series = np.stack([brackets[i].series for i in with_series])
+        row = np.full(len(brackets), -1)
+        row[with_series] = np.arange(with_series.size)
+        lo = np.array([brackets[i].lo for i in with_series])
+        hi = np.array([brackets[i].hi for i in with_series])
+        table = _series_table(series)
+        members = np.flatnonzero(kind[inverse] == 0)
+        for start in range(0, members.size, SOLVE_BLOCK):
+            block = members[start:start + SOLVE_BLOCK]
+            out[block] = _solve_series(series, table, row[inverse[block]], lo, hi, w[block],
+                                       half, upper)
+    return out
+
+
+# Memo of the fitted brackets of each outcome (lower end, upper end), oldest entries dropped
+# first: the ML and IVW intervals of a cell, and successive recomputes of a study, share them.
 MEMO_SIZE = 32_768
 _PROFILES: dict[tuple, tuple[_Bracket, _Bracket]] = {}
-_SOLVED: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-
-
-def _remember(memo: dict, key: tuple, value):
-    if len(memo) >= MEMO_SIZE:
-        memo.pop(next(iter(memo)))
-    memo[key] = value
-    return value
 
 
 def clear_memo() -> None:
     """Forget every memoised interval (benchmarks time the cold path with it)."""
     exact_interval_cell.cache_clear()
     _PROFILES.clear()
-    _SOLVED.clear()
 
 
-def _profile(key: tuple, guess_lo: float | None, guess_hi: float | None
-             ) -> tuple[_Bracket, _Bracket]:
-    found = _PROFILES.get(key)
-    if found is not None:
-        return found
-    n_o, s_o, n_c, s_c, k, confidence, a_hat = key
-    cell = _Cell(n_o, s_o, n_c, s_c, k, a_hat)
-    half = (1 - confidence) / 2
-    return _remember(_PROFILES, key, (_bracket(cell, half, False, guess_lo),
-                                      _bracket(cell, half, True, guess_hi)))
-
-
-def _interval(key: tuple, w_lower: np.ndarray, w_upper: np.ndarray,
-              guess_lo: float | None, guess_hi: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """Ends of one outcome for tie weights ``w_lower`` (lower end) and ``w_upper`` (upper
-    end), widened to contain â; memoised per outcome and weights."""
-    n_o, s_o, n_c, s_c, k, confidence, a_hat = key
-    if n_o + n_c == 0:
-        return np.zeros(w_lower.shape), np.ones(w_lower.shape)
-    memo_key = (key, w_lower.tobytes(), w_upper.tobytes())
-    solved = _SOLVED.get(memo_key)
-    if solved is None:
+def _profile_new(keys: list[tuple], guesses: np.ndarray) -> None:
+    """Fit and memoise the brackets of outcomes not yet known, batched per design (n_o,
+    n_c, K, confidence). ``guesses[i]`` = (lower, upper) far bounds of ``keys[i]`` (a wide
+    likelihood-ratio interval): the bracket [guess, â] holds every end when the
+    conservative tail at the guess is ≤ α/2 (an end beyond â is cut to â by the hull
+    anyway); otherwise :func:`_bracket` finds one."""
+    designs: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        designs.setdefault((key[0], key[2], key[4], key[5]), []).append(i)
+    found: dict[int, list[_Bracket | None]] = {i: [None, None] for i in range(len(keys))}
+    for (n_o, n_c, k, confidence), members in designs.items():
         half = (1 - confidence) / 2
+        if n_o + n_c == 0:
+            for i in members:
+                found[i] = [_Bracket(0.0, 0.0), _Bracket(1.0, 1.0)]
+            continue
+        a_hat = np.array([keys[i][6] for i in members])
+        for end, upper in ((0, False), (1, True)):
+            guess = guesses[members, end]
+            usable = (np.abs(guess - a_hat) > 1e-12) & ~(a_hat >= 1 if upper else a_hat <= 0)
+            if usable.any():
+                lo, hi = np.minimum(guess, a_hat)[usable], np.maximum(guess, a_hat)[usable]
+                fits, far, error = _fit_many(n_o, n_c, k, a_hat[usable], lo, hi, upper)
+                good = (far <= half) & (error <= INTERPOLATION_TOLERANCE)
+                for i, fit, ok in zip(np.asarray(members)[usable], fits, good, strict=True):
+                    if ok:
+                        found[i][end] = fit
+    for i, (lower, upper_b) in found.items():
+        n_o, s_o, n_c, s_c, k, confidence, a_hat = keys[i]
         cell = _Cell(n_o, s_o, n_c, s_c, k, a_hat)
-        lower_b, upper_b = _profile(key, guess_lo, guess_hi)
-        solved = _remember(_SOLVED, memo_key, (
-            np.minimum(lower_b.solve(cell, w_lower, half, upper=False), a_hat),
-            np.maximum(upper_b.solve(cell, w_upper, half, upper=True), a_hat)))
-    return solved[0].copy(), solved[1].copy()
+        half = (1 - confidence) / 2
+        if len(_PROFILES) >= MEMO_SIZE:
+            _PROFILES.pop(next(iter(_PROFILES)))
+        _PROFILES[keys[i]] = (_bracket(cell, half, False) if lower is None else lower,
+                              _bracket(cell, half, True) if upper_b is None else upper_b)
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_index=True, return_inverse=True)`` by one lexsort
+    (several times faster than the structured-view sort np.unique uses)."""
+    order = np.lexsort(rows.T[::-1])
+    ranked = rows[order]
+    starts = np.ones(len(rows), dtype=bool)
+    starts[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    inverse = np.empty(len(rows), dtype=np.intp)
+    inverse[order] = np.cumsum(starts) - 1
+    return ranked[starts], order[starts], inverse
 
 
 def randomized_interval_cell(n_o: int, s_o: int, n_c: int, s_c: int, k: int,
-                             confidence: float, a_hat: float, u: np.ndarray,
-                             guess_lo: float | None = None,
-                             guess_hi: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Randomised exact interval of one outcome for each tie-break U in ``u`` (lower end
-    with weight U, upper with 1 − U), widened to contain ``a_hat``. ``guess_lo`` and
-    ``guess_hi`` (optional) are bounds likely beyond the ends; they only speed it up."""
-    u = np.asarray(u, dtype=float)
-    return _interval((n_o, s_o, n_c, s_c, k, confidence, a_hat), u, 1 - u, guess_lo, guess_hi)
+                             confidence: float, a_hat: float,
+                             u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Randomised exact interval of one outcome for each tie-break in ``u`` (lower tail
+    with weight U, upper with 1 − U), widened to contain ``a_hat``."""
+    u = np.atleast_1d(np.asarray(u, dtype=float))
+    return exact_interval(n_o, s_o, n_c, s_c, k, confidence, a_hat, u=u)
 
 
 def exact_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
                    mle, u=None) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised front end, each distinct outcome computed once: the conservative interval
-    when ``u`` is None, else the randomised one with tie-breaks ``u`` (broadcast, values in
-    [0, 1], independent of the data)."""
+    """Vectorised front end: the conservative interval when ``u`` is None, else the
+    randomised one with tie-breaks ``u`` (broadcast, values in [0, 1], independent of the
+    data). Each distinct outcome is fitted once (and memoised), then every (outcome, tie
+    weight) pair is solved in one batch."""
     arrays = [n_ord, s_ord, n_comp, s_comp, mle] + ([] if u is None else [u])
     arrays = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in arrays))
     n_o, s_o, n_c, s_c, a = arrays[:5]
     flat = np.stack([n_o.ravel(), s_o.ravel(), n_c.ravel(), s_c.ravel()], axis=1)
-    lower = np.empty(flat.shape[0])
-    upper = np.empty(flat.shape[0])
-    if flat.shape[0]:
-        unique, first, inverse = np.unique(flat, axis=0, return_index=True,
-                                           return_inverse=True)
-        inverse = inverse.ravel()
-        order = np.argsort(inverse, kind="stable")
-        starts = np.searchsorted(inverse[order], np.arange(len(unique) + 1))
-        a_flat = a.ravel()
-        keys = [(*(int(round(v)) for v in cell), int(k), float(confidence), float(a_flat[j]))
-                for cell, j in zip(unique, first, strict=True)]
-        u_flat = None if u is None else arrays[5].ravel()
-        guesses = {}
-        new = [i for i, key in enumerate(keys) if key not in _PROFILES]
-        if new:  # far bounds for new brackets: a wide likelihood-ratio interval
-            g_lo, g_hi = likelihood_ratio_interval(
-                *unique[new].T, k, 1 - (1 - confidence) / GUESS_WIDENING,
-                mle=a_flat[first[new]])
-            guesses = {i: (float(lo), float(hi))
-                       for i, lo, hi in zip(new, g_lo, g_hi, strict=True)}
-        one = np.ones(1)
-        for i, key in enumerate(keys):
-            members = order[starts[i]:starts[i + 1]]
-            guess = guesses.get(i, (None, None))
-            if u_flat is None:  # conservative: tie weight 1 at both ends
-                lo, hi = _interval(key, one, one, *guess)
-                lower[members], upper[members] = lo[0], hi[0]
-            else:
-                w = u_flat[members]
-                lower[members], upper[members] = _interval(key, w, 1 - w, *guess)
-    return lower.reshape(n_o.shape), upper.reshape(n_o.shape)
+    if not flat.shape[0]:
+        return np.empty(n_o.shape), np.empty(n_o.shape)
+    unique, first, inverse = _distinct_rows(flat)
+    a_flat = a.ravel()
+    keys = [(*(int(round(v)) for v in cell), int(k), float(confidence), float(a_flat[j]))
+            for cell, j in zip(unique, first, strict=True)]
+    new = [i for i, key in enumerate(keys) if key not in _PROFILES]
+    if new:  # far bounds for new brackets: a wide likelihood-ratio interval
+        g_lo, g_hi = likelihood_ratio_interval(
+            *unique[new].T, k, 1 - (1 - confidence) / GUESS_WIDENING, mle=a_flat[first[new]])
+        _profile_new([keys[i] for i in new], np.stack([g_lo, g_hi], axis=1))
+    profiles = [_PROFILES[key] for key in keys]
+    cells = [_Cell(*key[:5], key[6]) for key in keys]
+    if u is None:  # conservative: tie weight 1 at both ends
+        w_lower = w_upper = np.ones(len(inverse))
+    else:
+        w_lower = arrays[5].ravel()
+        w_upper = 1 - w_lower
+    half = (1 - confidence) / 2
+    a_hat = np.array([key[6] for key in keys])[inverse]
+    lower = _solve_ends([p[0] for p in profiles], cells, inverse, w_lower, half, False)
+    upper = _solve_ends([p[1] for p in profiles], cells, inverse, w_upper, half, True)
+    return (np.minimum(lower, a_hat).reshape(n_o.shape),
+            np.maximum(upper, a_hat).reshape(n_o.shape))

@@ -123,9 +123,15 @@ def confidence_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
         np.asarray(mle, dtype=float), n_ord.shape)
     if method == "exact":
         return exact_interval(n_ord, s_ord, n_comp, s_comp, k, confidence, a_hat, u=u)
-    lo, hi = likelihood_ratio_interval(n_ord, s_ord, n_comp, s_comp, k, confidence, mle=a_hat)
     if method == "asymptotic":
-        return lo, hi
+        return likelihood_ratio_interval(n_ord, s_ord, n_comp, s_comp, k, confidence,
+                                         mle=a_hat)
+    large = ~needs_exact(n_ord, s_ord, n_comp, s_comp)  # the others get the exact interval
+    lo, hi = np.zeros(n_ord.shape), np.ones(n_ord.shape)
+    if large.any():
+        lo[large], hi[large] = likelihood_ratio_interval(
+            n_ord[large], s_ord[large], n_comp[large], s_comp[large], k, confidence,
+            mle=a_hat[large])
     return exact_where_needed(lo, hi, n_ord, s_ord, n_comp, s_comp, k, confidence, a_hat,
                               u=u if method == "auto" else None)
 

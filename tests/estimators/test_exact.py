@@ -10,10 +10,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from estimators import exact
 from estimators.exact import (
     _Cell,
+    _distinct_rows,
     _end,
     _tail,
+    clear_memo,
     exact_interval,
     exact_interval_cell,
     randomized_interval_cell,
@@ -135,3 +138,40 @@ def test_randomised_interval_is_reproduced_from_its_tie_breaks():
     assert estimate(n_o, s_o, n_c, s_c, 10, interval="conservative").u is None
     with pytest.raises(ValueError, match="u: tie-breaks must lie in"):
         estimate(n_o, s_o, n_c, s_c, 10, u=1.5)
+
+
+def test_distinct_rows_equal_numpy_unique():
+    rng = np.random.default_rng(1)
+    rows = rng.integers(0, 4, (5000, 4)).astype(float)
+    rows[:, 3] += 0.75 * rng.integers(0, 2, 5000)  # fractional S_c (missing predictions)
+    unique, first, inverse = _distinct_rows(rows)
+    want_unique, want_first, want_inverse = np.unique(rows, axis=0, return_index=True,
+                                                      return_inverse=True)
+    assert np.array_equal(unique, want_unique) and np.array_equal(first, want_first)
+    assert np.array_equal(inverse, want_inverse.ravel())
+
+
+def _many_outcomes(n_o, n_c, k, a, m, seed):
+    rng = np.random.default_rng(seed)
+    s_o = rng.binomial(n_o, a, m).astype(float)
+    s_c = rng.binomial(n_c, (a + k - 2) / (k - 1), m).astype(float)
+    return s_o, s_c, ml_accuracy(float(n_o), s_o, float(n_c), s_c, k), rng.random(m)
+
+
+def test_batched_outcomes_of_one_design_equal_direct_root_finding(monkeypatch):
+    """Many outcomes of one large design are fitted and solved in batches (split into
+    chunks by â): each end equals Brent's method on the exact tails, and the chunking
+    changes nothing."""
+    n_o, n_c, k = 2000, 20000, 3
+    s_o, s_c, a_hats, u = _many_outcomes(n_o, n_c, k, 0.99, 300, 5)
+    clear_memo()
+    lo, hi = exact_interval(n_o, s_o, n_c, s_c, k, 0.95, a_hats, u=u)
+    for j in np.linspace(0, len(u) - 1, 8).astype(int):
+        c = _Cell(n_o, int(s_o[j]), n_c, int(s_c[j]), k, float(a_hats[j]))
+        assert lo[j] == pytest.approx(min(_end(c, 0.025, False, u[j]), a_hats[j]), abs=1e-8)
+        assert hi[j] == pytest.approx(max(_end(c, 0.025, True, 1 - u[j]), a_hats[j]), abs=1e-8)
+    monkeypatch.setattr(exact, "CHUNK_ENTRIES", 5000)
+    clear_memo()
+    lo_small, hi_small = exact_interval(n_o, s_o, n_c, s_c, k, 0.95, a_hats, u=u)
+    assert np.allclose(lo_small, lo, rtol=0, atol=1e-12)
+    assert np.allclose(hi_small, hi, rtol=0, atol=1e-12)

@@ -96,21 +96,21 @@ class Command(BaseCommand):
         cells = coverage_grid(**STANDARD_GRID, reps=reps, seed=seed, progress=progress)
         low = [c for c in cells if c.coverage < 0.935]
         high = [c for c in cells if c.coverage > 0.985]
-        conservative = [c.coverage_conservative for c in cells]
+
+        def summary(values: list[float]) -> str:
+            return (f"{sum(v < 0.935 for v in values)} cells below 93.5 %, "
+                    f"{sum(v > 0.985 for v in values)} above 98.5 %, range "
+                    f"{100 * min(values):.1f}–{100 * max(values):.1f} %")
+
         lines = [
             f"Coverage of the default 95 % ML interval on {len(cells)} cells, {reps} "
             f"replicates each (Monte-Carlo SE ≈ {100 * (0.95 * 0.05 / reps) ** 0.5:.2f} "
-            f"points), {time.perf_counter() - started:.0f} s. Below 93.5 %: {len(low)} "
-            f"cells; above 98.5 %: {len(high)} cells. Range "
-            f"{100 * min(c.coverage for c in cells):.1f}–"
-            f"{100 * max(c.coverage for c in cells):.1f} % (the non-randomised "
-            f"\"conservative\" option: {100 * min(conservative):.1f}–"
-            f"{100 * max(conservative):.1f} %, "
-            f"{sum(v > 0.985 for v in conservative)} cells above 98.5 %; likelihood ratio "
-            f"alone: {100 * min(c.coverage_lr for c in cells):.1f}–"
-            f"{100 * max(c.coverage_lr for c in cells):.1f} %; the paper's plug-in IVW Wald "
-            f"interval: {100 * min(c.coverage_wald for c in cells):.1f}–"
-            f"{100 * max(c.coverage_wald for c in cells):.1f} %).",
+            f"points), {time.perf_counter() - started:.0f} s: "
+            f"{summary([c.coverage for c in cells])}. For comparison, the non-randomised "
+            f"\"conservative\" option: {summary([c.coverage_conservative for c in cells])}; "
+            f"the likelihood-ratio interval alone: {summary([c.coverage_lr for c in cells])};"
+            f" the paper's plug-in IVW Wald interval: "
+            f"{summary([c.coverage_wald for c in cells])}. (Counts use unrounded coverages.)",
             "",
             "| K | A | n_o | n_c | coverage | mean width | conservative | its width "
             "| LR alone | plug-in Wald (IVW) |",

@@ -128,7 +128,10 @@ def confidence_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
                                          mle=a_hat)
     large = ~needs_exact(n_ord, s_ord, n_comp, s_comp)  # the others get the exact interval
     lo, hi = np.zeros(n_ord.shape), np.ones(n_ord.shape)
-    if large.any():
+    if large.all():
+        lo, hi = likelihood_ratio_interval(n_ord, s_ord, n_comp, s_comp, k, confidence,
+                                           mle=a_hat)
+    elif large.any():
         lo[large], hi[large] = likelihood_ratio_interval(
             n_ord[large], s_ord[large], n_comp[large], s_comp[large], k, confidence,
             mle=a_hat[large])

@@ -68,7 +68,7 @@ class Study(models.Model):
         max_length=12, choices=IntervalMethod.choices, default=IntervalMethod.AUTO,
         help_text="How the 95 % intervals are made where a system has few errors, few correct "
         "answers or few complementary hits: randomised exact (covers 95 %) or conservative "
-        "(covers at least 95 %, up to 99.5 % on small samples, same data → same interval). "
+        "(covers at least 95 %, often over 99 % on small samples, same data → same interval). "
         "Fixed once the study opens.",
     )
     routing_batches = models.PositiveIntegerField(default=0, editable=False)

@@ -15,7 +15,7 @@ are monotone in A. With a tie weight w ∈ [0, 1] for the outcomes tied with the
 Two versions (``estimate(interval=…)`` picks):
 
 * conservative, w_lo = w_hi = 1: covers with probability ≥ 1 − α for every A (Clopper–
-  Pearson when n_c = 0). On small discrete samples it must cover much more — up to 99.5 %
+  Pearson when n_c = 0). On small discrete samples it must cover much more — up to 99.6 %
   on the validation grid — because outcomes carry large probabilities (n_o = 40, A = .99:
   zero to two errors have probability 99.2 %).
 * randomised, w_lo = U, w_hi = 1 − U with U ~ Uniform(0, 1) drawn independently of the
@@ -375,8 +375,10 @@ def _solve_series(series: np.ndarray, table: np.ndarray, r: np.ndarray, lo: np.n
         s, i, ds, di = np.matmul(basis[:, None, :], series[r])[:, 0, :].T
         gx = sign * (s + w * (i - s) - half)
         dg = sign * (ds + w * (di - ds))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            x = np.clip(np.where(dg > 0, x - gx / dg, x), x0, x1)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            step = x - gx / dg
+        # a step that leaves the grid cell (a flat stretch of the tail) is not taken
+        x = np.where((dg > 0) & (x0 <= step) & (step <= x1), step, x)
     x = np.where(above_all, -1.0, np.where(below_all, 1.0, x))
     return (lo[r] + hi[r]) / 2 + x * (hi[r] - lo[r]) / 2
 

@@ -31,6 +31,7 @@ from estimators.intervals import (
     RANDOMISED,
     confidence_interval,
     exact_where_needed,
+    few_events,
     log_likelihood,
 )
 
@@ -171,13 +172,17 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
 
     ``interval`` — how ``ci_low``/``ci_high`` are made:
 
-    * "auto" (default): the asymptotic interval (likelihood ratio for "ord", "comp" and
-      "ml"; Wald on the plug-in SE for the IVW mixtures) where every kind of event is
-      plentiful, the randomised exact interval (:mod:`estimators.exact`) in the other
-      cells. On the validation grid (docs/estimators.md) every 95 % interval covers
-      between 93.5 % and 98.5 % of the time.
+    * "auto" (default): the randomised exact interval (:mod:`estimators.exact`) where
+      data are too discrete for the asymptotic one, the asymptotic interval elsewhere.
+      For "ord", "comp" and "ml" the likelihood-ratio interval, exact where a source with
+      few events (< 30 of a kind) carries more than a fifth of the information
+      (:func:`estimators.intervals.needs_exact`); for the IVW mixtures Wald on the
+      plug-in SE, exact wherever a source has few events. On the validation grid
+      (docs/estimators.md) every 95 % interval covers between 93.5 % and 98.5 % of the
+      time.
     * "conservative": as "auto" but the non-randomised exact interval: never below 95 %,
-      up to 99.5 % on small discrete samples; the same data always give the same interval.
+      up to 99.6 % on the small discrete cells of the grid; the same data always give the
+      same interval.
     * "exact": the randomised exact interval in every cell (slower).
     * "asymptotic": the asymptotic interval everywhere — the paper's plug-in Wald for the
       mixtures, which collapses near perfect scores (kept for comparison).
@@ -265,7 +270,10 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
             lo, hi = confidence_interval(n_o, s_o, n_c, s_c, k, confidence, method="exact",
                                          u=u)
         elif interval != "asymptotic":
-            lo, hi = exact_where_needed(lo, hi, n_o, s_o, n_c, s_c, k, confidence,
+            # the Wald interval of a mixture collapses when either source's variance
+            # estimate does (a perfect score): exact wherever a source has few events
+            lo, hi = exact_where_needed(lo, hi, np.logical_or(*few_events(n_o, s_o, n_c, s_c)),
+                                        n_o, s_o, n_c, s_c, k, confidence,
                                         ml_accuracy(n_o, s_o, n_c, s_c, k), u=u)
         if method == "ivw_fixed":
             bound = fixed_weight_bound(w, n_o, s_o, n_c, s_c, k, delta)

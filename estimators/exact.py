@@ -50,6 +50,7 @@ and IVW intervals of a cell, and successive recomputes of a study, share them.
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -416,12 +417,23 @@ def _solve_ends(brackets: list[_Bracket], cells: list[_Cell], inverse: np.ndarra
 # first: the ML and IVW intervals of a cell, and successive recomputes of a study, share them.
 MEMO_SIZE = 32_768
 _PROFILES: dict[tuple, tuple[_Bracket, _Bracket]] = {}
+# Memo of whole calls (a digest of the arrays): the intervals of two estimators that need
+# the exact interval on the same cells are computed once.
+CALLS_MEMO = 8
+_CALLS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _remember(memo: dict, key, value, size: int = MEMO_SIZE) -> None:
+    if len(memo) >= size:
+        memo.pop(next(iter(memo)))
+    memo[key] = value
 
 
 def clear_memo() -> None:
     """Forget every memoised interval (benchmarks time the cold path with it)."""
     exact_interval_cell.cache_clear()
     _PROFILES.clear()
+    _CALLS.clear()
 
 
 def _profile_new(keys: list[tuple], guesses: np.ndarray) -> None:
@@ -455,10 +467,163 @@ def _profile_new(keys: list[tuple], guesses: np.ndarray) -> None:
         n_o, s_o, n_c, s_c, k, confidence, a_hat = keys[i]
         cell = _Cell(n_o, s_o, n_c, s_c, k, a_hat)
         half = (1 - confidence) / 2
-        if len(_PROFILES) >= MEMO_SIZE:
-            _PROFILES.pop(next(iter(_PROFILES)))
-        _PROFILES[keys[i]] = (_bracket(cell, half, False) if lower is None else lower,
-                              _bracket(cell, half, True) if upper_b is None else upper_b)
+        _remember(_PROFILES, keys[i], (_bracket(cell, half, False) if lower is None else lower,
+                                       _bracket(cell, half, True) if upper_b is None else upper_b))
+
+
+# Designs with many distinct outcomes (a simulation study) share their binomial tables:
+# every outcome's tails are sums of one table of P(inner ≥ t) on a common grid of A.
+SHARED_MIN_OUTCOMES = 64
+GRID_STEPS_PER_SD = 80  # grid step: the smallest SD of the estimate (in arcsin √A) / this
+SHARED_MAX_GRID = 4096
+SHARED_MAX_ENTRIES = 1 << 22  # grid × inner counts
+_CUBIC = np.linalg.inv(np.vander(np.arange(4.0), 4, increasing=True))  # values → coefficients
+
+
+def _sd_of_estimate(a: np.ndarray, n_o: int, n_c: int, k: int) -> np.ndarray:
+    """SD of Â at A from the Fisher information, I = n_o/(A(1−A)) + n_c/((K−1)² q(1−q))."""
+    a = np.clip(a, 1e-9, 1 - 1e-9)
+    q = _q(a, k)
+    info = n_o / (a * (1 - a)) + (n_c / ((k - 1) ** 2 * q * (1 - q)) if n_c else 0.0)
+    return 1 / np.sqrt(info)
+
+
+def _shared_ends(n_o: int, n_c: int, k: int, a_hat: np.ndarray, guess: np.ndarray,
+                 index: np.ndarray, w: np.ndarray, half: float,
+                 upper: bool) -> tuple[np.ndarray, np.ndarray]:
+    """One end for many outcomes of one design (arrays over outcomes: â — which alone
+    fixes the ordering — and the far bound ``guess``), for each member j = (outcome
+    ``index[j]``, tie weight ``w[j]``).
+    Returns (ends, ok): ``ok[i]`` is False where outcome i must take the per-outcome path
+    (its â on the edge, the guess not beyond its end, or the design too spread out).
+
+    The tails are computed on a common grid of A: with the source of narrower window as
+    the outer one, tail(A) = Σ_{outer x} P(outer = x) · P(inner ≥ t_i(x)) (or ≤), where
+    Â ≥ â ⇔ inner ≥ t_i(x) is linear (``_threshold``, either way round). One table of the
+    inner binomial per grid point serves every outcome; each end is located by bisection
+    on the grid and refined on a cubic through four grid values."""
+    m = len(a_hat)
+    ok = (a_hat > 0) & (a_hat < 1) & (np.abs(guess - a_hat) > 1e-12)
+    ends = np.zeros(len(w))
+    if not ok.any():
+        return ends, ok
+    lo_i, hi_i = np.minimum(guess, a_hat), np.maximum(guess, a_hat)
+    # the grid is uniform in φ = arcsin √A, where the SD of the estimate varies least
+    # (near 0 and 1 it shrinks like √(A(1−A)) in A, not in φ)
+    phi_i = np.arcsin(np.sqrt(np.stack([lo_i, hi_i])))
+    phi_lo, phi_hi = phi_i[0][ok].min(), phi_i[1][ok].max()
+    sample = np.sin(np.linspace(phi_lo, phi_hi, 65)) ** 2
+    sd_phi = _sd_of_estimate(sample, n_o, n_c, k) / (
+        2 * np.sqrt(np.maximum(sample * (1 - sample), 1e-300)))
+    size = int(np.ceil((phi_hi - phi_lo) / (sd_phi.min() / GRID_STEPS_PER_SD))) + 1
+    if size > SHARED_MAX_GRID:
+        return ends, np.zeros(m, dtype=bool)
+    size = max(size, 8)
+    step = (phi_hi - phi_lo) / (size - 1)
+
+    def at(x: np.ndarray) -> np.ndarray:
+        """A at (fractional) grid index x."""
+        return np.sin(phi_lo + x * step) ** 2
+
+    grid = at(np.arange(size))
+    # orientation: sum over the source whose counts spread over fewer values
+    win_o = _s_o_window(n_o, grid) if n_o else np.zeros(1)
+    win_c = _s_o_window(n_c, _q(grid, k)) if n_c else np.zeros(1)
+    ordinary_outer = len(win_o) <= len(win_c)
+    a_hat = np.where(ok, a_hat, 0.5)  # the others are not solved here
+    nu_o, nu_c = a_hat * (1 - a_hat), (k - 1) * _q(a_hat, k) * (1 - _q(a_hat, k))
+    if ordinary_outer:  # Â ≥ â ⇔ s_c ≥ q̂ n_c − ν_c/ν_o (s_o − â n_o)
+        x, n_out, p_out = win_o, n_o, grid
+        n_in, p_in = n_c, _q(grid, k)
+        t = _q(a_hat, k)[:, None] * n_c - (nu_c / nu_o)[:, None] * (x - a_hat[:, None] * n_o)
+    else:  # Â ≥ â ⇔ s_o ≥ â n_o − ν_o/ν_c (s_c − q̂ n_c)
+        x, n_out, p_out = win_c, n_c, _q(grid, k)
+        n_in, p_in = n_o, grid
+        t = a_hat[:, None] * n_o - (nu_o / nu_c)[:, None] * (x - _q(a_hat, k)[:, None] * n_c)
+    eps = TIE_EPS * (n_in + 1)
+    cut = np.floor(t + eps) + 1 if upper else np.ceil(t - eps)  # P(inner ≥ cut) = tail part
+    tie = np.ceil(t - eps)
+    tied = (tie <= t + eps) & (tie >= 0) & (tie <= n_in)
+    sd_in = np.sqrt(n_in * np.max(p_in * (1 - p_in)))
+    first = max(0, int(np.floor(n_in * p_in.min() - 12 * sd_in - 20)))
+    last = min(n_in + 1, int(np.ceil(n_in * p_in.max() + 12 * sd_in + 20)))
+    span = last - first + 1
+    if size * span > SHARED_MAX_ENTRIES or size * len(x) > SHARED_MAX_ENTRIES:
+        return ends, np.zeros(m, dtype=bool)
+    columns = first + np.arange(span)
+    pmf = np.where(columns <= n_in, _binom_pmf(np.minimum(columns, n_in), n_in, p_in[:, None]),
+                   0.0)
+    below = np.cumsum(pmf, axis=1) - pmf  # P(first ≤ inner < t)
+    ge = np.clip(_binom_ge(np.full((size, 1), float(first)), n_in, p_in[:, None]) - below,
+                 0.0, 1.0)  # P(inner ≥ t), t = first, first + 1, …
+    outer = _binom_pmf(x[None, :], n_out, p_out[:, None]) if n_out else np.ones((size, 1))
+    cut = (np.clip(cut, first, last) - first).astype(np.intp)
+    tie = (np.clip(tie, first, last) - first).astype(np.intp)
+    # tied entries, first in each row (every outcome ties at least with itself)
+    order = np.argsort(~tied, axis=1, kind="stable")[:, :max(1, int(tied.sum(axis=1).max()))]
+    tie_ok = np.take_along_axis(tied, order, axis=1)
+    tie = np.take_along_axis(tie, order, axis=1)
+    ge_flat, pmf_flat = ge.ravel(), pmf.ravel()
+    sign = -1.0 if upper else 1.0
+
+    def tails(rows: np.ndarray, weight: np.ndarray):
+        """g(j) = sign · (tail − α/2) for the outcomes ``rows`` at tie weights ``weight``,
+        at grid points j (one per row); increasing in j."""
+        cut_r, x_r, tie_r, ok_r = cut[rows], order[rows], tie[rows], tie_ok[rows]
+
+        def g(j: np.ndarray) -> np.ndarray:
+            p = outer[j]
+            inner = ge_flat[(j * span)[:, None] + cut_r]
+            inclusive = np.sum(p * (1 - inner if upper else inner), axis=1)
+            p_tied = np.take_along_axis(p, x_r, axis=1) if p.shape[1] > 1 else p
+            tied_mass = np.sum(np.where(ok_r, p_tied * pmf_flat[(j * span)[:, None] + tie_r],
+                                        0.0), axis=1)
+            return sign * (inclusive - (1 - weight) * tied_mass - half)
+
+        return g
+
+    start = np.clip(np.floor((phi_i[0] - phi_lo) / step), 0, size - 1).astype(np.intp)
+    stop = np.clip(np.ceil((phi_i[1] - phi_lo) / step), 0, size - 1).astype(np.intp)
+    rows = np.flatnonzero(ok)
+    far = stop[rows] if upper else start[rows]
+    value = tails(rows, np.ones(len(rows)))(far)  # the conservative tail at the guess
+    ok[rows] = value >= 0 if upper else value < 0
+    for block in range(0, len(w), SOLVE_BLOCK):
+        j = np.arange(block, min(block + SOLVE_BLOCK, len(w)))
+        j = j[ok[index[j]]]
+        if j.size:
+            rows = index[j]
+            ends[j] = _bisect_grid(tails(rows, w[j]), at, size, start[rows], stop[rows])
+    return ends, ok
+
+
+def _bisect_grid(g, at, size: int, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
+    """Where g (increasing along the grid; ``at`` maps a fractional grid index to A)
+    crosses 0 between grid points ``start`` and ``stop`` (one pair per row): bisection to
+    one grid step, then Newton on the cubic through the four nearest grid values. Where g
+    is already ≥ 0 at ``start`` (an upper end below â) the end is at ``start``; where it
+    is < 0 at ``stop`` (a lower end above â), at ``stop`` — the hull with â replaces both."""
+    g_start, g_stop = g(start), g(stop)
+    j0, j1 = start.copy(), stop.copy()
+    while (j1 - j0 > 1).any():
+        mid = (j0 + j1) // 2
+        up = g(mid) >= 0
+        j0, j1 = np.where(up, j0, mid), np.where(up, mid, j1)
+    base = np.clip(j0 - 1, 0, size - 4)
+    values = np.stack([g(base + d) for d in range(4)], axis=1)
+    coef = values @ _CUBIC.T  # p(x) = Σ coef_d x^d, x in grid steps from base
+    lo_x, hi_x = (j0 - base).astype(float), (j0 - base + 1).astype(float)
+    v0 = np.take_along_axis(values, (j0 - base)[:, None], axis=1)[:, 0]
+    v1 = np.take_along_axis(values, np.minimum(j0 - base + 1, 3)[:, None], axis=1)[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        x = np.where(v1 > v0, lo_x - v0 / (v1 - v0), hi_x)
+        for _ in range(3):
+            p = coef[:, 0] + x * (coef[:, 1] + x * (coef[:, 2] + x * coef[:, 3]))
+            dp = coef[:, 1] + x * (2 * coef[:, 2] + x * 3 * coef[:, 3])
+            nxt = x - p / dp
+            x = np.where((dp > 0) & (lo_x <= nxt) & (nxt <= hi_x), nxt, x)
+    x = np.where(g_start >= 0, start, np.where(g_stop < 0, stop, base + x))
+    return np.clip(at(x), 0.0, 1.0)
 
 
 def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -491,6 +656,20 @@ def exact_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
     arrays = [n_ord, s_ord, n_comp, s_comp, mle] + ([] if u is None else [u])
     arrays = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in arrays))
     n_o, s_o, n_c, s_c, a = arrays[:5]
+    call = (int(k), float(confidence), n_o.shape,
+            hashlib.blake2b(b"".join(np.ascontiguousarray(x).tobytes() for x in arrays),
+                            digest_size=16).digest())
+    if call in _CALLS:  # the same arrays again (the IVW and ML intervals of a study)
+        return _CALLS[call][0].copy(), _CALLS[call][1].copy()
+    lower, upper = _exact_interval(n_o, s_o, n_c, s_c, a, k, confidence,
+                                   None if u is None else arrays[5])
+    _remember(_CALLS, call, (lower, upper), CALLS_MEMO)
+    return lower.copy(), upper.copy()
+
+
+def _exact_interval(n_o, s_o, n_c, s_c, a, k: int, confidence: float, u):
+    """:func:`exact_interval` on broadcast arrays: designs with many distinct outcomes
+    through the shared grid, the other outcomes through their fitted brackets."""
     flat = np.stack([n_o.ravel(), s_o.ravel(), n_c.ravel(), s_c.ravel()], axis=1)
     if not flat.shape[0]:
         return np.empty(n_o.shape), np.empty(n_o.shape)
@@ -498,21 +677,55 @@ def exact_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
     a_flat = a.ravel()
     keys = [(*(int(round(v)) for v in cell), int(k), float(confidence), float(a_flat[j]))
             for cell, j in zip(unique, first, strict=True)]
-    new = [i for i, key in enumerate(keys) if key not in _PROFILES]
-    if new:  # far bounds for new brackets: a wide likelihood-ratio interval
-        g_lo, g_hi = likelihood_ratio_interval(
-            *unique[new].T, k, 1 - (1 - confidence) / GUESS_WIDENING, mle=a_flat[first[new]])
-        _profile_new([keys[i] for i in new], np.stack([g_lo, g_hi], axis=1))
-    profiles = [_PROFILES[key] for key in keys]
-    cells = [_Cell(*key[:5], key[6]) for key in keys]
     if u is None:  # conservative: tie weight 1 at both ends
         w_lower = w_upper = np.ones(len(inverse))
     else:
-        w_lower = arrays[5].ravel()
+        w_lower = u.ravel()
         w_upper = 1 - w_lower
     half = (1 - confidence) / 2
-    a_hat = np.array([key[6] for key in keys])[inverse]
-    lower = _solve_ends([p[0] for p in profiles], cells, inverse, w_lower, half, False)
-    upper = _solve_ends([p[1] for p in profiles], cells, inverse, w_upper, half, True)
+    a_key = np.array([key[6] for key in keys])
+    lower, upper = np.empty(len(inverse)), np.empty(len(inverse))
+    done = np.zeros(len(keys), dtype=bool)
+    designs: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        designs.setdefault((key[0], key[2]), []).append(i)
+    shared = [np.array(ids) for ids in designs.values() if len(ids) >= SHARED_MIN_OUTCOMES]
+    if shared:
+        ids_all = np.concatenate(shared)
+        g_lo, g_hi = np.zeros(len(keys)), np.ones(len(keys))
+        g_lo[ids_all], g_hi[ids_all] = likelihood_ratio_interval(
+            *unique[ids_all].T, k, 1 - half * 2 / GUESS_WIDENING, mle=a_key[ids_all])
+        for ids in shared:
+            position = np.full(len(keys), -1)
+            position[ids] = np.arange(len(ids))
+            members = np.flatnonzero(position[inverse] >= 0)
+            local = position[inverse[members]]
+            n_o_i, n_c_i = keys[ids[0]][0], keys[ids[0]][2]
+            counts = (n_o_i, n_c_i, int(k), a_key[ids])
+            lo_end, ok_lo = _shared_ends(*counts, g_lo[ids], local, w_lower[members], half,
+                                         False)
+            hi_end, ok_hi = _shared_ends(*counts, g_hi[ids], local, w_upper[members], half,
+                                         True)
+            good = (ok_lo & ok_hi)[local]
+            lower[members[good]], upper[members[good]] = lo_end[good], hi_end[good]
+            done[ids[ok_lo & ok_hi]] = True
+    rest = np.flatnonzero(~done)
+    if rest.size:  # the per-outcome path: fitted brackets (memoised), solved in one batch
+        new = [i for i in rest if keys[i] not in _PROFILES]
+        if new:  # far bounds for new brackets: a wide likelihood-ratio interval
+            g_lo, g_hi = likelihood_ratio_interval(
+                *unique[new].T, k, 1 - (1 - confidence) / GUESS_WIDENING, mle=a_key[new])
+            _profile_new([keys[i] for i in new], np.stack([g_lo, g_hi], axis=1))
+        position = np.full(len(keys), -1)
+        position[rest] = np.arange(rest.size)
+        members = np.flatnonzero(position[inverse] >= 0)
+        local = position[inverse[members]]
+        profiles = [_PROFILES[keys[i]] for i in rest]
+        cells = [_Cell(*keys[i][:5], keys[i][6]) for i in rest]
+        lower[members] = _solve_ends([p[0] for p in profiles], cells, local,
+                                     w_lower[members], half, False)
+        upper[members] = _solve_ends([p[1] for p in profiles], cells, local,
+                                     w_upper[members], half, True)
+    a_hat = a_key[inverse]
     return (np.minimum(lower, a_hat).reshape(n_o.shape),
             np.maximum(upper, a_hat).reshape(n_o.shape))

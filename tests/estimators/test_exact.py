@@ -158,20 +158,34 @@ def _many_outcomes(n_o, n_c, k, a, m, seed):
     return s_o, s_c, ml_accuracy(float(n_o), s_o, float(n_c), s_c, k), rng.random(m)
 
 
-def test_batched_outcomes_of_one_design_equal_direct_root_finding(monkeypatch):
-    """Many outcomes of one large design are fitted and solved in batches (split into
-    chunks by â): each end equals Brent's method on the exact tails, and the chunking
-    changes nothing."""
-    n_o, n_c, k = 2000, 20000, 3
-    s_o, s_c, a_hats, u = _many_outcomes(n_o, n_c, k, 0.99, 300, 5)
+@pytest.mark.parametrize(("n_o", "n_c", "k", "a"), [(2000, 20000, 3, 0.99), (200, 20000, 5, 0.05),
+                                                    (2000, 360, 10, 0.6), (200, 2000, 16, 0.9)])
+def test_many_outcomes_of_one_design_equal_direct_root_finding(monkeypatch, n_o, n_c, k, a):
+    """Many outcomes of one design go through the shared grid (one binomial table per grid
+    point, bisection and a cubic): each end equals Brent's method on the exact tails; the
+    per-outcome path (fitted brackets, split into chunks by â) agrees with it."""
+    s_o, s_c, a_hats, u = _many_outcomes(n_o, n_c, k, a, 300, 5)
+    assert len(np.unique(np.stack([s_o, s_c]), axis=1).T) >= exact.SHARED_MIN_OUTCOMES
     clear_memo()
     lo, hi = exact_interval(n_o, s_o, n_c, s_c, k, 0.95, a_hats, u=u)
-    for j in np.linspace(0, len(u) - 1, 8).astype(int):
+    for j in np.linspace(0, len(u) - 1, 6).astype(int):
         c = _Cell(n_o, int(s_o[j]), n_c, int(s_c[j]), k, float(a_hats[j]))
-        assert lo[j] == pytest.approx(min(_end(c, 0.025, False, u[j]), a_hats[j]), abs=1e-8)
-        assert hi[j] == pytest.approx(max(_end(c, 0.025, True, 1 - u[j]), a_hats[j]), abs=1e-8)
+        assert lo[j] == pytest.approx(min(_end(c, 0.025, False, u[j]), a_hats[j]), abs=1e-9)
+        assert hi[j] == pytest.approx(max(_end(c, 0.025, True, 1 - u[j]), a_hats[j]), abs=1e-9)
+    monkeypatch.setattr(exact, "SHARED_MIN_OUTCOMES", 10**9)
     monkeypatch.setattr(exact, "CHUNK_ENTRIES", 5000)
     clear_memo()
-    lo_small, hi_small = exact_interval(n_o, s_o, n_c, s_c, k, 0.95, a_hats, u=u)
-    assert np.allclose(lo_small, lo, rtol=0, atol=1e-12)
-    assert np.allclose(hi_small, hi, rtol=0, atol=1e-12)
+    lo_each, hi_each = exact_interval(n_o, s_o, n_c, s_c, k, 0.95, a_hats, u=u)
+    assert np.allclose(lo_each, lo, rtol=0, atol=1e-9)
+    assert np.allclose(hi_each, hi, rtol=0, atol=1e-9)
+
+
+def test_identical_calls_are_answered_from_the_memo():
+    s_o, s_c, a_hats, u = _many_outcomes(40, 360, 10, 0.97, 50, 2)
+    clear_memo()
+    first = exact_interval(40, s_o, 360, s_c, 10, 0.95, a_hats, u=u)
+    first[0][:] = -1  # callers get copies
+    again = exact_interval(40, s_o, 360, s_c, 10, 0.95, a_hats, u=u)
+    assert (again[0] >= 0).all()
+    other = exact_interval(40, s_o, 360, s_c, 10, 0.95, a_hats, u=1 - u)
+    assert not np.array_equal(other[0], again[0])

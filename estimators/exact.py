@@ -37,18 +37,19 @@ so a tail is Σ_{s_o} Bin(s_o; n_o, A) · P(Bin(n_c, q(A)) ≥ ⌈c(s_o)⌉): on
 (restricted to where its binomial has mass) per evaluation.
 
 Fast paths (:func:`exact_interval`, both versions). A design (n_o, n_c, K) with many
-distinct outcomes (a simulation study) shares its binomial tables: on a grid of A uniform
-in arcsin √A (steps of 1/80 of the estimate's SD), one table of P(inner count ≥ t) per
-grid point serves every outcome, whose tail is a sum over the other count; each end is
-located by bisection on the grid and refined on a cubic through four grid values. Other
-outcomes get their own bracket holding the end for every tie weight — [wide
-likelihood-ratio end, â] when the tails confirm it, else [end at w = 1, end at w = 0] — on
-which the strict and inclusive tails are interpolated by a Chebyshev series, checked at
-the midpoints between nodes (error ≤ ``INTERPOLATION_TOLERANCE``, else each end is solved
-directly); outcomes of one design are fitted together, and every (outcome, tie weight)
-pair is solved on its series in one batch. Brackets are memoised (the ML and IVW
-intervals of a cell, and successive recomputes of a study, share them), and so are whole
-calls. Both paths are tested against Brent's method on the exact tails (within 1e-9).
+distinct outcomes (a simulation study) shares its binomial tables
+(:mod:`estimators.exact_grid`): on a grid of A uniform in arcsin √A (steps of 1/80 of
+the estimate's SD), one table of P(inner count ≥ t) per grid point serves every outcome,
+whose tail is a sum over the other count; each end is located by bisection on the grid
+and refined on a cubic through four grid values. Other outcomes get their own bracket
+holding the end for every tie weight — [wide likelihood-ratio end, â] when the tails
+confirm it, else [end at w = 1, end at w = 0] — on which the strict and inclusive tails
+are interpolated by a Chebyshev series, checked at the midpoints between nodes (error ≤
+``INTERPOLATION_TOLERANCE``, else each end is solved directly); outcomes of one design
+are fitted together, and every (outcome, tie weight) pair is solved on its series in one
+batch. Brackets are memoised (the ML and IVW intervals of a cell, and successive
+recomputes of a study, share them), and so are whole calls. Both paths are tested
+against Brent's method on the exact tails (within 1e-9).
 """
 
 from __future__ import annotations
@@ -59,11 +60,19 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.polynomial import chebyshev
-from scipy import optimize, special
+from scipy import optimize
 
+from estimators.binomial import (
+    TIE_EPS,
+    binom_ge_rows,
+    binom_le,
+    binom_pmf,
+    count_window,
+    q_of,
+)
+from estimators.exact_grid import SOLVE_BLOCK, shared_ends
 from estimators.intervals import likelihood_ratio_interval
 
-TIE_EPS = 1e-9
 TIE_WEIGHT = 1.0  # weight of tied outcomes in the non-randomised interval (1: conservative)
 PROFILE_NODES = 16  # Chebyshev nodes per bracket (interpolation error < 1e-9, see tests)
 GRID_POINTS = 257  # where the series are tabulated to locate each crossing
@@ -74,79 +83,9 @@ GUESS_WIDENING = 20  # the bracket guess is the likelihood-ratio interval at lev
 INTERPOLATION_TOLERANCE = 1e-9
 
 
-def _q(a: float | np.ndarray, k: int):
-    return (a + k - 2) / (k - 1)
-
-
-@functools.lru_cache(maxsize=64)
-def _log_factorials(n: int) -> np.ndarray:
-    """log x! for x = 0 … n (read-only)."""
-    table = special.gammaln(np.arange(n + 1) + 1.0)
-    table.flags.writeable = False
-    return table
-
-
-def _binom_pmf(x: np.ndarray, n: int, p) -> np.ndarray:
-    """Bin(x; n, p) for integer-valued x in [0, n], broadcast against p. The log-factorials
-    are looked up and the logs of p taken before broadcasting: the tails evaluate thousands
-    of these per outcome. (A log of 0 is clamped to −1e300 so that 0 · log 0 = 0.)"""
-    lf = _log_factorials(int(n))
-    x = np.asarray(x, dtype=float)
-    xi = x.astype(np.intp)
-    p = np.asarray(p, dtype=float)
-    with np.errstate(divide="ignore"):
-        log_p = np.maximum(np.log(p), -1e300)
-        log_q = np.maximum(np.log1p(-p), -1e300)
-    return np.exp((lf[int(n)] - lf[xi] - lf[int(n) - xi]) + x * log_p + (n - x) * log_q)
-
-
-def _binom_ge(t: np.ndarray, n: int, p: float) -> np.ndarray:
-    """P(Bin(n, p) ≥ t) for real thresholds t (rounded up)."""
-    t = np.ceil(t)
-    return np.where(t <= 0, 1.0, np.where(t > n, 0.0, special.bdtrc(np.maximum(t - 1, 0), n, p)))
-
-
-def _binom_le(t: np.ndarray, n: int, p: float) -> np.ndarray:
-    """P(Bin(n, p) ≤ t) for real thresholds t (rounded down)."""
-    t = np.floor(t)
-    return np.where(t < 0, 0.0, np.where(t >= n, 1.0, special.bdtr(np.maximum(t, 0), n, p)))
-
-
-def _binom_ge_rows(t: np.ndarray, n: int, p: np.ndarray) -> np.ndarray:
-    """P(Bin(n, p_r) ≥ t_rj) for integer thresholds, one success probability per row.
-
-    When each row's thresholds span a short range [lo_r, hi_r] (the usual case: they come
-    from consecutive ordinary counts), one incomplete-beta call per row gives P(≥ lo_r) and
-    the rest follows by subtracting cumulated probabilities, ~10× cheaper than an
-    incomplete beta per entry when n is large. Absolute error ~1e-15 · span."""
-    t = np.clip(t, 0, n + 1)
-    lo, hi = t.min(axis=1), t.max(axis=1)
-    span = int((hi - lo).max()) + 1
-    if span > 4 * t.shape[1] + 16 or len(t) < 8:  # few rows: the saving is not worth it
-        return _binom_ge(t, n, p)
-    s = lo[:, None] + np.arange(span)  # (rows, span)
-    inside = s <= n
-    s_in = np.where(inside, s, 0)
-    pmf = np.where(inside, _binom_pmf(s_in, n, p), 0.0)
-    below = np.concatenate([np.zeros((len(t), 1)), np.cumsum(pmf, axis=1)], axis=1)
-    start = _binom_ge(lo[:, None], n, p)  # P(≥ lo_r)
-    ge = start - np.take_along_axis(below, (t - lo[:, None]).astype(int), axis=1)
-    return np.clip(np.where(t > n, 0.0, ge), 0.0, 1.0)
-
-
-def _s_o_window(n_o: int, a: np.ndarray) -> np.ndarray:
-    """The ordinary counts that carry the mass of Bin(n_o, a) for every a (mean ± 8 sd)."""
-    if n_o == 0:
-        return np.zeros(1)
-    sd = np.sqrt(n_o * a * (1 - a))
-    lo = max(0, int(np.min(n_o * a - 8 * sd)) - 2)
-    hi = min(n_o, int(np.max(n_o * a + 8 * sd)) + 3)
-    return np.arange(lo, hi + 1, dtype=float)
-
-
 def _threshold(s_o: np.ndarray, a_hat: float, n_o: int, n_c: int, k: int) -> np.ndarray:
     """c(s_o) for an interior â (0 < â < 1)."""
-    q = _q(a_hat, k)
+    q = q_of(a_hat, k)
     g = s_o / a_hat - (n_o - s_o) / (1 - a_hat)
     return q * n_c - (k - 1) * q * (1 - q) * g
 
@@ -179,11 +118,11 @@ def _tails_many(a: np.ndarray, a_hat: np.ndarray, n_o: int, n_c: int, k: int,
     if edge.any():
         e = a[edge]
         if upper:  # Â = 0 needs s_o = 0 and s_c ≤ q0 n_c + (K−1) q0 (1−q0) n_o
-            q0 = _q(0.0, k)
+            q0 = q_of(0.0, k)
             limit = np.floor(q0 * n_c + (k - 1) * q0 * (1 - q0) * n_o + TIE_EPS * (n_c + 1))
-            inclusive[edge] = (1 - e) ** n_o * _binom_le(np.full(e.shape, limit), n_c, _q(e, k))
+            inclusive[edge] = (1 - e) ** n_o * binom_le(np.full(e.shape, limit), n_c, q_of(e, k))
         else:  # only the perfect score has Â = 1
-            inclusive[edge] = e**n_o * _q(e, k) ** n_c
+            inclusive[edge] = e**n_o * q_of(e, k) ** n_c
     rows = np.flatnonzero(~edge)
     rows = rows[np.argsort(a_hat[rows], kind="stable")]
     if rows.size:
@@ -195,7 +134,7 @@ def _tails_many(a: np.ndarray, a_hat: np.ndarray, n_o: int, n_c: int, k: int,
 def _interior_tails(a: np.ndarray, a_hat: np.ndarray, n_o: int, n_c: int, k: int,
                     upper: bool) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_tails_many` for interior â (0 < â < 1), rows sorted by â."""
-    s_o = _s_o_window(n_o, a)
+    s_o = count_window(n_o, a)
     if len(a) > 1 and a.size * len(s_o) > CHUNK_ENTRIES:
         h = len(a) // 2
         first = _interior_tails(a[:h], a_hat[:h], n_o, n_c, k, upper)
@@ -203,21 +142,21 @@ def _interior_tails(a: np.ndarray, a_hat: np.ndarray, n_o: int, n_c: int, k: int
         return np.vstack([first[0], second[0]]), np.vstack([first[1], second[1]])
     m, points = a.shape
     flat = a.ravel()[:, None]  # one row per (outcome, accuracy)
-    p_o = _binom_pmf(s_o[None, :], n_o, flat) if n_o else np.ones((len(flat), 1))
+    p_o = binom_pmf(s_o[None, :], n_o, flat) if n_o else np.ones((len(flat), 1))
     c = _threshold(s_o[None, :], np.repeat(a_hat, points)[:, None], n_o, n_c, k)
-    q = _q(flat, k)
+    q = q_of(flat, k)
     eps = TIE_EPS * (n_c + 1)
     c = np.broadcast_to(c, (len(flat), len(s_o)))
     if upper:  # P(S_c ≤ ⌊c + ε⌋) = 1 − P(S_c ≥ ⌊c + ε⌋ + 1)
-        inclusive = 1.0 - _binom_ge_rows(np.floor(c + eps) + 1, n_c, q)
+        inclusive = 1.0 - binom_ge_rows(np.floor(c + eps) + 1, n_c, q)
     else:
-        inclusive = _binom_ge_rows(np.ceil(c - eps), n_c, q)
+        inclusive = binom_ge_rows(np.ceil(c - eps), n_c, q)
     # an outcome ties with the observed one where an integer s_c lies within eps of c
     tie = np.ceil(c - eps)
     tied = np.nonzero((tie <= c + eps) & (tie >= 0) & (tie <= n_c))
     strict = inclusive.copy()
     if tied[0].size:
-        strict[tied] -= _binom_pmf(tie[tied], n_c, np.broadcast_to(q, c.shape)[tied])
+        strict[tied] -= binom_pmf(tie[tied], n_c, np.broadcast_to(q, c.shape)[tied])
     return (np.sum(p_o * strict, axis=1).reshape(m, points),
             np.sum(p_o * inclusive, axis=1).reshape(m, points))
 
@@ -388,9 +327,6 @@ def _solve_series(series: np.ndarray, table: np.ndarray, r: np.ndarray, lo: np.n
     return (lo[r] + hi[r]) / 2 + x * (hi[r] - lo[r]) / 2
 
 
-SOLVE_BLOCK = 8192  # tie weights solved at once (bounds the (weights × nodes) arrays)
-
-
 def _solve_ends(brackets: list[_Bracket], cells: list[_Cell], inverse: np.ndarray,
                 w: np.ndarray, half: float, upper: bool) -> np.ndarray:
     """The end of each member j: outcome ``inverse[j]`` (bracket and cell) at tie weight
@@ -475,161 +411,6 @@ def _profile_new(keys: list[tuple], guesses: np.ndarray) -> None:
                                        _bracket(cell, half, True) if upper_b is None else upper_b))
 
 
-# Designs with many distinct outcomes (a simulation study) share their binomial tables:
-# every outcome's tails are sums of one table of P(inner ≥ t) on a common grid of A.
-SHARED_MIN_OUTCOMES = 64
-GRID_STEPS_PER_SD = 80  # grid step: the smallest SD of the estimate (in arcsin √A) / this
-SHARED_MAX_GRID = 4096
-SHARED_MAX_ENTRIES = 1 << 22  # grid × inner counts
-_CUBIC = np.linalg.inv(np.vander(np.arange(4.0), 4, increasing=True))  # values → coefficients
-
-
-def _sd_of_estimate(a: np.ndarray, n_o: int, n_c: int, k: int) -> np.ndarray:
-    """SD of Â at A from the Fisher information, I = n_o/(A(1−A)) + n_c/((K−1)² q(1−q))."""
-    a = np.clip(a, 1e-9, 1 - 1e-9)
-    q = _q(a, k)
-    info = n_o / (a * (1 - a)) + (n_c / ((k - 1) ** 2 * q * (1 - q)) if n_c else 0.0)
-    return 1 / np.sqrt(info)
-
-
-def _shared_ends(n_o: int, n_c: int, k: int, a_hat: np.ndarray, guess: np.ndarray,
-                 index: np.ndarray, w: np.ndarray, half: float,
-                 upper: bool) -> tuple[np.ndarray, np.ndarray]:
-    """One end for many outcomes of one design (arrays over outcomes: â — which alone
-    fixes the ordering — and the far bound ``guess``), for each member j = (outcome
-    ``index[j]``, tie weight ``w[j]``).
-    Returns (ends, ok): ``ok[i]`` is False where outcome i must take the per-outcome path
-    (its â on the edge, the guess not beyond its end, or the design too spread out).
-
-    The tails are computed on a common grid of A: with the source of narrower window as
-    the outer one, tail(A) = Σ_{outer x} P(outer = x) · P(inner ≥ t_i(x)) (or ≤), where
-    Â ≥ â ⇔ inner ≥ t_i(x) is linear (``_threshold``, either way round). One table of the
-    inner binomial per grid point serves every outcome; each end is located by bisection
-    on the grid and refined on a cubic through four grid values."""
-    m = len(a_hat)
-    ok = (a_hat > 0) & (a_hat < 1) & (np.abs(guess - a_hat) > 1e-12)
-    ends = np.zeros(len(w))
-    if not ok.any():
-        return ends, ok
-    lo_i, hi_i = np.minimum(guess, a_hat), np.maximum(guess, a_hat)
-    # the grid is uniform in φ = arcsin √A, where the SD of the estimate varies least
-    # (near 0 and 1 it shrinks like √(A(1−A)) in A, not in φ)
-    phi_i = np.arcsin(np.sqrt(np.stack([lo_i, hi_i])))
-    phi_lo, phi_hi = phi_i[0][ok].min(), phi_i[1][ok].max()
-    sample = np.sin(np.linspace(phi_lo, phi_hi, 65)) ** 2
-    sd_phi = _sd_of_estimate(sample, n_o, n_c, k) / (
-        2 * np.sqrt(np.maximum(sample * (1 - sample), 1e-300)))
-    size = int(np.ceil((phi_hi - phi_lo) / (sd_phi.min() / GRID_STEPS_PER_SD))) + 1
-    if size > SHARED_MAX_GRID:
-        return ends, np.zeros(m, dtype=bool)
-    size = max(size, 8)
-    step = (phi_hi - phi_lo) / (size - 1)
-
-    def at(x: np.ndarray) -> np.ndarray:
-        """A at (fractional) grid index x."""
-        return np.sin(phi_lo + x * step) ** 2
-
-    grid = at(np.arange(size))
-    # orientation: sum over the source whose counts spread over fewer values
-    win_o = _s_o_window(n_o, grid) if n_o else np.zeros(1)
-    win_c = _s_o_window(n_c, _q(grid, k)) if n_c else np.zeros(1)
-    ordinary_outer = len(win_o) <= len(win_c)
-    a_hat = np.where(ok, a_hat, 0.5)  # the others are not solved here
-    nu_o, nu_c = a_hat * (1 - a_hat), (k - 1) * _q(a_hat, k) * (1 - _q(a_hat, k))
-    if ordinary_outer:  # Â ≥ â ⇔ s_c ≥ q̂ n_c − ν_c/ν_o (s_o − â n_o)
-        x, n_out, p_out = win_o, n_o, grid
-        n_in, p_in = n_c, _q(grid, k)
-        t = _q(a_hat, k)[:, None] * n_c - (nu_c / nu_o)[:, None] * (x - a_hat[:, None] * n_o)
-    else:  # Â ≥ â ⇔ s_o ≥ â n_o − ν_o/ν_c (s_c − q̂ n_c)
-        x, n_out, p_out = win_c, n_c, _q(grid, k)
-        n_in, p_in = n_o, grid
-        t = a_hat[:, None] * n_o - (nu_o / nu_c)[:, None] * (x - _q(a_hat, k)[:, None] * n_c)
-    eps = TIE_EPS * (n_in + 1)
-    cut = np.floor(t + eps) + 1 if upper else np.ceil(t - eps)  # P(inner ≥ cut) = tail part
-    tie = np.ceil(t - eps)
-    tied = (tie <= t + eps) & (tie >= 0) & (tie <= n_in)
-    sd_in = np.sqrt(n_in * np.max(p_in * (1 - p_in)))
-    first = max(0, int(np.floor(n_in * p_in.min() - 12 * sd_in - 20)))
-    last = min(n_in + 1, int(np.ceil(n_in * p_in.max() + 12 * sd_in + 20)))
-    span = last - first + 1
-    if size * span > SHARED_MAX_ENTRIES or size * len(x) > SHARED_MAX_ENTRIES:
-        return ends, np.zeros(m, dtype=bool)
-    columns = first + np.arange(span)
-    pmf = np.where(columns <= n_in, _binom_pmf(np.minimum(columns, n_in), n_in, p_in[:, None]),
-                   0.0)
-    below = np.cumsum(pmf, axis=1) - pmf  # P(first ≤ inner < t)
-    ge = np.clip(_binom_ge(np.full((size, 1), float(first)), n_in, p_in[:, None]) - below,
-                 0.0, 1.0)  # P(inner ≥ t), t = first, first + 1, …
-    outer = _binom_pmf(x[None, :], n_out, p_out[:, None]) if n_out else np.ones((size, 1))
-    cut = (np.clip(cut, first, last) - first).astype(np.intp)
-    tie = (np.clip(tie, first, last) - first).astype(np.intp)
-    # tied entries, first in each row (every outcome ties at least with itself)
-    order = np.argsort(~tied, axis=1, kind="stable")[:, :max(1, int(tied.sum(axis=1).max()))]
-    tie_ok = np.take_along_axis(tied, order, axis=1)
-    tie = np.take_along_axis(tie, order, axis=1)
-    ge_flat, pmf_flat = ge.ravel(), pmf.ravel()
-    sign = -1.0 if upper else 1.0
-
-    def tails(rows: np.ndarray, weight: np.ndarray):
-        """g(j) = sign · (tail − α/2) for the outcomes ``rows`` at tie weights ``weight``,
-        at grid points j (one per row); increasing in j."""
-        cut_r, x_r, tie_r, ok_r = cut[rows], order[rows], tie[rows], tie_ok[rows]
-
-        def g(j: np.ndarray) -> np.ndarray:
-            p = outer[j]
-            inner = ge_flat[(j * span)[:, None] + cut_r]
-            inclusive = np.sum(p * (1 - inner if upper else inner), axis=1)
-            p_tied = np.take_along_axis(p, x_r, axis=1) if p.shape[1] > 1 else p
-            tied_mass = np.sum(np.where(ok_r, p_tied * pmf_flat[(j * span)[:, None] + tie_r],
-                                        0.0), axis=1)
-            return sign * (inclusive - (1 - weight) * tied_mass - half)
-
-        return g
-
-    start = np.clip(np.floor((phi_i[0] - phi_lo) / step), 0, size - 1).astype(np.intp)
-    stop = np.clip(np.ceil((phi_i[1] - phi_lo) / step), 0, size - 1).astype(np.intp)
-    rows = np.flatnonzero(ok)
-    far = stop[rows] if upper else start[rows]
-    value = tails(rows, np.ones(len(rows)))(far)  # the conservative tail at the guess
-    ok[rows] = value >= 0 if upper else value < 0
-    for block in range(0, len(w), SOLVE_BLOCK):
-        j = np.arange(block, min(block + SOLVE_BLOCK, len(w)))
-        j = j[ok[index[j]]]
-        if j.size:
-            rows = index[j]
-            ends[j] = _bisect_grid(tails(rows, w[j]), at, size, start[rows], stop[rows])
-    return ends, ok
-
-
-def _bisect_grid(g, at, size: int, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
-    """Where g (increasing along the grid; ``at`` maps a fractional grid index to A)
-    crosses 0 between grid points ``start`` and ``stop`` (one pair per row): bisection to
-    one grid step, then Newton on the cubic through the four nearest grid values. Where g
-    is already ≥ 0 at ``start`` (an upper end below â) the end is at ``start``; where it
-    is < 0 at ``stop`` (a lower end above â), at ``stop`` — the hull with â replaces both."""
-    g_start, g_stop = g(start), g(stop)
-    j0, j1 = start.copy(), stop.copy()
-    while (j1 - j0 > 1).any():
-        mid = (j0 + j1) // 2
-        up = g(mid) >= 0
-        j0, j1 = np.where(up, j0, mid), np.where(up, mid, j1)
-    base = np.clip(j0 - 1, 0, size - 4)
-    values = np.stack([g(base + d) for d in range(4)], axis=1)
-    coef = values @ _CUBIC.T  # p(x) = Σ coef_d x^d, x in grid steps from base
-    lo_x, hi_x = (j0 - base).astype(float), (j0 - base + 1).astype(float)
-    v0 = np.take_along_axis(values, (j0 - base)[:, None], axis=1)[:, 0]
-    v1 = np.take_along_axis(values, np.minimum(j0 - base + 1, 3)[:, None], axis=1)[:, 0]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        x = np.where(v1 > v0, lo_x - v0 / (v1 - v0), hi_x)
-        for _ in range(3):
-            p = coef[:, 0] + x * (coef[:, 1] + x * (coef[:, 2] + x * coef[:, 3]))
-            dp = coef[:, 1] + x * (2 * coef[:, 2] + x * 3 * coef[:, 3])
-            nxt = x - p / dp
-            x = np.where((dp > 0) & (lo_x <= nxt) & (nxt <= hi_x), nxt, x)
-    x = np.where(g_start >= 0, start, np.where(g_stop < 0, stop, base + x))
-    return np.clip(at(x), 0.0, 1.0)
-
-
 def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``np.unique(rows, axis=0, return_index=True, return_inverse=True)`` by one lexsort
     (several times faster than the structured-view sort np.unique uses)."""
@@ -671,6 +452,9 @@ def exact_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
     return lower.copy(), upper.copy()
 
 
+SHARED_MIN_OUTCOMES = 64  # designs with this many distinct outcomes use the shared grid
+
+
 def _exact_interval(n_o, s_o, n_c, s_c, a, k: int, confidence: float, u):
     """:func:`exact_interval` on broadcast arrays: designs with many distinct outcomes
     through the shared grid, the other outcomes through their fitted brackets."""
@@ -706,9 +490,9 @@ def _exact_interval(n_o, s_o, n_c, s_c, a, k: int, confidence: float, u):
             local = position[inverse[members]]
             n_o_i, n_c_i = keys[ids[0]][0], keys[ids[0]][2]
             counts = (n_o_i, n_c_i, int(k), a_key[ids])
-            lo_end, ok_lo = _shared_ends(*counts, g_lo[ids], local, w_lower[members], half,
+            lo_end, ok_lo = shared_ends(*counts, g_lo[ids], local, w_lower[members], half,
                                          False)
-            hi_end, ok_hi = _shared_ends(*counts, g_hi[ids], local, w_upper[members], half,
+            hi_end, ok_hi = shared_ends(*counts, g_hi[ids], local, w_upper[members], half,
                                          True)
             good = (ok_lo & ok_hi)[local]
             lower[members[good]], upper[members[good]] = lo_end[good], hi_end[good]

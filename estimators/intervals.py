@@ -99,7 +99,7 @@ def ordinary_information_share(n_ord, n_comp, k: int, a) -> np.ndarray:
     1 − q = (1−A)/(K−1), is n_o (K−1) q / (n_o (K−1) q + n_c A) — finite at A ∈ {0, 1}."""
     n_ord, n_comp, a = np.broadcast_arrays(
         *(np.asarray(x, dtype=float) for x in (n_ord, n_comp, a)))
-    ordinary = n_ord * (k - 1) * (a + k - 2) / (k - 1)
+    ordinary = n_ord * (a + k - 2)  # n_o (K−1) q
     total = ordinary + n_comp * np.clip(a, 0.0, 1.0)
     return np.divide(ordinary, total, out=np.ones(a.shape), where=total > 0)
 

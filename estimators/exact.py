@@ -399,7 +399,18 @@ def _profile_new(keys: list[tuple], guesses: np.ndarray) -> None:
             if usable.any():
                 lo, hi = np.minimum(guess, a_hat)[usable], np.maximum(guess, a_hat)[usable]
                 fits, far, error = _fit_many(n_o, n_c, k, a_hat[usable], lo, hi, upper)
-                good = (far <= half) & (error <= INTERPOLATION_TOLERANCE)
+                # the guess holds every end when the tail there is ≤ α/2, or when it is
+                # A = 0 (A = 1 for the upper end): the ends cannot leave [0, 1]
+                bound = hi >= 1 if upper else lo <= 0
+                good = ((far <= half) | bound) & (error <= INTERPOLATION_TOLERANCE)
+                retry = ~good & ~bound & (error <= INTERPOLATION_TOLERANCE)
+                if retry.any():  # the end lies beyond the guess: try up to the bound
+                    lo[retry], hi[retry] = (lo[retry], 1.0) if upper else (0.0, hi[retry])
+                    refits, _, error2 = _fit_many(n_o, n_c, k, a_hat[usable][retry],
+                                                  lo[retry], hi[retry], upper)
+                    for j, fit, e in zip(np.flatnonzero(retry), refits, error2, strict=True):
+                        if e <= INTERPOLATION_TOLERANCE:
+                            fits[j], good[j] = fit, True
                 for i, fit, ok in zip(np.asarray(members)[usable], fits, good, strict=True):
                     if ok:
                         found[i][end] = fit

@@ -57,8 +57,8 @@ def shared_ends(n_o: int, n_c: int, k: int, a_hat: np.ndarray, guess: np.ndarray
     step = (phi_hi - phi_lo) / (size - 1)
 
     def at(x: np.ndarray) -> np.ndarray:
-        """A at (fractional) grid index x."""
-        return np.sin(phi_lo + x * step) ** 2
+        """A at (fractional) grid index x (the last point exactly at the range's end)."""
+        return np.sin(np.where(x >= size - 1, phi_hi, phi_lo + x * step)) ** 2
 
     grid = at(np.arange(size))
     # orientation: sum over the source whose counts spread over fewer values
@@ -122,7 +122,9 @@ def shared_ends(n_o: int, n_c: int, k: int, a_hat: np.ndarray, guess: np.ndarray
     rows = np.flatnonzero(ok)
     far = stop[rows] if upper else start[rows]
     value = tails(rows, np.ones(len(rows)))(far)  # the conservative tail at the guess
-    ok[rows] = value >= 0 if upper else value < 0
+    # the guess holds the end for every tie weight when the tail there is on the far side
+    # of α/2, or when it is A = 0 (A = 1 for the upper end): the end is then that bound
+    ok[rows] = (value >= 0) | (grid[far] >= 1) if upper else (value < 0) | (grid[far] <= 0)
     for block in range(0, len(w), SOLVE_BLOCK):
         j = np.arange(block, min(block + SOLVE_BLOCK, len(w)))
         j = j[ok[index[j]]]

@@ -70,7 +70,7 @@ from estimators.binomial import (
     count_window,
     q_of,
 )
-from estimators.exact_grid import SOLVE_BLOCK, shared_ends
+from estimators.exact_grid import SOLVE_BLOCK, ml_threshold, shared_ends
 from estimators.intervals import likelihood_ratio_interval
 
 TIE_WEIGHT = 1.0  # weight of tied outcomes in the non-randomised interval (1: conservative)
@@ -81,13 +81,6 @@ GUESS_WIDENING = 20  # the bracket guess is the likelihood-ratio interval at lev
 # Largest error of the tails' series (at the midpoints between nodes) for them to be used:
 # an error ε in a tail moves the coverage of that end by at most ε.
 INTERPOLATION_TOLERANCE = 1e-9
-
-
-def _threshold(s_o: np.ndarray, a_hat: float, n_o: int, n_c: int, k: int) -> np.ndarray:
-    """c(s_o) for an interior â (0 < â < 1)."""
-    q = q_of(a_hat, k)
-    g = s_o / a_hat - (n_o - s_o) / (1 - a_hat)
-    return q * n_c - (k - 1) * q * (1 - q) * g
 
 
 @dataclass(frozen=True)
@@ -143,7 +136,7 @@ def _interior_tails(a: np.ndarray, a_hat: np.ndarray, n_o: int, n_c: int, k: int
     m, points = a.shape
     flat = a.ravel()[:, None]  # one row per (outcome, accuracy)
     p_o = binom_pmf(s_o[None, :], n_o, flat) if n_o else np.ones((len(flat), 1))
-    c = _threshold(s_o[None, :], np.repeat(a_hat, points)[:, None], n_o, n_c, k)
+    c = ml_threshold(s_o[None, :], np.repeat(a_hat, points)[:, None], n_o, n_c, k)
     q = q_of(flat, k)
     eps = TIE_EPS * (n_c + 1)
     c = np.broadcast_to(c, (len(flat), len(s_o)))
@@ -195,8 +188,7 @@ def _end(cell: _Cell, half: float, upper: bool, tie: float) -> float:
         return 1.0
 
     def f(a: float) -> float:
-        strict, inclusive = _tails(a, cell, upper)
-        return float(strict[0] + tie * (inclusive[0] - strict[0]))
+        return _tail(a, cell.a_hat, cell.n_o, cell.n_c, cell.k, upper, tie)
 
     return _solve(f, half, increasing=not upper)
 
@@ -466,6 +458,15 @@ def exact_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
 SHARED_MIN_OUTCOMES = 64  # designs with this many distinct outcomes use the shared grid
 
 
+def _members(ids: np.ndarray, inverse: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The members (entries of ``inverse``, one per input cell) whose outcome is among
+    ``ids`` (of ``n`` outcomes), and each one's position in ``ids``."""
+    position = np.full(n, -1)
+    position[ids] = np.arange(len(ids))
+    members = np.flatnonzero(position[inverse] >= 0)
+    return members, position[inverse[members]]
+
+
 def _exact_interval(n_o, s_o, n_c, s_c, a, k: int, confidence: float, u):
     """:func:`exact_interval` on broadcast arrays: designs with many distinct outcomes
     through the shared grid, the other outcomes through their fitted brackets."""
@@ -489,36 +490,31 @@ def _exact_interval(n_o, s_o, n_c, s_c, a, k: int, confidence: float, u):
     for i, key in enumerate(keys):
         designs.setdefault((key[0], key[2]), []).append(i)
     shared = [np.array(ids) for ids in designs.values() if len(ids) >= SHARED_MIN_OUTCOMES]
-    if shared:
-        ids_all = np.concatenate(shared)
-        g_lo, g_hi = np.zeros(len(keys)), np.ones(len(keys))
-        g_lo[ids_all], g_hi[ids_all] = likelihood_ratio_interval(
-            *unique[ids_all].T, k, 1 - half * 2 / GUESS_WIDENING, mle=a_key[ids_all])
-        for ids in shared:
-            position = np.full(len(keys), -1)
-            position[ids] = np.arange(len(ids))
-            members = np.flatnonzero(position[inverse] >= 0)
-            local = position[inverse[members]]
-            n_o_i, n_c_i = keys[ids[0]][0], keys[ids[0]][2]
-            counts = (n_o_i, n_c_i, int(k), a_key[ids])
-            lo_end, ok_lo = shared_ends(*counts, g_lo[ids], local, w_lower[members], half,
-                                         False)
-            hi_end, ok_hi = shared_ends(*counts, g_hi[ids], local, w_upper[members], half,
-                                         True)
-            good = (ok_lo & ok_hi)[local]
-            lower[members[good]], upper[members[good]] = lo_end[good], hi_end[good]
-            done[ids[ok_lo & ok_hi]] = True
+    # far bounds, where a path may need them: a wide likelihood-ratio interval
+    guess = np.zeros((len(keys), 2))
+    need = np.zeros(len(keys), dtype=bool)
+    for ids in shared:
+        need[ids] = True
+    need |= np.array([key not in _PROFILES for key in keys])
+    if need.any():
+        guess[need] = np.stack(likelihood_ratio_interval(
+            *unique[need].T, k, 1 - 2 * half / GUESS_WIDENING, mle=a_key[need]), axis=1)
+    for ids in shared:
+        members, local = _members(ids, inverse, len(keys))
+        counts = (keys[ids[0]][0], keys[ids[0]][2], int(k), a_key[ids])
+        lo_end, ok_lo = shared_ends(*counts, guess[ids, 0], local, w_lower[members], half,
+                                    False)
+        hi_end, ok_hi = shared_ends(*counts, guess[ids, 1], local, w_upper[members], half,
+                                    True)
+        good = (ok_lo & ok_hi)[local]
+        lower[members[good]], upper[members[good]] = lo_end[good], hi_end[good]
+        done[ids[ok_lo & ok_hi]] = True
     rest = np.flatnonzero(~done)
     if rest.size:  # the per-outcome path: fitted brackets (memoised), solved in one batch
         new = [i for i in rest if keys[i] not in _PROFILES]
-        if new:  # far bounds for new brackets: a wide likelihood-ratio interval
-            g_lo, g_hi = likelihood_ratio_interval(
-                *unique[new].T, k, 1 - (1 - confidence) / GUESS_WIDENING, mle=a_key[new])
-            _profile_new([keys[i] for i in new], np.stack([g_lo, g_hi], axis=1))
-        position = np.full(len(keys), -1)
-        position[rest] = np.arange(rest.size)
-        members = np.flatnonzero(position[inverse] >= 0)
-        local = position[inverse[members]]
+        if new:
+            _profile_new([keys[i] for i in new], guess[new])
+        members, local = _members(rest, inverse, len(keys))
         profiles = [_PROFILES[keys[i]] for i in rest]
         cells = [_Cell(*keys[i][:5], keys[i][6]) for i in rest]
         lower[members] = _solve_ends([p[0] for p in profiles], cells, local,

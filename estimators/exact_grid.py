@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from estimators.binomial import TIE_EPS, binom_ge, binom_pmf, count_window, q_of
+from estimators.partitioned import fisher_se
 
 SOLVE_BLOCK = 8192  # members solved at once (bounds the (members × counts) arrays)
 GRID_STEPS_PER_SD = 80  # grid step: the smallest SD of the estimate (in arcsin √A) / this
@@ -15,12 +16,18 @@ SHARED_MAX_ENTRIES = 1 << 22  # grid × inner counts
 _CUBIC = np.linalg.inv(np.vander(np.arange(4.0), 4, increasing=True))  # values → coefficients
 
 
-def estimate_sd(a: np.ndarray, n_o: int, n_c: int, k: int) -> np.ndarray:
-    """SD of Â at A from the Fisher information, I = n_o/(A(1−A)) + n_c/((K−1)² q(1−q))."""
-    a = np.clip(a, 1e-9, 1 - 1e-9)
-    q = q_of(a, k)
-    info = n_o / (a * (1 - a)) + (n_c / ((k - 1) ** 2 * q * (1 - q)) if n_c else 0.0)
-    return 1 / np.sqrt(info)
+def ml_threshold(x, a_hat, n_o: int, n_c: int, k: int, ordinary_outer: bool = True):
+    """Â ≥ â ⇔ inner count ≥ t(x), x the outer count (ℓ'(â) is linear in both counts):
+    with ν_o = â(1−â) and ν_c = (K−1) q̂(1−q̂), q̂ = q(â), for an interior â,
+
+        ordinary outer:      t(s_o) = q̂ n_c − ν_c/ν_o (s_o − â n_o)   (a threshold on s_c)
+        complementary outer: t(s_c) = â n_o − ν_o/ν_c (s_c − q̂ n_c)   (a threshold on s_o)
+    """
+    q_hat = q_of(a_hat, k)
+    nu_o, nu_c = a_hat * (1 - a_hat), (k - 1) * q_hat * (1 - q_hat)
+    if ordinary_outer:
+        return q_hat * n_c - nu_c / nu_o * (x - a_hat * n_o)
+    return a_hat * n_o - nu_o / nu_c * (x - q_hat * n_c)
 
 
 def shared_ends(n_o: int, n_c: int, k: int, a_hat: np.ndarray, guess: np.ndarray,
@@ -48,7 +55,7 @@ def shared_ends(n_o: int, n_c: int, k: int, a_hat: np.ndarray, guess: np.ndarray
     phi_i = np.arcsin(np.sqrt(np.stack([lo_i, hi_i])))
     phi_lo, phi_hi = phi_i[0][ok].min(), phi_i[1][ok].max()
     sample = np.sin(np.linspace(phi_lo, phi_hi, 65)) ** 2
-    sd_phi = estimate_sd(sample, n_o, n_c, k) / (
+    sd_phi = fisher_se(np.clip(sample, 1e-9, 1 - 1e-9), n_o, n_c, k) / (
         2 * np.sqrt(np.maximum(sample * (1 - sample), 1e-300)))
     size = int(np.ceil((phi_hi - phi_lo) / (sd_phi.min() / GRID_STEPS_PER_SD))) + 1
     if size > SHARED_MAX_GRID:
@@ -65,16 +72,12 @@ def shared_ends(n_o: int, n_c: int, k: int, a_hat: np.ndarray, guess: np.ndarray
     win_o = count_window(n_o, grid) if n_o else np.zeros(1)
     win_c = count_window(n_c, q_of(grid, k)) if n_c else np.zeros(1)
     ordinary_outer = len(win_o) <= len(win_c)
-    a_hat = np.where(ok, a_hat, 0.5)  # the others are not solved here
-    nu_o, nu_c = a_hat * (1 - a_hat), (k - 1) * q_of(a_hat, k) * (1 - q_of(a_hat, k))
-    if ordinary_outer:  # Â ≥ â ⇔ s_c ≥ q̂ n_c − ν_c/ν_o (s_o − â n_o)
-        x, n_out, p_out = win_o, n_o, grid
-        n_in, p_in = n_c, q_of(grid, k)
-        t = q_of(a_hat, k)[:, None] * n_c - (nu_c / nu_o)[:, None] * (x - a_hat[:, None] * n_o)
-    else:  # Â ≥ â ⇔ s_o ≥ â n_o − ν_o/ν_c (s_c − q̂ n_c)
-        x, n_out, p_out = win_c, n_c, q_of(grid, k)
-        n_in, p_in = n_o, grid
-        t = a_hat[:, None] * n_o - (nu_o / nu_c)[:, None] * (x - q_of(a_hat, k)[:, None] * n_c)
+    if ordinary_outer:
+        x, n_out, p_out, n_in, p_in = win_o, n_o, grid, n_c, q_of(grid, k)
+    else:
+        x, n_out, p_out, n_in, p_in = win_c, n_c, q_of(grid, k), n_o, grid
+    a_safe = np.where(ok, a_hat, 0.5)[:, None]  # the others are not solved here
+    t = ml_threshold(x, a_safe, n_o, n_c, k, ordinary_outer)
     eps = TIE_EPS * (n_in + 1)
     cut = np.floor(t + eps) + 1 if upper else np.ceil(t - eps)  # P(inner ≥ cut) = tail part
     tie = np.ceil(t - eps)

@@ -1,5 +1,7 @@
 """Test settings: fast hashing, debounce off so answers recompute at once."""
 
+import os
+
 from .base import *  # noqa: F403
 from .base import DATABASES
 
@@ -11,7 +13,8 @@ STORAGES = {
 }
 if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     # A fixed name, so the Celery worker the tests start can connect to the same database.
-    DATABASES["default"]["TEST"] = {"NAME": "oversight_test"}
+    # OVERSIGHT_TEST_DB lets several checkouts test on one server side by side.
+    DATABASES["default"]["TEST"] = {"NAME": os.environ.get("OVERSIGHT_TEST_DB", "oversight_test")}
 
 # Serve static files from the finders without collectstatic.
 WHITENOISE_USE_FINDERS = True

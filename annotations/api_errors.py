@@ -1,7 +1,9 @@
-"""One exception handler: domain errors become machine-readable 4xx bodies."""
+"""One exception handler: every API error is a JSON body with a machine-readable ``code`` and
+a ``detail`` for people (domain errors may add ``field`` or ``errors``)."""
 
 from __future__ import annotations
 
+from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -11,4 +13,13 @@ from annotations.errors import DomainError
 def exception_handler(exc, context):
     if isinstance(exc, DomainError):
         return Response(exc.as_dict(), status=exc.http_status)
-    return drf_exception_handler(exc, context)
+    response = drf_exception_handler(exc, context)
+    # Field-by-field validation errors keep DRF's shape ({field: [messages]}); a single
+    # message (parse error, throttled, not found, not authenticated…) gains its code.
+    if response is not None and isinstance(exc, APIException) and isinstance(
+        response.data, dict
+    ) and set(response.data) == {"detail"}:
+        codes = exc.get_codes()
+        response.data = {"code": codes if isinstance(codes, str) else "error",
+                         "detail": response.data["detail"]}
+    return response

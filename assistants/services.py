@@ -14,6 +14,9 @@ from annotations.services.records import read_records
 from assistants.models import MAX_SYSTEMS_PER_STUDY, AISystem, Prediction
 
 PREDICTION_FIELDS = {"item_id", "system", "prediction"}
+# Input fields stored in a column: read_records refuses objects there and over-long text.
+PREDICTION_COLUMNS = {"item_id": Item._meta.get_field("external_id"),
+                      "system": AISystem._meta.get_field("name")}
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ def predictions_import(
     errors: list[str] = []
     rows: list[tuple[int, str, str, object]] = []
     seen: dict[tuple[str, str], int] = {}
-    for line, rec in read_records(source, name=name, fmt=fmt):
+    for line, rec in read_records(source, name=name, fmt=fmt, columns=PREDICTION_COLUMNS):
         where = f"{label}:{line}"
         unknown = set(rec) - PREDICTION_FIELDS
         if unknown:

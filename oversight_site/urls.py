@@ -16,3 +16,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
 ]
+
+handler400 = "oversight_site.error_pages.bad_request"
+handler403 = "oversight_site.error_pages.permission_denied"
+handler404 = "oversight_site.error_pages.page_not_found"
+handler500 = "oversight_site.error_pages.server_error"

@@ -14,6 +14,9 @@ from annotations.services.records import parse_bool, parse_json_cell, read_recor
 from annotations.services.routing import items_route, option_orders_draw, study_rng
 
 ITEM_FIELDS = {"id", "text", "options", "stratum", "gold", "quality_check", "metadata"}
+# Input fields stored in a column: read_records refuses objects there and over-long text.
+ITEM_COLUMNS = {"id": Item._meta.get_field("external_id"), "text": Item._meta.get_field("text"),
+                "stratum": Item._meta.get_field("stratum")}
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def items_import(
     records: list[tuple[int, dict]] = []
     label = name or getattr(source, "name", None) or str(source)
     seen: dict[str, int] = {}
-    for line, rec in read_records(source, name=name, fmt=fmt):
+    for line, rec in read_records(source, name=name, fmt=fmt, columns=ITEM_COLUMNS):
         where = f"{label}:{line}"
         unknown = set(rec) - ITEM_FIELDS
         if unknown:

@@ -9,7 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from django.db import models
+
 from annotations.errors import ImportFailed
+from annotations.inputs import NUL_MESSAGE, InputRejected, json_loads, nul_path, record_problem
 
 FORMATS = ("csv", "jsonl")
 
@@ -28,14 +31,18 @@ def detect_format(name: str, fmt: str | None = None) -> str:
 
 
 def read_records(
-    source: IO[bytes] | IO[str] | str | Path, *, name: str | None = None, fmt: str | None = None
+    source: IO[bytes] | IO[str] | str | Path, *, name: str | None = None, fmt: str | None = None,
+    columns: dict[str, models.Field] | None = None,
 ) -> Iterator[tuple[int, dict]]:
     """Yield (line, record). CSV lines count the header as line 1. Raises ImportFailed naming
-    file and line for undecodable text or malformed JSON."""
+    file and line for undecodable text or malformed JSON, and file, line and field for what
+    cannot be stored (``annotations.inputs.record_problem``: NUL characters, JSON nested
+    deeper than 64 levels; for ``columns`` — input name → model field — an object where
+    text belongs or text longer than the column)."""
     if isinstance(source, str | Path):
         name = name or str(source)
         with open(source, "rb") as fh:
-            yield from read_records(fh, name=name, fmt=fmt)
+            yield from read_records(fh, name=name, fmt=fmt, columns=columns)
         return
     name = name or getattr(source, "name", "upload")
     fmt = detect_format(name, fmt)
@@ -50,6 +57,7 @@ def read_records(
     else:
         text = raw
     if fmt == "csv":
+        has_nul = "\x00" in text
         reader = csv.DictReader(io.StringIO(text, newline=""))
         if not reader.fieldnames:
             raise ImportFailed([f"{name}:1: the file is empty (a header row is needed)"])
@@ -59,7 +67,10 @@ def read_records(
                     raise ImportFailed(
                         [f"{name}:{reader.line_num}: more cells than header columns"]
                     )
-                yield reader.line_num, {k.strip(): v for k, v in row.items() if k}
+                record = {k.strip(): v for k, v in row.items() if k}
+                if has_nul or columns:
+                    _check_storable(record, columns, has_nul, f"{name}:{reader.line_num}")
+                yield reader.line_num, record
         except csv.Error as exc:
             raise ImportFailed([f"{name}:{reader.line_num}: malformed CSV ({exc})"]) from exc
         return
@@ -67,14 +78,27 @@ def read_records(
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json_loads(line)
         except json.JSONDecodeError as exc:
             raise ImportFailed(
                 [f"{name}:{line_no}: invalid JSON ({exc.msg}, column {exc.colno})"]
             ) from exc
+        except InputRejected as exc:
+            raise ImportFailed([f"{name}:{line_no}: {exc}"]) from None
+        except ValueError as exc:  # NaN / Infinity: not JSON, and not storable
+            raise ImportFailed([f"{name}:{line_no}: invalid JSON ({exc})"]) from None
         if not isinstance(record, dict):
             raise ImportFailed([f"{name}:{line_no}: each line must be a JSON object"])
+        has_nul = "\\u0000" in line
+        if has_nul or columns:
+            _check_storable(record, columns, has_nul, f"{name}:{line_no}")
         yield line_no, record
+
+
+def _check_storable(record: dict, columns, nul: bool, where: str) -> None:
+    problem = record_problem(record, columns, nul=nul)
+    if problem:
+        raise ImportFailed([f"{where}: {problem}"])
 
 
 def parse_json_cell(value, *, expect: type):
@@ -83,7 +107,10 @@ def parse_json_cell(value, *, expect: type):
         return value
     if value in (None, ""):
         return expect()
-    parsed = json.loads(value)
+    parsed = json_loads(value)  # InputRejected is a ValueError
+    path = nul_path(parsed)
+    if path is not None:
+        raise ValueError(f"{path or 'a key'}: {NUL_MESSAGE}")
     if not isinstance(parsed, expect):
         raise ValueError(f"expected a JSON {expect.__name__}")
     return parsed

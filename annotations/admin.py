@@ -6,12 +6,14 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
+from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from annotations.errors import DomainError
+from annotations.inputs import StorableJSONFormField
 from annotations.models import (
     EstimateSnapshot,
     Item,
@@ -62,6 +64,8 @@ class ResearcherScopedAdmin(admin.ModelAdmin):
     changes that study's rows without any Django model permission; superusers see all."""
 
     study_field = "study"
+    # JSON that cannot be stored (NUL, NaN, deep nesting) is a form error, not a 500.
+    formfield_overrides = {models.JSONField: {"form_class": StorableJSONFormField}}
 
     def get_queryset(self, request):
         qs = super().get_queryset(request)

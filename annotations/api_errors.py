@@ -3,6 +3,9 @@ a ``detail`` for people (domain errors may add ``field`` or ``errors``)."""
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions
 from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -13,6 +16,10 @@ from annotations.errors import DomainError
 def exception_handler(exc, context):
     if isinstance(exc, DomainError):
         return Response(exc.as_dict(), status=exc.http_status)
+    if isinstance(exc, Http404):  # as DRF's handler does, so the code is known here
+        exc = exceptions.NotFound(*exc.args)
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied(*exc.args)
     response = drf_exception_handler(exc, context)
     # Field-by-field validation errors keep DRF's shape ({field: [messages]}); a single
     # message (parse error, throttled, not found, not authenticated…) gains its code.

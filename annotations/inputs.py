@@ -12,7 +12,9 @@ from __future__ import annotations
 import codecs
 import json
 
+from django import forms
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from rest_framework import parsers, status
 from rest_framework.exceptions import APIException, ParseError
@@ -96,6 +98,30 @@ def record_problem(
         if size > field.max_length:
             return f"{name}: {size} characters; at most {field.max_length} fit"
     return None
+
+
+class StorableJSONFormField(forms.JSONField):
+    """The admin's JSON field with the same guards (depth, NUL, NaN) as the API and imports:
+    a form error instead of a RecursionError or a database error."""
+
+    def to_python(self, value):
+        if self.disabled or value in self.empty_values or isinstance(
+                value, list | dict | int | float | forms.fields.JSONString):
+            return super().to_python(value)
+        try:
+            parsed = json_loads(value)
+        except ValueError as exc:  # InputRejected, JSONDecodeError, NaN
+            raise ValidationError(f"Not storable JSON: {exc}", code="invalid") from None
+        path = nul_path(parsed)
+        if path is not None:
+            raise ValidationError(f"{path or 'a key'}: {NUL_MESSAGE}", code="invalid")
+        return super().to_python(value)
+
+    def bound_data(self, data, initial):
+        try:
+            return super().bound_data(data, initial)
+        except RecursionError:  # re-show what was typed, as Django does for invalid JSON
+            return forms.fields.InvalidJSONInput(data)
 
 
 class RequestTooLarge(APIException):

@@ -310,3 +310,27 @@ def test_json_parser_limits_what_it_reads_from_the_stream():
         GuardedJSONParser().parse(io.BytesIO(body))
     with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=len(body)):
         assert len(GuardedJSONParser().parse(io.BytesIO(body))) == 100
+
+
+@pytest.mark.parametrize(("metadata", "error"), [
+    ('{"a": "\\u0000"}', "a: contains a NUL character (\\u0000), which cannot be stored"),
+    ("[" * 5000 + "]" * 5000, "Not storable JSON: JSON nested deeper than 64 levels"),
+    ('{"a": NaN}', "Not storable JSON: NaN is not valid JSON"),
+], ids=["nul", "deep", "nan"])
+def test_admin_item_form_refuses_unstorable_json(make_study, metadata, error):
+    study = make_study(k=2, n_items=4, open_=False)
+    target = Item.objects.filter(study=study).order_by("pk").first()
+    before = snapshot(study)
+    client = Client(raise_request_exception=False)
+    client.force_login(role_user(study, "researcher"))
+    url = f"/admin/annotations/item/{target.pk}/change/"
+    form = client.get(url).context["adminform"].form
+    data = {name: form[name].value() for name in form.fields}
+    data = {k: "" if v is None else json.dumps(v) if isinstance(v, list | dict) else v
+            for k, v in data.items()}
+
+    response = client.post(url, {**data, "metadata": metadata})
+
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["metadata"] == [error]
+    assert snapshot(study) == before

@@ -4,12 +4,15 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from oversight_site.health import healthz
+from oversight_site.throttling import ThrottledAdminAuthenticationForm, ThrottledLoginView
+
+admin.site.login_form = ThrottledAdminAuthenticationForm  # failed log-ins slow down, then lock
 
 urlpatterns = [
     path("", include("annotations.urls")),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("annotations.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -27,6 +27,19 @@ DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
 
+# Behind a reverse proxy that terminates TLS (DJANGO_BEHIND_PROXY=true) trust its
+# X-Forwarded-Proto header for "is this HTTPS?" and its X-Forwarded-For entry for the
+# client address (throttling); never otherwise, or any client could claim either.
+BEHIND_PROXY = env_bool("DJANGO_BEHIND_PROXY", False)
+if BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+PROXY_COUNT = int(os.environ.get("DJANGO_PROXY_COUNT", "1")) if BEHIND_PROXY else 0
+
+# Request bodies (the API's JSON, forms) up to this size; files uploaded in the admin are
+# not counted. Over it the API answers 413 with a JSON body.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DJANGO_DATA_UPLOAD_MAX_BYTES",
+                                                 str(20 * 1024 * 1024)))
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -149,7 +162,7 @@ else:
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "oversight_site.throttling.ThrottledTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # JSON without deep nesting, NUL characters or bodies over DATA_UPLOAD_MAX_MEMORY_SIZE.
@@ -162,6 +175,15 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "EXCEPTION_HANDLER": "annotations.api_errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "oversight_site.throttling.UserRateThrottle",
+        "oversight_site.throttling.AnonRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": os.environ.get("OVERSIGHT_API_RATE_USER", "1200/minute"),
+        "anon": os.environ.get("OVERSIGHT_API_RATE_ANON", "120/minute"),
+    },
+    "NUM_PROXIES": PROXY_COUNT,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Oversight platform API",
@@ -178,6 +200,21 @@ SPECTACULAR_SETTINGS = {
 # Seconds to wait before recomputing a study after an answer, gathering a burst into one run.
 OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = float(os.environ.get("OVERSIGHT_RECOMPUTE_DEBOUNCE", "0.3"))
 OVERSIGHT_DASHBOARD_POLL_SECONDS = int(os.environ.get("OVERSIGHT_DASHBOARD_POLL_SECONDS", "1"))
+
+# Failed log-ins and invalid API tokens (oversight_site.throttling): free failures, then
+# waits doubling from 2 s (at most max_delay), then a lock; counted over window_seconds.
+_LOCK_SECONDS = int(os.environ.get("OVERSIGHT_LOGIN_LOCK_SECONDS", "900"))
+OVERSIGHT_THROTTLES = {
+    "login_user": {"free_failures": int(os.environ.get("OVERSIGHT_LOGIN_FREE_FAILURES", "3")),
+                   "lock_after": int(os.environ.get("OVERSIGHT_LOGIN_LOCK_AFTER", "10")),
+                   "lock_seconds": _LOCK_SECONDS, "max_delay_seconds": 60,
+                   "window_seconds": 900},
+    "login_ip": {"free_failures": 20,
+                 "lock_after": int(os.environ.get("OVERSIGHT_LOGIN_IP_LOCK_AFTER", "50")),
+                 "lock_seconds": _LOCK_SECONDS, "max_delay_seconds": 60, "window_seconds": 900},
+    "token_ip": {"free_failures": 5, "lock_after": 20, "lock_seconds": _LOCK_SECONDS,
+                 "max_delay_seconds": 60, "window_seconds": 900},
+}
 
 LOGGING = {
     "version": 1,

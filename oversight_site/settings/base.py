@@ -200,6 +200,8 @@ SPECTACULAR_SETTINGS = {
 # Seconds to wait before recomputing a study after an answer, gathering a burst into one run.
 OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = float(os.environ.get("OVERSIGHT_RECOMPUTE_DEBOUNCE", "0.3"))
 OVERSIGHT_DASHBOARD_POLL_SECONDS = int(os.environ.get("OVERSIGHT_DASHBOARD_POLL_SECONDS", "1"))
+# seed_demo creates accounts with known passwords; production settings turn this off.
+OVERSIGHT_DEMO_ALLOWED = True
 
 # Failed log-ins and invalid API tokens (oversight_site.throttling): free failures, then
 # waits doubling from 2 s (at most max_delay), then a lock; counted over window_seconds.

@@ -1,4 +1,5 @@
-from django.core.management.base import BaseCommand
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
 
 from annotations.services.demo import demo_seed
 
@@ -11,6 +12,10 @@ class Command(BaseCommand):
         parser.add_argument("--answers", type=int, default=1500)
 
     def handle(self, *args, **opts):
+        if not settings.OVERSIGHT_DEMO_ALLOWED:
+            raise CommandError(
+                "seed_demo creates accounts with known passwords (admin/admin …) and refuses "
+                f"to run under production settings ({settings.SETTINGS_MODULE}).")
         self.stderr.write("Seeding the demo study (first run takes a little while)…")
         study, accounts, result = demo_seed(n_items=opts["items"], answers=opts["answers"])
         if result:

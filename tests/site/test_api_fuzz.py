@@ -80,7 +80,7 @@ def values(body: dict):
                           | st.dictionaries(keys, inner, max_size=4), max_leaves=12)
     nasty = st.one_of(NASTY, nested, st.dictionaries(keys, NASTY, min_size=1, max_size=2),
                       st.lists(NASTY, min_size=1, max_size=3))
-    valid = st.fixed_dictionaries({name: KNOWN.get(name) or plausible(props[name])
+    valid = st.fixed_dictionaries({name: KNOWN[name] if name in KNOWN else plausible(props[name])
                                    for name in body.get("required", [])})
     bad_fields = st.dictionaries(st.sampled_from(list(props)) if props else keys, nasty,
                                  min_size=1, max_size=2)

@@ -196,3 +196,35 @@ def test_a_dead_cache_lets_logins_and_the_api_through():
         assert api.get("/api/studies/").status_code == 200
         assert Client(HTTP_AUTHORIZATION="Token " + "1" * 40).get(
             "/api/studies/").status_code == 403
+
+
+@override_settings(OVERSIGHT_THROTTLES=throttles(login_ip={"free_failures": 3,
+                                                           "lock_after": 3}))
+def test_without_a_proxy_a_forged_forwarded_for_does_not_change_the_address():
+    address = next(_addresses)
+    for i in range(3):
+        log_in(Client(REMOTE_ADDR=address, HTTP_X_FORWARDED_FOR=f"192.0.2.{i}"), f"g{i}", "x")
+    user = UserFactory()
+
+    response = log_in(Client(REMOTE_ADDR=address, HTTP_X_FORWARDED_FOR="192.0.2.99"),
+                      user.username, "pw")
+
+    assert response.status_code == 429
+
+
+@override_settings(OVERSIGHT_THROTTLES=throttles(login_ip={"free_failures": 3,
+                                                           "lock_after": 3}))
+def test_behind_a_proxy_the_forwarded_address_is_counted():
+    proxy = next(_addresses)
+    user = UserFactory()
+    behind = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    with override_settings(REST_FRAMEWORK=behind):
+        for i in range(3):
+            log_in(Client(REMOTE_ADDR=proxy, HTTP_X_FORWARDED_FOR="198.51.100.7"), f"h{i}", "x")
+        same = log_in(Client(REMOTE_ADDR=proxy, HTTP_X_FORWARDED_FOR="198.51.100.7"),
+                      user.username, "pw")
+        other = log_in(Client(REMOTE_ADDR=proxy, HTTP_X_FORWARDED_FOR="198.51.100.8"),
+                       user.username, "pw")
+
+    assert same.status_code == 429
+    assert other.status_code == 302

@@ -334,3 +334,23 @@ def test_admin_item_form_refuses_unstorable_json(make_study, metadata, error):
     assert response.status_code == 200
     assert response.context["adminform"].form.errors["metadata"] == [error]
     assert snapshot(study) == before
+
+
+def test_integers_too_long_to_convert_are_a_400(make_study):
+    """Python refuses to convert integers of more than 4300 digits (a ValueError while
+    parsing): a 400 too, not a 500."""
+    study = make_study(k=2, n_items=4)
+    before = snapshot(study)
+    huge = "9" * 5000
+
+    api = api_client(role_user(study, "researcher")).post(
+        f"/api/studies/{study.pk}/items/", f'[{{"id": {huge}, "text": "t"}}]',
+        content_type="application/json")
+    page = admin_import(study, "items", "items.jsonl",
+                        jsonl_bytes(OK_LINE, f'{{"id": {huge}, "text": "t"}}'))
+
+    assert api.status_code == 400
+    assert api.json()["code"] == "parse_error"
+    assert "Exceeds the limit (4300 digits)" in api.json()["detail"]
+    assert list(page.context["errors"])[0].startswith("items.jsonl:2: invalid JSON (Exceeds")
+    assert snapshot(study) == before

@@ -7,6 +7,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
@@ -123,10 +124,14 @@ class StudyInline:
         return self._parent_allowed(request, obj)
 
 
+SHORT_TEXT = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 2, "cols": 60})}}
+
+
 class StudyClassInline(StudyInline, admin.TabularInline):
     model = StudyClass
     extra = 0
     fields = ["index", "name", "description"]
+    formfield_overrides = SHORT_TEXT
 
 
 class MembershipInline(StudyInline, admin.TabularInline):
@@ -147,6 +152,7 @@ class AISystemInline(StudyInline, admin.TabularInline):
     extra = 0
     fields = ["name", "description", "ordinal", "reference_accuracy"]
     readonly_fields = ["ordinal", "reference_accuracy"]
+    formfield_overrides = SHORT_TEXT
 
     @admin.display(description="Gold-subset accuracy")
     def reference_accuracy(self, obj: AISystem) -> str:
@@ -217,6 +223,11 @@ class StudyAdmin(ResearcherScopedAdmin):
         if obj is None and staff_may_create_studies(request):
             return True  # the list (empty until they create a study) and the Add button
         return super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        if obj is None and staff_may_create_studies(request):
+            return True  # rows are still checked one by one (obj given)
+        return super().has_change_permission(request, obj)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         if obj is None:
@@ -416,7 +427,7 @@ class StudyAdmin(ResearcherScopedAdmin):
             except DomainError as exc:
                 errors = getattr(exc, "errors", [exc.message])
             else:
-                self.message_user(request, f"{upload.name}: {result.created} created, "
+                self.message_user(request, f"Imported {upload.name}: {result.created} created, "
                                            f"{result.updated} updated.")
                 return redirect("admin:annotations_study_change", study.pk)
         return self._page(request, "admin/annotations/import.html", study,
@@ -495,6 +506,11 @@ class EstimateSnapshotAdmin(ResearcherScopedAdmin):
 @admin.register(User)
 class PlatformUserAdmin(UserAdmin):
     list_display = ["username", "email", "is_staff", "is_superuser", "last_login"]
+    add_fieldsets = (*UserAdmin.add_fieldsets, (
+        "Researcher", {"fields": ("is_staff",), "description":
+                       "Tick Staff status for a researcher: they may then create studies here "
+                       "and add their members. Specialists and managers are added by "
+                       "researchers on each study's Members page."}))
 
     def has_view_permission(self, request, obj=None):
         # researchers pick members by name (autocomplete); only superusers edit accounts

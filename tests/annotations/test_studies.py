@@ -368,3 +368,17 @@ def test_the_admin_says_oversight(researcher_client):
     html = researcher_client.get(reverse("admin:index")).content.decode()
     assert "Django administration" not in html and "Django site admin" not in html
     assert '<a href="/admin/">Oversight</a>' in html
+
+
+def test_a_new_member_replaces_the_one_time_password(client, draft):
+    [added] = members_add(study=draft, by=role_user(draft, "researcher"),
+                          members=[NewMember("nina", "specialist", class_index=2)])
+    assert client.login(username="nina", password=added.password)
+    assert 'href="/accounts/password/"' in client.get("/").content.decode()
+    response = client.post("/accounts/password/", {
+        "old_password": added.password, "new_password1": "a-long-secret-7731",
+        "new_password2": "a-long-secret-7731"})
+    assert response.status_code == 302 and response["Location"] == "/accounts/password/done/"
+    nina = User.objects.get(username="nina")
+    assert nina.check_password("a-long-secret-7731")
+    assert not nina.check_password(added.password)

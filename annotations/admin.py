@@ -8,7 +8,7 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -385,8 +385,11 @@ class StudyAdmin(ResearcherScopedAdmin):
         study = self._study_or_403(request, study_id)
         formset = MemberFormSet(request.POST or None, study=study, prefix="members")
         created, error = [], ""
-        if request.method == "POST" and "reset" in request.POST:
-            member = get_object_or_404(StudyMembership, study=study, pk=request.POST["reset"])
+        reset = request.POST.get("reset", "")
+        if request.method == "POST" and reset:
+            if not reset.isdigit():
+                raise Http404
+            member = get_object_or_404(StudyMembership, study=study, pk=int(reset))
             try:
                 password = member_password_reset(study=study, user=member.user,
                                                  by=request.user)

@@ -126,6 +126,7 @@ def study_close(*, study: Study) -> None:
 
 
 # --- member accounts created by researchers ------------------------------------------------
+USERNAME_MAX = User._meta.get_field("username").max_length
 PASSWORD_ALPHABET = "abcdefghjkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/l/I
 
 
@@ -181,6 +182,9 @@ def members_add(*, study: Study, members: Sequence[NewMember], by: User) -> list
     seen: set[str] = set()
     for m in members:
         username = m.username.strip()
+        if len(username) > USERNAME_MAX:
+            raise InvalidStudy(f"User name '{username[:40]}…' is longer than {USERNAME_MAX} "
+                               f"characters.", field="username")
         try:
             UnicodeUsernameValidator()(username)
         except ValidationError as exc:

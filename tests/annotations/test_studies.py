@@ -382,3 +382,43 @@ def test_a_new_member_replaces_the_one_time_password(client, draft):
     nina = User.objects.get(username="nina")
     assert nina.check_password("a-long-secret-7731")
     assert not nina.check_password(added.password)
+
+
+@pytest.mark.parametrize("page", ["open", "close", "members", "import_items",
+                                  "import_predictions", "export"])
+@pytest.mark.parametrize("who", ["anonymous", "specialist", "manager", "other researcher"])
+def test_study_pages_refuse_everyone_but_the_studys_researchers(client, draft, page, who):
+    if who == "specialist":
+        client.force_login(StudyMembership.objects.filter(study=draft,
+                                                          role="specialist").first().user)
+    elif who == "manager":
+        client.force_login(role_user(draft, "manager"))
+    elif who == "other researcher":
+        other = make_study(k=3, n_items=0, open_=False, seed=87, name="Someone else's")
+        client.force_login(role_user(other, "researcher"))
+    url = reverse(f"admin:annotations_study_{page}", args=[draft.pk])
+    for response in (client.get(url), client.post(url, {"reset": "1", **members_post(
+            draft, [{"username": "intruder", "role": "manager"}])})):
+        if who == "other researcher":
+            assert response.status_code == 403
+        else:  # not staff: the admin sends them to its login page
+            assert response.status_code == 302
+            assert response["Location"].startswith("/admin/login/")
+    draft.refresh_from_db()
+    assert draft.status == Study.Status.DRAFT
+    assert not User.objects.filter(username="intruder").exists()
+
+
+def test_a_malformed_reset_value_is_a_404_and_changes_nothing(researcher_client, draft):
+    manager = role_user(draft, "manager")
+    url = reverse("admin:annotations_study_members", args=[draft.pk])
+    assert researcher_client.post(url, {"reset": "1; drop"}).status_code == 404
+    manager.refresh_from_db()
+    assert manager.check_password("pw")
+
+
+def test_too_long_a_user_name_is_refused(draft):
+    with pytest.raises(InvalidStudy, match="longer than 150"):
+        members_add(study=draft, by=role_user(draft, "researcher"),
+                    members=[NewMember("x" * 151, "manager")])
+    assert not User.objects.filter(username__startswith="xxxx").exists()

@@ -124,12 +124,13 @@ class StudyInline:
         return self._parent_allowed(request, obj)
 
 
-SHORT_TEXT = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 2, "cols": 60})}}
+SHORT_TEXT = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 2, "cols": 36})}}
 
 
 class StudyClassInline(StudyInline, admin.TabularInline):
     model = StudyClass
     extra = 0
+    verbose_name, verbose_name_plural = "class", "Classes"
     fields = ["index", "name", "description"]
     formfield_overrides = SHORT_TEXT
 
@@ -137,6 +138,7 @@ class StudyClassInline(StudyInline, admin.TabularInline):
 class MembershipInline(StudyInline, admin.TabularInline):
     model = StudyMembership
     extra = 0
+    verbose_name, verbose_name_plural = "member", "Members"
     fields = ["user", "role", "study_class"]
     autocomplete_fields = ["user"]
 

@@ -179,7 +179,7 @@ def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, p
     specialist_page.fill("input[name=new_password2]", "my-own-secret-2291")
     specialist_page.get_by_role("button", name="Change my password").click()
     expect(specialist_page.locator("h1")).to_have_text("Password changed")
-    specialist_page.screenshot(path=str(shots / "password-changed.png"))
+    specialist_page.screenshot(path=str(tmp_path / "password-changed.png"))
     specialist_page.get_by_role("link", name="Back to your studies").click()
     specialist_page.get_by_role("link", name=f"Label as {'ABCD'[k]} specialist").click()
     specialist_page.get_by_role("button", name="Get the next query").click()

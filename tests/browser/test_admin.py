@@ -119,6 +119,10 @@ def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, p
     passwords = {name: page.locator(f".passwords tr[data-username='{name}'] code.password")
                  .inner_text() for name, _, _ in people}
     page.screenshot(path=str(shots / "admin-members-created.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(tmp_path / "members-phone.png"), full_page=True)
+    members_width = page.evaluate("document.documentElement.scrollWidth")
+    page.set_viewport_size({"width": 1200, "height": 900})
     assert StudyMembership.objects.filter(study=study, role="specialist").count() == 4
 
     # items and predictions from files, from the study page's buttons
@@ -200,3 +204,4 @@ def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, p
     expect(manager_page.locator("table.estimates tr[data-system=big-model]")).to_have_count(1)
     manager_page.context.close()
     assert width <= 390 + 1, f"the study page scrolls sideways at 390 px ({width} px wide)"
+    assert members_width <= 390 + 1, f"the members page is {members_width} px wide at 390 px"

@@ -422,3 +422,24 @@ def test_too_long_a_user_name_is_refused(draft):
         members_add(study=draft, by=role_user(draft, "researcher"),
                     members=[NewMember("x" * 151, "manager")])
     assert not User.objects.filter(username__startswith="xxxx").exists()
+
+
+def test_closing_twice_is_refused_by_the_service(draft):
+    study_close(study=draft)
+    closed_at = Study.objects.get(pk=draft.pk).closed_at
+    with pytest.raises(InvalidStudy, match="already closed"):
+        study_close(study=draft)
+    assert Study.objects.get(pk=draft.pk).closed_at == closed_at
+
+
+def test_study_insert_saves_a_draft_with_its_classes_and_refuses_repeats():
+    from annotations.services.studies import study_insert
+
+    study = study_insert(study=Study(name="s", status=Study.Status.OPEN),
+                         classes=[("Cat", " small "), "Dog"])
+    assert study.status == Study.Status.DRAFT  # a new study is always a draft
+    assert list(study.classes.values_list("index", "name", "description")) == [
+        (0, "Cat", "small"), (1, "Dog", "")]
+    with pytest.raises(InvalidStudy, match="distinct"):
+        study_insert(study=Study(name="t"), classes=["Cat", "cat "])
+    assert not Study.objects.filter(name="t").exists()

@@ -167,11 +167,19 @@ class AISystemInline(StudyInline, admin.TabularInline):
 
 
 class UploadForm(forms.Form):
-    file = forms.FileField(help_text="CSV (with a header row) or JSONL, UTF-8.")
+    file = forms.FileField(help_text="CSV (with a header row) or JSONL, UTF-8; the file name "
+                           "ends in .csv or .jsonl.")
     update = forms.BooleanField(
         required=False, label="Rewrite existing ids",
         help_text="Rows whose ids already exist replace the stored ones (refused for items "
         "that specialists have already been asked about).")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if not upload.name.lower().endswith((".csv", ".jsonl", ".ndjson")):
+            raise forms.ValidationError(f"“{upload.name}” is neither a .csv nor a .jsonl file; "
+                                        f"rename it to say which it is.")
+        return upload
 
 
 admin.site.site_header = "Oversight"

@@ -443,3 +443,16 @@ def test_study_insert_saves_a_draft_with_its_classes_and_refuses_repeats():
     with pytest.raises(InvalidStudy, match="distinct"):
         study_insert(study=Study(name="t"), classes=["Cat", "cat "])
     assert not Study.objects.filter(name="t").exists()
+
+
+def test_an_upload_without_a_csv_or_jsonl_name_is_explained_in_web_words(researcher_client,
+                                                                         draft):
+    upload = io.BytesIO(b'{"id": "new", "text": "t"}\n')
+    upload.name = "items.txt"
+    response = researcher_client.post(
+        reverse("admin:annotations_study_import_items", args=[draft.pk]), {"file": upload})
+    html = response.content.decode()
+    assert "“items.txt” is neither a .csv nor a .jsonl file; rename it to say which it is." \
+        in html
+    assert "say csv or jsonl" not in html
+    assert not Item.objects.filter(study=draft, external_id="new").exists()

@@ -171,8 +171,7 @@ class UploadForm(forms.Form):
                            "ends in .csv or .jsonl.")
     update = forms.BooleanField(
         required=False, label="Rewrite existing ids",
-        help_text="Rows whose ids already exist replace the stored ones (refused for items "
-        "that specialists have already been asked about).")
+        help_text="Rows whose ids already exist replace the stored ones.")
 
     def clean_file(self):
         upload = self.cleaned_data["file"]

@@ -6,12 +6,14 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
+from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from annotations.admin_forms import MemberFormSet, StudyAddForm
 from annotations.errors import DomainError
 from annotations.inputs import StorableJSONFormField
 from annotations.models import (
@@ -23,13 +25,17 @@ from annotations.models import (
     StudyMembership,
     User,
 )
+from annotations.selectors import study_setup_checklist
 from annotations.services.estimates import study_recompute
 from annotations.services.exports import labels_export
 from annotations.services.imports import items_import, study_stratum_sizes_refresh
 from annotations.services.studies import (
+    member_password_reset,
+    members_add,
     membership_add,
     researchers_staff_ensure,
     study_close,
+    study_insert,
     study_open,
 )
 from assistants.models import AISystem
@@ -121,15 +127,21 @@ class StudyInline:
         return self._parent_allowed(request, obj)
 
 
+SHORT_TEXT = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 2, "cols": 36})}}
+
+
 class StudyClassInline(StudyInline, admin.TabularInline):
     model = StudyClass
     extra = 0
+    verbose_name, verbose_name_plural = "class", "Classes"
     fields = ["index", "name", "description"]
+    formfield_overrides = SHORT_TEXT
 
 
 class MembershipInline(StudyInline, admin.TabularInline):
     model = StudyMembership
     extra = 0
+    verbose_name, verbose_name_plural = "member", "Members"
     fields = ["user", "role", "study_class"]
     autocomplete_fields = ["user"]
 
@@ -145,6 +157,7 @@ class AISystemInline(StudyInline, admin.TabularInline):
     extra = 0
     fields = ["name", "description", "ordinal", "reference_accuracy"]
     readonly_fields = ["ordinal", "reference_accuracy"]
+    formfield_overrides = SHORT_TEXT
 
     @admin.display(description="Gold-subset accuracy")
     def reference_accuracy(self, obj: AISystem) -> str:
@@ -157,9 +170,29 @@ class AISystemInline(StudyInline, admin.TabularInline):
 
 
 class UploadForm(forms.Form):
-    file = forms.FileField(help_text="CSV (with a header row) or JSONL, UTF-8.")
-    update = forms.BooleanField(required=False,
-                                help_text="Rewrite rows whose ids already exist.")
+    file = forms.FileField(help_text="CSV (with a header row) or JSONL, UTF-8; the file name "
+                           "ends in .csv or .jsonl.")
+    update = forms.BooleanField(
+        required=False, label="Rewrite existing ids",
+        help_text="Rows whose ids already exist replace the stored ones.")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if not upload.name.lower().endswith((".csv", ".jsonl", ".ndjson")):
+            raise forms.ValidationError(f"“{upload.name}” is neither a .csv nor a .jsonl file; "
+                                        f"rename it to say which it is.")
+        return upload
+
+
+admin.site.site_header = "Oversight"
+admin.site.site_title = "Oversight"
+admin.site.index_title = "Studies, members and data"
+
+
+def staff_may_create_studies(request: HttpRequest) -> bool:
+    """Any active staff account may create a study (and becomes its researcher): the way a
+    new researcher starts from an empty database. Other studies stay invisible to them."""
+    return request.user.is_active and request.user.is_staff
 
 
 @admin.register(Study)
@@ -169,7 +202,9 @@ class StudyAdmin(ResearcherScopedAdmin):
                     "created_at", "links"]
     list_filter = ["status"]
     search_fields = ["name"]
-    readonly_fields = ["seed", "opened_at", "closed_at", "created_at"]
+    # Status changes only through study_open / study_close (the buttons and list actions):
+    # a form that saved "open" would leave the study open with nothing routed.
+    readonly_fields = ["status", "seed", "opened_at", "closed_at", "created_at"]
     inlines = [StudyClassInline, MembershipInline, AISystemInline]
     actions = ["open_studies", "close_studies", "recompute_estimates"]
     fieldsets = [
@@ -179,27 +214,83 @@ class StudyAdmin(ResearcherScopedAdmin):
         ("Dashboard", {"fields": ["target_ci_width", "interval_method"]}),
         ("Dates", {"fields": ["created_at", "opened_at", "closed_at"]}),
     ]
+    add_fieldsets = [
+        (None, {"fields": ["name", "description", "classes"]}),
+        ("Routing", {"fields": ["queries_per_item", "lease_minutes", "shuffle_options",
+                                "gold_rate"]}),
+        ("Dashboard", {"fields": ["target_ci_width", "interval_method"]}),
+    ]
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("classes")
 
+    def has_module_permission(self, request):
+        return staff_may_create_studies(request) or super().has_module_permission(request)
+
     def has_add_permission(self, request):
-        return is_researcher(request) or request.user.has_perm("annotations.add_study")
+        return (staff_may_create_studies(request) or is_researcher(request)
+                or request.user.has_perm("annotations.add_study"))
+
+    def has_view_permission(self, request, obj=None):
+        if obj is None and staff_may_create_studies(request):
+            return True  # the list (empty until they create a study) and the Add button
+        return super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        if obj is None and staff_may_create_studies(request):
+            return True  # rows are still checked one by one (obj given)
+        return super().has_change_permission(request, obj)
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = StudyAddForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fieldsets(self, request, obj=None):
+        return self.add_fieldsets if obj is None else self.fieldsets
+
+    def get_inlines(self, request, obj):
+        # Members need the classes (a specialist's menu), so they come after the first save.
+        return [] if obj is None else self.inlines
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            study_insert(study=obj, classes=form.cleaned_data["classes"])
+            if not request.user.is_superuser:  # its creator researches it
+                membership_add(study=obj, user=request.user,
+                               role=StudyMembership.Role.RESEARCHER)
+            return
+        # Only the fields the form changed: never status (the services own it), and a
+        # concurrent open/close is not overwritten by a stale copy.
+        concrete = {f.name for f in obj._meta.concrete_fields}
+        fields = [f for f in form.changed_data if f in concrete]
+        if fields:
+            obj.save(update_fields=fields)
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
         researchers_staff_ensure(study=form.instance)
 
-    def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
-        if not change and not request.user.is_superuser:  # its creator researches it
-            membership_add(study=obj, user=request.user, role=StudyMembership.Role.RESEARCHER)
+    def response_add(self, request, obj, post_url_continue=None):
+        if "_addanother" in request.POST or "_popup" in request.POST:
+            return super().response_add(request, obj, post_url_continue)
+        self.message_user(request, format_html(
+            "Study “{}” created with {} classes. Next: add its members, import items and AI "
+            "predictions, then open it.", obj.name, obj.classes.count()), messages.SUCCESS)
+        return redirect("admin:annotations_study_change", obj.pk)
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
         if obj is not None and obj.status != Study.Status.DRAFT:
-            fields += ["status", "queries_per_item", "shuffle_options", "interval_method"]
+            fields += ["queries_per_item", "shuffle_options", "interval_method"]
         return fields
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        study = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if study is not None:
+            context["setup"] = study_setup_checklist(study=study)
+        return super().change_view(request, object_id, form_url, extra_context=context)
 
     @admin.display(description="K")
     def k_classes(self, obj: Study) -> int:
@@ -209,11 +300,13 @@ class StudyAdmin(ResearcherScopedAdmin):
     def links(self, obj: Study) -> str:
         return format_html(
             '<a href="{}">Dashboard</a> · <a href="{}">Import items</a> · '
-            '<a href="{}">Import predictions</a> · <a href="{}">Export labels</a>',
+            '<a href="{}">Import predictions</a> · Export labels: <a href="{}">CSV</a> '
+            '<a href="{}">JSONL</a>',
             reverse("dashboard", args=[obj.pk]),
             reverse("admin:annotations_study_import_items", args=[obj.pk]),
             reverse("admin:annotations_study_import_predictions", args=[obj.pk]),
-            reverse("admin:annotations_study_export", args=[obj.pk]),
+            reverse("admin:annotations_study_export", args=[obj.pk]) + "?format=csv",
+            reverse("admin:annotations_study_export", args=[obj.pk]) + "?format=jsonl",
         )
 
     @admin.action(description="Open selected studies (routes their items)")
@@ -224,13 +317,19 @@ class StudyAdmin(ResearcherScopedAdmin):
             except DomainError as exc:
                 self.message_user(request, f"{study}: {exc.message}", messages.ERROR)
             else:
+                self.log_change(request, study, f"Opened: {routed} items routed.")
                 self.message_user(request, f"{study}: opened, {routed} items routed.")
 
     @admin.action(description="Close selected studies")
     def close_studies(self, request, queryset):
         for study in queryset:
-            study_close(study=study)
-        self.message_user(request, f"Closed {queryset.count()} studies.")
+            try:
+                study_close(study=study)
+            except DomainError as exc:
+                self.message_user(request, f"{study}: {exc.message}", messages.ERROR)
+            else:
+                self.log_change(request, study, "Closed.")
+                self.message_user(request, f"{study}: closed.")
 
     @admin.action(description="Recompute estimates now")
     def recompute_estimates(self, request, queryset):
@@ -247,17 +346,91 @@ class StudyAdmin(ResearcherScopedAdmin):
                  name="annotations_study_import_predictions"),
             path("<int:study_id>/export/", wrap(self.export_view),
                  name="annotations_study_export"),
+            path("<int:study_id>/open/", wrap(self.open_view), name="annotations_study_open"),
+            path("<int:study_id>/close/", wrap(self.close_view),
+                 name="annotations_study_close"),
+            path("<int:study_id>/members/", wrap(self.members_view),
+                 name="annotations_study_members"),
         ] + super().get_urls()
 
     def _study_or_403(self, request, study_id: int) -> Study:
         study = get_object_or_404(Study, pk=study_id)
         if not self.has_change_permission(request, study):
-            from django.core.exceptions import PermissionDenied
-
             raise PermissionDenied
         return study
 
-    def _import_view(self, request, study_id: int, title: str, service) -> HttpResponse:
+    def _page(self, request, template: str, study: Study, title: str, **context):
+        return render(request, template, {
+            **self.admin_site.each_context(request), "title": title, "study": study,
+            "opts": self.model._meta, "original": study, **context,
+        })
+
+    def _status_view(self, request, study_id: int, *, opening: bool) -> HttpResponse:
+        study = self._study_or_403(request, study_id)
+        if request.method == "POST":
+            try:
+                if opening:
+                    routed = study_open(study=study)
+                    note = f"Opened: {routed} items routed."
+                else:
+                    study_close(study=study)
+                    note = "Closed."
+            except DomainError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+            else:
+                self.log_change(request, study, note)
+                self.message_user(request, f"{study.name}: {note[0].lower()}{note[1:]}",
+                                  messages.SUCCESS)
+            return redirect("admin:annotations_study_change", study.pk)
+        verb = "Open" if opening else "Close"
+        return self._page(request, "admin/annotations/study/status_confirm.html", study,
+                          f"{verb} “{study.name}”?", opening=opening,
+                          setup=study_setup_checklist(study=study))
+
+    def open_view(self, request, study_id: int):
+        return self._status_view(request, study_id, opening=True)
+
+    def close_view(self, request, study_id: int):
+        return self._status_view(request, study_id, opening=False)
+
+    def members_view(self, request, study_id: int):
+        study = self._study_or_403(request, study_id)
+        formset = MemberFormSet(request.POST or None, study=study, prefix="members")
+        created, error = [], ""
+        reset = request.POST.get("reset", "")
+        if request.method == "POST" and reset:
+            if not reset.isdigit():
+                raise Http404
+            member = get_object_or_404(StudyMembership, study=study, pk=int(reset))
+            try:
+                password = member_password_reset(study=study, user=member.user,
+                                                 by=request.user)
+            except DomainError as exc:
+                error = exc.message
+            else:
+                self.log_change(request, study, f"New password for {member.user}.")
+                created = [(member, password)]
+            formset = MemberFormSet(study=study, prefix="members")
+        elif request.method == "POST" and formset.is_valid():
+            try:
+                added = members_add(study=study, members=formset.members(), by=request.user)
+            except DomainError as exc:
+                error = exc.message
+            else:
+                names = ", ".join(a.membership.user.username for a in added)
+                if added:
+                    self.log_change(request, study, f"Members added: {names}.")
+                created = [(a.membership, a.password) for a in added]
+                formset = MemberFormSet(study=study, prefix="members")
+        members = (StudyMembership.objects.filter(study=study)
+                   .select_related("user", "study_class").order_by("role", "user__username"))
+        return self._page(request, "admin/annotations/study/members.html", study,
+                          f"Members of “{study.name}”", formset=formset, members=members,
+                          created=created, error=error,
+                          login_url=request.build_absolute_uri(reverse("login")))
+
+    def _import_view(self, request, study_id: int, title: str, service,
+                     kind: str) -> HttpResponse:
         study = self._study_or_403(request, study_id)
         form = UploadForm(request.POST or None, request.FILES or None)
         errors: list[str] = []
@@ -269,22 +442,20 @@ class StudyAdmin(ResearcherScopedAdmin):
             except DomainError as exc:
                 errors = getattr(exc, "errors", [exc.message])
             else:
-                self.message_user(request, f"{upload.name}: {result.created} created, "
+                self.message_user(request, f"Imported {upload.name}: {result.created} created, "
                                            f"{result.updated} updated.")
                 return redirect("admin:annotations_study_change", study.pk)
-        return render(request, "admin/annotations/import.html", {
-            **self.admin_site.each_context(request), "title": f"{title} — {study.name}",
-            "study": study,
-            "form": form, "errors": errors, "opts": self.model._meta,
-        })
+        return self._page(request, "admin/annotations/import.html", study,
+                          f"{title} — {study.name}", form=form, errors=errors, kind=kind)
 
     def import_items_view(self, request, study_id: int):
-        return self._import_view(request, study_id, "Import items", items_import)
+        return self._import_view(request, study_id, "Import items", items_import, "items")
 
     def import_predictions_view(self, request, study_id: int):
         from assistants.services import predictions_import
 
-        return self._import_view(request, study_id, "Import AI predictions", predictions_import)
+        return self._import_view(request, study_id, "Import AI predictions",
+                                 predictions_import, "predictions")
 
     def export_view(self, request, study_id: int):
         study = self._study_or_403(request, study_id)
@@ -350,6 +521,11 @@ class EstimateSnapshotAdmin(ResearcherScopedAdmin):
 @admin.register(User)
 class PlatformUserAdmin(UserAdmin):
     list_display = ["username", "email", "is_staff", "is_superuser", "last_login"]
+    add_fieldsets = (*UserAdmin.add_fieldsets, (
+        "Researcher", {"fields": ("is_staff",), "description":
+                       "Tick Staff status for a researcher: they may then create studies here "
+                       "and add their members. Specialists and managers are added by "
+                       "researchers on each study's Members page."}))
 
     def has_view_permission(self, request, obj=None):
         # researchers pick members by name (autocomplete); only superusers edit accounts

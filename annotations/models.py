@@ -46,8 +46,11 @@ class Study(models.Model):
     )
     shuffle_options = models.BooleanField(
         default=True,
-        help_text="Multiple-choice items: shuffle options per item, class k = option position. "
-        "Turn off when classes are named categories shared by all items.",
+        help_text="Shuffle each item's own options (multiple choice; classes named by "
+        "position, e.g. A–D: class k = the option shown at position k). Items without options, "
+        "or whose options are exactly the class names in order (named categories such as Cat, "
+        "Dog, Bird), are never shuffled; options naming classes in another order are refused "
+        "at import.",
     )
     gold_rate = models.FloatField(
         default=0.0,

@@ -307,3 +307,48 @@ def study_snapshot_history(*, study: Study, limit: int = 200) -> list[EstimateSn
 
 def study_items(*, study: Study) -> QuerySet[Item]:
     return Item.objects.filter(study=study).order_by("pk")
+
+
+# --- the researcher's study page -----------------------------------------------------------
+@dataclass(frozen=True)
+class SetupChecklist:
+    """What a study has and lacks before (and while) it runs: the study page's checklist and
+    the open confirmation. ``missing`` holds plain-language warnings, empty when ready."""
+
+    status: str
+    classes: list[tuple[str, int]]  # (class name, specialists)
+    managers: int
+    items: int
+    quality_checks: int
+    routed: int
+    systems: int
+    missing: list[str] = field(default_factory=list)
+
+
+def study_setup_checklist(*, study: Study) -> SetupChecklist:
+    from assistants.models import AISystem
+
+    classes = list(study.classes.order_by("index").annotate(
+        n=Count("specialists", filter=Q(specialists__role=Role.SPECIALIST))))
+    items = Item.objects.filter(study=study).aggregate(
+        items=Count("id", filter=Q(is_quality_check=False)),
+        checks=Count("id", filter=Q(is_quality_check=True)),
+        routed=Count("id", filter=Q(routed_at__isnull=False)))
+    managers = StudyMembership.objects.filter(study=study, role=Role.MANAGER).count()
+    systems = AISystem.objects.filter(study=study).count()
+    missing = []
+    if len(classes) < 2:
+        missing.append(f"at least 2 classes (has {len(classes)})")
+    empty = [c.name for c in classes if not c.n]
+    if empty:
+        missing.append("a specialist for class " + ", ".join(empty))
+    if not items["items"]:
+        missing.append("items (Import items)")
+    if not systems:
+        missing.append("AI systems (Import AI predictions)")
+    if not managers:
+        missing.append("a manager to read the dashboard")
+    return SetupChecklist(status=study.status, classes=[(c.name, c.n) for c in classes],
+                          managers=managers, items=items["items"],
+                          quality_checks=items["checks"], routed=items["routed"],
+                          systems=systems, missing=missing)

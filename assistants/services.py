@@ -141,7 +141,7 @@ def predictions_import(
         elif not update:
             errors.append(
                 f"{label}:{line}: item_id: '{item_id}' already has a prediction "
-                f"from '{system_name}' (use --update to replace it)"
+                f"from '{system_name}' (rewriting existing ids is off)"
             )
         else:
             found.option, found.position, found.raw = option, position, raw

@@ -10,6 +10,7 @@ from django.db.models import Count
 
 from annotations.errors import ImportFailed
 from annotations.models import Item, Study
+from annotations.services.item_options import option_order_for, options_conflict
 from annotations.services.records import parse_bool, parse_json_cell, read_records
 from annotations.services.routing import items_route, option_orders_draw, study_rng
 
@@ -95,6 +96,9 @@ def items_import(
         if options and len(options) != k:
             errors.append(f"{where}: options: {len(options)} options but the study has K={k}")
             continue
+        if (conflict := options_conflict(options, classes)) is not None:
+            errors.append(f"{where}: options: {conflict}")
+            continue
         try:
             gold = _option_index(rec.get("gold"), options or classes, "gold")
         except ValueError as exc:
@@ -138,7 +142,7 @@ def items_import(
             if r["external_id"] in existing:
                 errors.append(
                     f"{label}:{line}: id: '{r['external_id']}' already exists "
-                    f"(use --update to rewrite it)"
+                    f"(rewriting existing ids is off)"
                 )
     if errors:
         raise ImportFailed(errors)
@@ -170,11 +174,10 @@ def items_import(
             Query.objects.filter(item=item).update(stratum=item.stratum)
     rng = study_rng(study, 0, Item.objects.filter(study=study).count())
     orders = option_orders_draw(rng, len(new), k, study.shuffle_options).tolist()
-    identity = list(range(k))
-    # Named categories (no options) are never shuffled: class k must stay category k.
+    # Named categories are never shuffled: class k must stay category k (item_options).
     created = Item.objects.bulk_create(
         [
-            Item(study=study, option_order=o if r["options"] else identity, **r)
+            Item(study=study, option_order=option_order_for(r["options"], classes, o), **r)
             for r, o in zip(new, orders, strict=True)
         ],
         batch_size=2000,

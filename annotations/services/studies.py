@@ -1,13 +1,19 @@
-"""Study life cycle: create with classes, add members, open (routes items), close."""
+"""Study life cycle: create with classes, add members (creating their accounts), open (routes
+items), close. Opening and closing happen only here: forms never write ``Study.status``."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from annotations.errors import InvalidStudy
+from annotations.errors import InvalidStudy, NotPermitted
 from annotations.models import Study, StudyClass, StudyMembership, User
 from annotations.services.routing import items_route
 
@@ -19,28 +25,44 @@ def study_create(*, name: str, classes: Sequence[str | tuple[str, str]], descrip
                  seed: int | None = None,
                  interval_method: str = Study.IntervalMethod.AUTO) -> Study:
     """Create a draft study with K named classes (name or (name, description) pairs)."""
-    if len(classes) < 2:
-        raise InvalidStudy(f"A study needs at least 2 classes (K = {len(classes)}).",
-                           field="classes")
-    if queries_per_item < 1:
-        raise InvalidStudy("queries_per_item must be at least 1.", field="queries_per_item")
-    if not 0.0 <= gold_rate <= 0.5:
-        raise InvalidStudy("gold_rate must be between 0 and 0.5.", field="gold_rate")
-    if interval_method not in Study.IntervalMethod.values:
-        raise InvalidStudy(f"interval_method must be one of "
-                           f"{', '.join(Study.IntervalMethod.values)}.", field="interval_method")
     extra = {"seed": seed} if seed is not None else {}
-    study = Study.objects.create(
+    study = Study(
         name=name, description=description, queries_per_item=queries_per_item,
         lease_minutes=lease_minutes, shuffle_options=shuffle_options, gold_rate=gold_rate,
         interval_method=interval_method, **extra,
     )
+    return study_insert(study=study, classes=classes)
+
+
+@transaction.atomic
+def study_insert(*, study: Study, classes: Sequence[str | tuple[str, str]]) -> Study:
+    """Save the unsaved ``study`` as a draft with its K classes, in order (class 0 first).
+
+    ``study_create`` builds the instance from arguments; the admin's add form builds it from
+    the form. Refused: fewer than 2 classes, repeated or empty names, settings out of range."""
+    if study.pk is not None:
+        raise InvalidStudy(f"Study '{study}' is already saved.", field="classes")
+    if len(classes) < 2:
+        raise InvalidStudy(f"A study needs at least 2 classes (K = {len(classes)}).",
+                           field="classes")
+    if study.queries_per_item < 1:
+        raise InvalidStudy("queries_per_item must be at least 1.", field="queries_per_item")
+    if not 0.0 <= study.gold_rate <= 0.5:
+        raise InvalidStudy("gold_rate must be between 0 and 0.5.", field="gold_rate")
+    if study.interval_method not in Study.IntervalMethod.values:
+        raise InvalidStudy(f"interval_method must be one of "
+                           f"{', '.join(Study.IntervalMethod.values)}.", field="interval_method")
     pairs = [(c, "") if isinstance(c, str) else c for c in classes]
-    names = [n for n, _ in pairs]
-    if len(set(names)) != len(names):
+    names = [n.strip() for n, _ in pairs]
+    if not all(names):
+        raise InvalidStudy("Every class needs a name.", field="classes")
+    if len({n.casefold() for n in names}) != len(names):
         raise InvalidStudy("Class names must be distinct.", field="classes")
+    study.status = Study.Status.DRAFT
+    study.save()
     StudyClass.objects.bulk_create(
-        StudyClass(study=study, index=i, name=n, description=d) for i, (n, d) in enumerate(pairs)
+        StudyClass(study=study, index=i, name=n, description=d.strip())
+        for i, (n, (_, d)) in enumerate(zip(names, pairs, strict=True))
     )
     return study
 
@@ -74,13 +96,17 @@ def researchers_staff_ensure(*, study: Study) -> int:
 
 @transaction.atomic
 def study_open(*, study: Study) -> int:
-    """Open a study and route every item not yet routed. Returns the number routed."""
+    """Open a draft (or re-open-route an open) study and route every item not yet routed.
+    Returns the number routed. Refused for a closed study or K < 2."""
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    study.status, study.opened_at = locked.status, locked.opened_at
     k = study.classes.count()
     if k < 2:
         raise InvalidStudy(f"Study '{study}' has K = {k} classes; at least 2 are needed.",
                            field="classes")
     if study.status == Study.Status.CLOSED:
-        raise InvalidStudy(f"Study '{study}' is closed.", field="status")
+        raise InvalidStudy(f"Study '{study}' is closed; a closed study stays closed.",
+                           field="status")
     study.status = Study.Status.OPEN
     study.opened_at = study.opened_at or timezone.now()
     study.save(update_fields=["status", "opened_at"])
@@ -89,6 +115,132 @@ def study_open(*, study: Study) -> int:
 
 @transaction.atomic
 def study_close(*, study: Study) -> None:
+    """Close a study: no query is offered or answered any more. Closing twice is refused."""
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    study.status, study.closed_at = locked.status, locked.closed_at
+    if study.status == Study.Status.CLOSED:
+        raise InvalidStudy(f"Study '{study}' is already closed.", field="status")
     study.status = Study.Status.CLOSED
     study.closed_at = timezone.now()
     study.save(update_fields=["status", "closed_at"])
+
+
+# --- member accounts created by researchers ------------------------------------------------
+USERNAME_MAX = User._meta.get_field("username").max_length
+PASSWORD_ALPHABET = "abcdefghjkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/l/I
+
+
+@dataclass(frozen=True)
+class NewMember:
+    """One person to add: a user name (new or already a member of one of your studies), a
+    role and, for specialists, the class index."""
+
+    username: str
+    role: str
+    class_index: int | None = None
+    email: str = ""
+
+
+@dataclass(frozen=True)
+class MemberAdded:
+    membership: StudyMembership
+    password: str | None  # the new account's password: returned once, stored only hashed
+
+
+def researcher_may_configure(*, user: User, study: Study) -> bool:
+    return user.is_superuser or StudyMembership.objects.filter(
+        study=study, user=user, role=StudyMembership.Role.RESEARCHER).exists()
+
+
+def accounts_visible_to(*, user: User) -> QuerySet[User]:
+    """Accounts a researcher may see and add: members of the studies they research
+    (superusers: all). Nobody else's name, role or study leaks through the member pages."""
+    if user.is_superuser:
+        return User.objects.all()
+    studies = StudyMembership.objects.filter(
+        user=user, role=StudyMembership.Role.RESEARCHER).values("study_id")
+    return User.objects.filter(memberships__study_id__in=studies).distinct()
+
+
+def _password_new() -> str:
+    return "".join(secrets.choice(PASSWORD_ALPHABET) for _ in range(14))
+
+
+@transaction.atomic
+def members_add(*, study: Study, members: Sequence[NewMember], by: User) -> list[MemberAdded]:
+    """Add people to ``study`` (all or nothing), creating an account for each new user name
+    with a random password that is returned once and stored only hashed.
+
+    ``by`` must research the study (or be a superuser). An existing account is added only if
+    ``by`` may see it (``accounts_visible_to``); any other taken name is refused with the same
+    words as a name in use, so no account outside ``by``'s studies is revealed or changed."""
+    if not researcher_may_configure(user=by, study=study):
+        raise NotPermitted("Only the study's researchers may add its members.")
+    visible = accounts_visible_to(user=by)
+    classes = {c.index: c for c in study.classes.all()}
+    added: list[MemberAdded] = []
+    seen: set[str] = set()
+    for m in members:
+        username = m.username.strip()
+        if len(username) > USERNAME_MAX:
+            raise InvalidStudy(f"User name '{username[:40]}…' is longer than {USERNAME_MAX} "
+                               f"characters.", field="username")
+        try:
+            UnicodeUsernameValidator()(username)
+        except ValidationError as exc:
+            raise InvalidStudy(f"User name '{username}': {exc.messages[0]}",
+                               field="username") from None
+        if username.casefold() in seen:
+            raise InvalidStudy(f"User name '{username}' is given twice.", field="username")
+        seen.add(username.casefold())
+        if m.role not in StudyMembership.Role.values:
+            raise InvalidStudy(f"{username}: unknown role '{m.role}'.", field="role")
+        is_specialist = m.role == StudyMembership.Role.SPECIALIST
+        if is_specialist and m.class_index not in classes:
+            raise InvalidStudy(f"{username}: a specialist needs one of this study's classes.",
+                               field="class_index")
+        if not is_specialist and m.class_index is not None:
+            raise InvalidStudy(f"{username}: only specialists have a class.",
+                               field="class_index")
+        user = User.objects.filter(username__iexact=username).first()
+        password = None
+        if user is None:
+            password = _password_new()
+            user = User(username=username, email=m.email.strip())
+            user.set_password(password)
+            user.save()
+        elif not visible.filter(pk=user.pk).exists() or user.is_superuser and not by.is_superuser:
+            raise InvalidStudy(f"The user name '{username}' is taken; choose another one.",
+                               field="username")
+        existing = StudyMembership.objects.filter(study=study, user=user, role=m.role).first()
+        if existing is not None:
+            raise InvalidStudy(f"{username} is already a {m.role} of this study.",
+                               field="username")
+        membership = StudyMembership.objects.create(
+            study=study, user=user, role=m.role,
+            study_class=classes[m.class_index] if is_specialist else None)
+        added.append(MemberAdded(membership=membership, password=password))
+    researchers_staff_ensure(study=study)
+    return added
+
+
+@transaction.atomic
+def member_password_reset(*, study: Study, user: User, by: User) -> str:
+    """Give ``user`` a new random password (returned once). ``by`` must research ``study``;
+    ``user`` must be a member of it, not staff or superuser, and member of no study ``by``
+    does not research — a researcher never takes over an account used elsewhere."""
+    if not researcher_may_configure(user=by, study=study):
+        raise NotPermitted("Only the study's researchers may reset its members' passwords.")
+    if not StudyMembership.objects.filter(study=study, user=user).exists():
+        raise NotPermitted(f"{user} is not a member of this study.")
+    if not by.is_superuser:
+        mine = StudyMembership.objects.filter(
+            user=by, role=StudyMembership.Role.RESEARCHER).values("study_id")
+        elsewhere = StudyMembership.objects.filter(user=user).exclude(study_id__in=mine)
+        if user.is_staff or user.is_superuser or elsewhere.exists():
+            raise NotPermitted(f"{user}'s account is used outside your studies (or is an "
+                               f"administrator's); ask an administrator to reset it.")
+    password = _password_new()
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    return password

@@ -1,11 +1,15 @@
-"""The researcher's admin screens in Chromium: list, import with errors, open a study."""
+"""The researcher's admin screens in Chromium: the whole path from an empty database to a
+labelled study, the list, import with errors, open a study."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from playwright.sync_api import expect
 
-from annotations.models import Item, Query, Study
+from annotations.models import Item, Query, Study, StudyMembership, User
+from assistants.models import AISystem, Prediction
 from tests.browser.conftest import login
 from tests.factories import make_study, role_user, specialist
 
@@ -59,3 +63,145 @@ def test_specialist_home_lists_their_studies(page, shots, live_server):
     login(page, live_server, specialist(study, 1).username)
     expect(page.get_by_role("link", name="Label as C1 specialist")).to_be_visible()
     page.screenshot(path=str(shots / "home.png"))
+
+
+def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, page, shots,
+                                                                      live_server, tmp_path,
+                                                                      settings):
+    """One superuser creates a researcher account; the researcher creates a study with its
+    classes, creates specialists and a manager, imports items and predictions, opens the
+    study from its page; a specialist answers one query; the manager sees the dashboard."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    User.objects.create_superuser("admin", password="admin-pass-4821")
+
+    # the superuser creates a researcher account (staff status: may create studies)
+    page.goto(f"{live_server.url}/admin/login/")
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", "admin-pass-4821")
+    page.click("input[type=submit]")
+    expect(page.locator("#site-name")).to_have_text("Oversight")
+    page.goto(f"{live_server.url}/admin/annotations/user/add/")
+    page.fill("input[name=username]", "rita")
+    page.fill("input[name=password1]", "rita-pass-9317")
+    page.fill("input[name=password2]", "rita-pass-9317")
+    page.check("input[name=is_staff]")
+    page.click("input[name=_save]")
+    expect(page.locator(".messagelist")).to_contain_text("rita")
+    assert User.objects.get(username="rita").is_staff
+    page.context.clear_cookies()
+
+    # the researcher: a study with its classes, in one form
+    page.goto(f"{live_server.url}/admin/login/")
+    page.fill("input[name=username]", "rita")
+    page.fill("input[name=password]", "rita-pass-9317")
+    page.click("input[type=submit]")
+    page.get_by_role("link", name="Studies", exact=True).click()
+    page.get_by_role("link", name="Add study").click()
+    page.fill("input[name=name]", "Capital cities")
+    page.fill("textarea[name=classes]", "A\nB\nC\nD")
+    page.screenshot(path=str(shots / "admin-add-study.png"), full_page=True)
+    page.click("input[name=_save]")
+    expect(page.locator(".messagelist")).to_contain_text("created with 4 classes")
+    study = Study.objects.get(name="Capital cities")
+    expect(page.locator(".study-panel")).to_contain_text("Still missing")
+
+    # members: four specialists (one per class) and a manager, accounts created here
+    page.get_by_role("link", name="Members and accounts").click()
+    people = [(f"spec-{c.lower()}", "specialist", c) for c in "ABCD"] + [
+        ("mo", "manager", "")]
+    for i, (name, role, cls) in enumerate(people):
+        page.fill(f"input[name=members-{i}-username]", name)
+        page.select_option(f"select[name=members-{i}-role]", role)
+        if cls:
+            page.select_option(f"select[name=members-{i}-study_class]", label=cls)
+    page.click("input[value='Add these people']")
+    expect(page.locator(".passwords")).to_contain_text("only now")
+    passwords = {name: page.locator(f".passwords tr[data-username='{name}'] code.password")
+                 .inner_text() for name, _, _ in people}
+    page.screenshot(path=str(shots / "admin-members-created.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(tmp_path / "members-phone.png"), full_page=True)
+    members_width = page.evaluate("document.documentElement.scrollWidth")
+    page.set_viewport_size({"width": 1200, "height": 900})
+    assert StudyMembership.objects.filter(study=study, role="specialist").count() == 4
+
+    # items and predictions from files, from the study page's buttons
+    cities = [("France", "Paris", "Lyon", "Nice", "Lille"),
+              ("Italy", "Milan", "Rome", "Turin", "Naples"),
+              ("Spain", "Seville", "Valencia", "Madrid", "Bilbao"),
+              ("Portugal", "Porto", "Braga", "Faro", "Lisbon")] * 3
+    items = tmp_path / "capitals.csv"
+    rows = ["id,text,options,gold"]
+    golds = {"France": "Paris", "Italy": "Rome", "Spain": "Madrid", "Portugal": "Lisbon"}
+    for i, (country, *options) in enumerate(cities):
+        cell = json.dumps(options).replace('"', '""')
+        rows.append(f'q{i},What is the capital of {country}?,"{cell}",{golds[country]}')
+    items.write_text("\n".join(rows) + "\n")
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("\n".join(
+        json.dumps({"item_id": f"q{i}", "system": system,
+                    "prediction": golds[country] if system == "big-model" or i % 3 else
+                    options[0]})
+        for i, (country, *options) in enumerate(cities) for system in ("big-model",
+                                                                       "small-model")) + "\n")
+    page.get_by_role("link", name="Back to the study").click()
+    page.get_by_role("link", name="Import items").click()
+    page.set_input_files("input[name=file]", str(items))
+    page.click("input[value=Import]")
+    expect(page.locator(".messagelist")).to_contain_text("capitals.csv: 12 created")
+    page.get_by_role("link", name="Import AI predictions").click()
+    page.set_input_files("input[name=file]", str(predictions))
+    page.click("input[value=Import]")
+    expect(page.locator(".messagelist")).to_contain_text("predictions.jsonl: 24 created")
+    assert AISystem.objects.filter(study=study).count() == 2
+    assert Prediction.objects.filter(system__study=study).count() == 24
+    expect(page.locator(".study-panel")).not_to_contain_text("Still missing")
+    page.screenshot(path=str(shots / "admin-study-page.png"), full_page=True)
+
+    # open it from the button, after the confirmation page
+    page.get_by_role("link", name="Open the study…").click()
+    expect(page.locator("#content")).to_contain_text("cannot go back to draft")
+    page.screenshot(path=str(shots / "admin-open-confirm.png"), full_page=True)
+    page.click("input[value='Open the study']")
+    expect(page.locator(".messagelist")).to_contain_text("opened: 12 items routed")
+    study.refresh_from_db()
+    assert study.status == Study.Status.OPEN
+    assert Query.objects.filter(study=study).count() == 12
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(shots / "admin-study-page-phone.png"), full_page=True)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    page.set_viewport_size({"width": 1200, "height": 900})
+
+    # a specialist of a class with a waiting query answers it with the password shown once
+    k = Query.objects.filter(study=study).order_by("rank").first().k
+    name = f"spec-{'abcd'[k]}"
+    specialist_page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
+    login(specialist_page, live_server, name, passwords[name])
+    specialist_page.get_by_role("link", name=name).click()  # replaces the one-time password
+    specialist_page.fill("input[name=old_password]", passwords[name])
+    specialist_page.fill("input[name=new_password1]", "my-own-secret-2291")
+    specialist_page.fill("input[name=new_password2]", "my-own-secret-2291")
+    specialist_page.get_by_role("button", name="Change my password").click()
+    expect(specialist_page.locator("h1")).to_have_text("Password changed")
+    specialist_page.screenshot(path=str(tmp_path / "password-changed.png"))
+    specialist_page.get_by_role("link", name="Back to your studies").click()
+    specialist_page.get_by_role("link", name=f"Label as {'ABCD'[k]} specialist").click()
+    specialist_page.get_by_role("button", name="Get the next query").click()
+    card = specialist_page.locator("article.query")
+    expect(card).to_be_visible()
+    query_id = int(card.get_attribute("data-query-id"))
+    specialist_page.wait_for_timeout(1500)  # a query must be on screen a moment first
+    specialist_page.locator("button.answer.no").click()
+    expect(specialist_page.get_by_test_id("session-count")).to_have_text("1")
+    assert Query.objects.get(pk=query_id).answer == "no"
+    specialist_page.context.close()
+
+    # the manager reads the dashboard
+    manager_page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
+    login(manager_page, live_server, "mo", passwords["mo"])
+    manager_page.goto(f"{live_server.url}/studies/{study.pk}/dashboard/")
+    expect(manager_page.get_by_test_id("n-answered")).to_have_text("1", timeout=10_000)
+    expect(manager_page.locator("table.estimates tr[data-system=big-model]")).to_have_count(1)
+    manager_page.context.close()
+    assert width <= 390 + 1, f"the study page scrolls sideways at 390 px ({width} px wide)"
+    assert members_width <= 390 + 1, f"the members page is {members_width} px wide at 390 px"

@@ -58,7 +58,8 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "unsure": ("Not sure", "Questions answered \"not sure\": left out of every estimate."),
     "skipped": ("Skipped", "Questions a specialist handed back to the pool for another "
                 "specialist."),
-    "skip_rate": ("Skip rate", "Skipped ÷ questions shown to this class's specialists."),
+    "skip_rate": ("Skip rate", "Share of the questions handed to this class's specialists "
+                  "that were skipped."),
     "pending": ("Pending", "Questions routed to this class, waiting for a specialist."),
     "leased": ("Leased", "Questions on a specialist's screen right now."),
     "completion": ("Completion", "Answered ÷ routed questions of this class. Classes much "
@@ -69,8 +70,8 @@ GLOSSARY: dict[str, tuple[str, str]] = {
                   "should be 1/K; a significant difference means abstentions or routing "
                   "depend on the true answer, which biases the estimates."),
     "expected": ("Expected", "1/K: the share of \"yes\" answers when routing is uniform."),
-    "p_value": ("p-value", "Binomial test of the share against 1/K: below 0.01 is flagged. "
-                "Small p = unlikely to be chance."),
+    "p_value": ("p-value", "Binomial test of the share against 1/K: the smaller it is, the less "
+                "likely the difference is chance. A flag marks a significant departure."),
     "no_data": ("no data", "This estimator needs labels this system does not have yet (e.g. "
                 "complementary with 2 classes or no \"no\" answers): nothing is estimated."),
     "stale": ("stale", "The figures do not include every answer: the last recompute failed, "

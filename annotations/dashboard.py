@@ -50,6 +50,8 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "flags": ("Flags", "Warnings about this system's estimate, e.g. too few labels for the "
               "finite-sample guarantee to say much; the design effect shows how much "
               "asking several questions per item widens the interval."),
+    "few_labels_for_guarantee": ("too few labels for the guarantee", "The finite-sample "
+                                 "bound is wider than ±0.1: it guarantees little yet."),
     "class": ("Class", "The answer option (or category) a pool of specialists is asked "
               "about: \"is the answer class k?\"."),
     "specialists": ("Specialists", "Members answering this class's questions."),
@@ -69,6 +71,9 @@ GLOSSARY: dict[str, tuple[str, str]] = {
                   "share answered \"yes\". Because each item's class is drawn at random, it "
                   "should be 1/K; a significant difference means abstentions or routing "
                   "depend on the true answer, which biases the estimates."),
+    "answered": ("Answered", "Questions of this class answered \"yes\" or \"no\" (\"not sure\" "
+                 "left out)."),
+    "specialist": ("Specialist", "One specialist's quality-check answers."),
     "expected": ("Expected", "1/K: the share of \"yes\" answers when routing is uniform."),
     "p_value": ("p-value", "Binomial test of the share against 1/K: the smaller it is, the less "
                 "likely the difference is chance. A flag marks a significant departure."),

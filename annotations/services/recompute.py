@@ -16,7 +16,8 @@ import threading
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models import Count, F, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotations.models import EstimateSnapshot, Query, RecomputeState, Study
@@ -58,15 +59,11 @@ def _state_locked(study_id: int) -> RecomputeState:
 def recompute_requested(*, study_id: int) -> None:
     """Mark the study as having answers that no snapshot includes yet. Called after the
     answers committed, so a recompute that reads the sequence later counts them."""
-    now = timezone.now()
-    updated = RecomputeState.objects.filter(study_id=study_id).update(
-        requested_seq=F("requested_seq") + 1)
-    if not updated:
-        state = _state_locked(study_id)
-        state.requested_seq += 1
-        state.save(update_fields=["requested_seq"])
-    RecomputeState.objects.filter(study_id=study_id, dirty_since__isnull=True).update(
-        dirty_since=now)
+    bump = {"requested_seq": F("requested_seq") + 1,
+            "dirty_since": Coalesce(F("dirty_since"), Value(timezone.now()))}
+    if not RecomputeState.objects.filter(study_id=study_id).update(**bump):
+        _state_locked(study_id)  # first answer of the study: create the row, then bump
+        RecomputeState.objects.filter(study_id=study_id).update(**bump)
 
 
 def recompute_started(*, study_id: int) -> int:

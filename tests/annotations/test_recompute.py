@@ -28,6 +28,11 @@ pytestmark = pytest.mark.django_db
 DEAD_REDIS = "redis://127.0.0.1:6390/0"  # nothing listens here
 
 
+@pytest.fixture(autouse=True)
+def _in_process(settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # recompute in-process, even with a broker
+
+
 def _answer(study, k: int, answer: str = "no") -> Query:
     user = specialist(study, k)
     q = query_lease_next(study=study, user=user)

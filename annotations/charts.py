@@ -14,6 +14,12 @@ PALETTE = ["#1f8a4c", "#2f6fb0", "#c0572b", "#6a3fa0", "#b08a1f", "#2a9d9d", "#a
            "#555555"]
 
 
+# Lines of the convergence chart are AI systems: colours no method uses in the other chart,
+# so each colour means one thing on the page.
+SYSTEM_PALETTE = ["#b08a1f", "#2a9d9d", "#a63d6b", "#555555", "#7a5c2e", "#3d6ba6",
+                  "#8f4fb0", "#4f7d3a"]
+
+
 @dataclass(frozen=True)
 class IntervalMark:
     method: str
@@ -23,6 +29,7 @@ class IntervalMark:
     x: float | None
     x_low: float | None
     x_high: float | None
+    title: str
 
 
 def _x(value: float | None, left: float, width: float) -> float | None:
@@ -31,40 +38,54 @@ def _x(value: float | None, left: float, width: float) -> float | None:
     return left + max(0.0, min(1.0, value)) * width
 
 
-def interval_chart(systems: list[dict], *, width: int = 640, left: int = 170,
-                   row_height: int = 64) -> dict:
-    """Rows of point estimates with 95 % intervals for each method, and the reference
-    (gold-subset) accuracy as a tick where known."""
-    plot_w = width - left - 20
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def interval_chart(systems: list[dict], *, width: int = 480, margin: int = 16,
+                   row_height: int = 84) -> dict:
+    """Rows of point estimates with 95 % intervals, one colour per method, and the
+    reference (gold-subset) accuracy as a dashed tick where known. Each system's name sits
+    above its row so the plot keeps the full width on a phone (the SVG scales to the
+    screen; text sizes are set in these units). An estimate of None is not drawn."""
+    plot_w = width - 2 * margin
     rows = []
     for i, system in enumerate(systems):
-        top = 20 + i * row_height
+        top = 10 + i * row_height
         marks = []
         for j, (method, (label, color)) in enumerate(METHOD_STYLE.items()):
-            est = system["estimates"].get(method, {})
+            est = (system.get("estimates") or {}).get(method) or {}
             acc = est.get("accuracy_clipped", est.get("accuracy"))
+            title = (f"{system['name']} · {label}: {_fmt(est.get('accuracy'))} "
+                     f"[{_fmt(est.get('ci_low'))}, {_fmt(est.get('ci_high'))}]"
+                     if acc is not None else f"{system['name']} · {label}: no data")
             marks.append(IntervalMark(
-                method=method, label=label, color=color, y=top + 10 + j * 12,
-                x=_x(acc, left, plot_w), x_low=_x(est.get("ci_low"), left, plot_w),
-                x_high=_x(est.get("ci_high"), left, plot_w),
+                method=method, label=label, color=color, y=top + 30 + j * 13,
+                x=_x(acc, margin, plot_w), x_low=_x(est.get("ci_low"), margin, plot_w),
+                x_high=_x(est.get("ci_high"), margin, plot_w), title=title,
             ))
-        ref = system.get("reference", {}).get("accuracy")
-        rows.append({"name": system["name"], "label_y": top + 30, "marks": marks,
-                     "ref_x": _x(ref, left, plot_w), "top": top, "bottom": top + row_height - 8})
-    height = 30 + len(systems) * row_height
-    ticks = [{"x": left + t / 10 * plot_w, "label": f"{t / 10:.1f}"} for t in range(0, 11, 2)]
-    return {"width": width, "height": height, "left": left, "right": left + plot_w,
-            "rows": rows, "ticks": ticks, "axis_y": height - 8,
+        ref = (system.get("reference") or {}).get("accuracy")
+        rows.append({"name": system["name"], "label_y": top + 14, "marks": marks,
+                     "ref_x": _x(ref, margin, plot_w),
+                     "ref_title": f"{system['name']} · gold subset: {_fmt(ref)}",
+                     "top": top + 20, "bottom": top + row_height - 10})
+    axis_y = 10 + len(systems) * row_height
+    height = axis_y + 22
+    ticks = [{"x": margin + t / 10 * plot_w, "label": f"{t / 10:.1f}"} for t in range(0, 11, 2)]
+    return {"width": width, "height": height, "left": margin, "right": margin + plot_w,
+            "rows": rows, "ticks": ticks, "axis_y": axis_y,
             "legend": [{"label": lab, "color": col} for lab, col in METHOD_STYLE.values()]}
 
 
-def convergence_chart(history: list[tuple[int, list[dict]]], *, width: int = 640,
-                      height: int = 220) -> dict | None:
-    """ML estimate of each system against the number of answered queries, one line each."""
+def convergence_chart(history: list[tuple[int, list[dict]]], *, width: int = 480,
+                      height: int = 240) -> dict | None:
+    """ML estimate of each system against the number of answered queries, one line (one
+    colour) per system; each point carries its value as a tooltip. No-data points (None)
+    are left out."""
     points = [(n, systems) for n, systems in history if systems]
     if len(points) < 2:
         return None
-    left, right, top, bottom = 50, width - 20, 15, height - 30
+    left, right, top, bottom = 44, width - 12, 12, height - 30
     max_n = max(n for n, _ in points) or 1
     names: list[str] = []
     for _, systems in points:
@@ -73,15 +94,18 @@ def convergence_chart(history: list[tuple[int, list[dict]]], *, width: int = 640
                 names.append(s["name"])
     lines = []
     for idx, name in enumerate(names):
-        coords = []
+        coords, dots = [], []
         for n, systems in points:
-            est = next((s["estimates"]["ml"] for s in systems if s["name"] == name), None)
+            est = next(((s.get("estimates") or {}).get("ml") for s in systems
+                        if s["name"] == name), None)
             if est and est.get("accuracy") is not None:
                 x = left + n / max_n * (right - left)
                 y = bottom - max(0.0, min(1.0, est["accuracy"])) * (bottom - top)
                 coords.append(f"{x:.1f},{y:.1f}")
-        lines.append({"name": name, "color": PALETTE[idx % len(PALETTE)],
-                      "points": " ".join(coords)})
+                dots.append({"x": f"{x:.1f}", "y": f"{y:.1f}",
+                             "title": f"{name}: {est['accuracy']:.3f} after {n:,} answers"})
+        lines.append({"name": name, "color": SYSTEM_PALETTE[idx % len(SYSTEM_PALETTE)],
+                      "points": " ".join(coords), "dots": dots})
     yticks = [{"y": bottom - t / 4 * (bottom - top), "label": f"{t / 4:.2f}"} for t in range(5)]
     return {"width": width, "height": height, "left": left, "right": right, "top": top,
             "bottom": bottom, "lines": lines, "yticks": yticks, "max_n": max_n}

@@ -336,3 +336,30 @@ class EstimateSnapshot(models.Model):
         ordering = ["-computed_at", "-id"]
         get_latest_by = ["computed_at", "id"]
         indexes = [models.Index(fields=["study", "-computed_at"])]
+
+
+class RecomputeState(models.Model):
+    """Health of a study's live recompute (one row per study, written by
+    ``services.recompute``): which answers the latest snapshot includes, and the last failure.
+
+    ``requested_seq`` is bumped after each answer commits; a recompute reads it before it
+    counts the labels and, on success, stores what it read as ``computed_seq``. The
+    snapshot is behind the answers exactly while ``requested_seq > computed_seq``;
+    ``dirty_since`` is when that began."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, primary_key=True,
+                                 related_name="recompute_state")
+    requested_seq = models.PositiveBigIntegerField(default=0)
+    computed_seq = models.PositiveBigIntegerField(default=0)
+    dirty_since = models.DateTimeField(null=True, blank=True)
+    succeeded_at = models.DateTimeField(null=True, blank=True)
+    # The latest failed attempt since the last success (cleared by a success). ``error`` is
+    # the exception's type and first line, never a traceback.
+    failed_at = models.DateTimeField(null=True, blank=True)
+    error = models.CharField(max_length=300, blank=True, default="")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["dirty_since"], condition=Q(dirty_since__isnull=False),
+                         name="recompute_state_dirty"),
+        ]

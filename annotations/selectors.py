@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 
 import numpy as np
 from django.db.models import Count, F, Q, QuerySet, Sum
+from django.utils import timezone
 
 from annotations.models import (
     EstimateSnapshot,
     Item,
     Query,
+    RecomputeState,
     Study,
     StudyClass,
     StudyMembership,
@@ -303,6 +306,61 @@ def study_snapshot_history(*, study: Study, limit: int = 200) -> list[EstimateSn
         EstimateSnapshot.objects.filter(study=study).order_by("-computed_at", "-id")[:limit]
     )
     return snaps[::-1]
+
+
+# --- recompute health -----------------------------------------------------------------------
+# A study's figures are stale once answers have waited this long for a snapshot.
+STALE_AFTER = dt.timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class RecomputeHealth:
+    """Whether a study's latest snapshot can be trusted to be current.
+
+    ``stale`` when the last recompute failed (``failed_at``, ``error``: the exception's
+    type and first line) or when answers have waited longer than ``STALE_AFTER`` for a
+    snapshot; ``stale_since`` is when the figures stopped including every answer (the
+    failure's time when no answer is waiting)."""
+
+    stale: bool = False
+    stale_since: dt.datetime | None = None
+    behind_since: dt.datetime | None = None
+    failed_at: dt.datetime | None = None
+    error: str = ""
+
+    @property
+    def token(self) -> str:
+        """Changes whenever what the dashboard says about health changes (its poll URL)."""
+        if self.failed_at is not None:
+            return f"f{self.failed_at.timestamp():.0f}"
+        return f"s{self.stale_since.timestamp():.0f}" if self.stale else "ok"
+
+
+def _health(state: RecomputeState | None, now: dt.datetime) -> RecomputeHealth:
+    if state is None:
+        return RecomputeHealth()
+    if state.failed_at is not None:
+        return RecomputeHealth(stale=True, stale_since=state.dirty_since or state.failed_at,
+                               behind_since=state.dirty_since, failed_at=state.failed_at,
+                               error=state.error)
+    if state.dirty_since is not None and now - state.dirty_since > STALE_AFTER:
+        return RecomputeHealth(stale=True, stale_since=state.dirty_since,
+                               behind_since=state.dirty_since)
+    return RecomputeHealth(behind_since=state.dirty_since)
+
+
+def study_recompute_health(*, study: Study, now: dt.datetime | None = None) -> RecomputeHealth:
+    state = RecomputeState.objects.filter(study=study).first()
+    return _health(state, now or timezone.now())
+
+
+def stale_studies(*, now: dt.datetime | None = None) -> list[tuple[Study, RecomputeHealth]]:
+    """Every study whose figures are stale (for /healthz), oldest first."""
+    now = now or timezone.now()
+    states = (RecomputeState.objects.select_related("study")
+              .filter(Q(failed_at__isnull=False) | Q(dirty_since__lt=now - STALE_AFTER)))
+    rows = [(state.study, _health(state, now)) for state in states]
+    return sorted(rows, key=lambda r: (r[1].stale_since, r[0].pk))
 
 
 def study_items(*, study: Study) -> QuerySet[Item]:

@@ -12,4 +12,6 @@ urlpatterns = [
          name="label-heartbeat"),
     path("studies/<int:study_id>/dashboard/", views.dashboard, name="dashboard"),
     path("studies/<int:study_id>/plan/", views.plan, name="plan"),
+    path("help/img/<str:name>", views.help_image, name="help-image"),
+    path("help/<slug:page>/", views.help_page, name="help-page"),
 ]

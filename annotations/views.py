@@ -5,13 +5,13 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from annotations import selectors
-from annotations.charts import convergence_chart, interval_chart
+from annotations.dashboard import dashboard_context
 from annotations.errors import DomainError
 from annotations.models import Query, Study
 from annotations.services.labels import label_submit
@@ -134,57 +134,47 @@ def _dashboard_study(request: HttpRequest, study_id: int) -> Study:
     return study
 
 
-ESTIMATOR_CHOICES = [
-    ("ml", "Maximum likelihood"), ("ivw", "IVW (plug-in weights)"),
-    ("ivw_pilot", "IVW (closed-form weight)"), ("ivw_fixed", "IVW (w = 0.5)"),
-    ("ord", "Ordinary only"), ("comp", "Complementary only"),
-]
-
-
-def _dashboard_context(study: Study, method: str = "ml") -> dict:
-    snapshot = selectors.study_latest_snapshot(study=study)
-    methods = dict(ESTIMATOR_CHOICES)
-    method = method if method in methods else "ml"
-    context: dict = {"study": study, "snapshot": snapshot, "method": method,
-                     "method_label": methods[method], "choices": ESTIMATOR_CHOICES}
-    if snapshot is not None:
-        payload = snapshot.payload
-        context["payload"] = payload
-        context["side_by_side"] = [
-            {"name": s["name"], "cells": [s["estimates"].get(m) for m, _ in ESTIMATOR_CHOICES]}
-            for s in payload["systems"]
-        ]
-        context["chosen"] = [
-            {"system": s, "est": s["estimates"].get(method) or {},
-             "strata": [(h, (v.get("estimates") or {}).get(method, v))
-                        for h, v in s.get("strata", {}).items()]}
-            for s in payload["systems"]
-        ]
-        context["interval_chart"] = interval_chart(payload["systems"])
-        history = selectors.study_snapshot_history(study=study)
-        context["convergence_chart"] = convergence_chart(
-            [(s.n_answered, s.payload.get("systems", [])) for s in history]
-        )
-    qc_users, qc_classes = selectors.quality_check_summary(study=study)
-    context.update(qc_users=qc_users, qc_classes=qc_classes)
-    return context
+@require_GET
+@login_required
+def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Managers' live dashboard (``?method=`` picks the estimator; the choice stays in the
+    URL). The live region polls with ``since=<snapshot id>&health=<token>`` and gets 204
+    (nothing to swap) until a newer snapshot exists or the recompute's health changes."""
+    study = _dashboard_study(request, study_id)
+    method = request.GET.get("method", "ml")
+    if request.htmx and not request.htmx.history_restore_request:
+        if request.GET.get("since") is not None:
+            latest = selectors.study_latest_snapshot(study=study)
+            health = selectors.study_recompute_health(study=study)
+            if (request.GET["since"] == (str(latest.pk) if latest else "")
+                    and request.GET.get("health") == health.token):
+                return HttpResponse(status=204)
+        return render(request, "annotations/_dashboard_live.html",
+                      dashboard_context(study, method))
+    return render(request, "annotations/dashboard.html", dashboard_context(study, method))
 
 
 @require_GET
 @login_required
-def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
-    """Managers' live dashboard. The live region polls with ``since=<snapshot id>`` and gets
-    204 (nothing to swap) until a newer snapshot exists."""
-    study = _dashboard_study(request, study_id)
-    method = request.GET.get("method", "ml")
-    if request.htmx and request.GET.get("since") is not None:
-        latest = selectors.study_latest_snapshot(study=study)
-        if latest is not None and request.GET["since"] == str(latest.pk):
-            return HttpResponse(status=204)
-    if request.htmx:
-        return render(request, "annotations/_dashboard_live.html",
-                      _dashboard_context(study, method))
-    return render(request, "annotations/dashboard.html", _dashboard_context(study, method))
+def help_page(request: HttpRequest, page: str) -> HttpResponse:
+    """A guide from ``docs/`` rendered as a page of the site (``/help/manager/``)."""
+    from annotations.guides import GUIDES, guide_html
+
+    if page not in GUIDES:
+        raise Http404("No such guide.")
+    title, html = guide_html(page)
+    return render(request, "annotations/help.html", {"title": title, "guide": html})
+
+
+@require_GET
+@login_required
+def help_image(request: HttpRequest, name: str) -> FileResponse:
+    from annotations.guides import guide_image_path
+
+    path = guide_image_path(name)
+    if path is None:
+        raise Http404("No such picture.")
+    return FileResponse(path.open("rb"))
 
 
 @require_GET

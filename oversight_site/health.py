@@ -1,4 +1,9 @@
-"""/healthz: database, broker and worker status as JSON (503 when something required is down)."""
+"""/healthz: database, broker, worker and live-recompute status as JSON (503 when something
+required is down).
+
+Anonymous callers get the status only (no error strings, worker names, versions or study
+names); staff see the details. Stale studies make the status "degraded" (still 200: the
+web process is fine, and a container health check must not restart it for that)."""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from annotations.services.recompute import short_error
+
 
 def _database() -> dict:
     started = time.perf_counter()
@@ -17,7 +24,7 @@ def _database() -> dict:
             cur.execute("SELECT 1")
             cur.fetchone()
     except Exception as exc:  # noqa: BLE001 - report any failure
-        return {"ok": False, "error": str(exc)}
+        return {"ok": False, "error": short_error(exc)}
     return {"ok": True, "vendor": connection.vendor,
             "ms": round((time.perf_counter() - started) * 1000, 1)}
 
@@ -33,19 +40,47 @@ def _broker_and_workers() -> tuple[dict, dict]:
             conn.ensure_connection(max_retries=1, timeout=2)
         broker = {"ok": True, "mode": "redis"}
     except Exception as exc:  # noqa: BLE001
-        return {"ok": False, "error": str(exc)}, {"ok": False, "count": 0}
+        return {"ok": False, "error": short_error(exc)}, {"ok": False, "count": 0}
     try:
         replies = app.control.ping(timeout=1.0) or []
     except Exception as exc:  # noqa: BLE001
-        return broker, {"ok": False, "error": str(exc), "count": 0}
+        return broker, {"ok": False, "error": short_error(exc), "count": 0}
     return broker, {"ok": bool(replies), "count": len(replies),
                     "names": sorted(name for r in replies for name in r)}
 
 
+def _recompute(detailed: bool) -> dict:
+    from annotations.selectors import stale_studies
+
+    try:
+        stale = stale_studies()
+    except Exception as exc:  # noqa: BLE001 - the database check reports the cause
+        return {"ok": False, "error": short_error(exc)} if detailed else {"ok": False}
+    body: dict = {"ok": not stale, "stale_studies": len(stale),
+                  "failed_studies": sum(1 for _, h in stale if h.failed_at is not None)}
+    if detailed:
+        body["studies"] = [
+            {"id": study.pk, "name": study.name, "stale_since": h.stale_since.isoformat(),
+             "failed_at": h.failed_at.isoformat() if h.failed_at else None, "error": h.error}
+            for study, h in stale
+        ]
+    return body
+
+
+PUBLIC_KEYS = {"ok", "mode", "count"}
+
+
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
+    detailed = bool(getattr(request, "user", None) and request.user.is_staff)
     database = _database()
     broker, workers = _broker_and_workers()
+    recompute = _recompute(detailed)
     ok = database["ok"] and broker["ok"] and workers["ok"]
-    return JsonResponse({"ok": ok, "database": database, "broker": broker, "workers": workers},
+    parts = {"database": database, "broker": broker, "workers": workers}
+    if not detailed:
+        parts = {name: {k: v for k, v in part.items() if k in PUBLIC_KEYS}
+                 for name, part in parts.items()}
+    status = "down" if not ok else ("degraded" if not recompute["ok"] else "ok")
+    return JsonResponse({"ok": ok, "status": status, **parts, "recompute": recompute},
                         status=200 if ok else 503)

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from annotations.errors import AlreadyAnswered, DomainError, LeaseExpired, NotLeaseHolder
 from annotations.models import Query, QueryEvent
+from annotations.services.recompute import (  # noqa: F401 - the scheduling lives there
+    background_recomputes_join,
+    study_recompute_schedule,
+)
 from annotations.services.routing import RANK_MAX, study_rng
 
 _recompute_deferred: ContextVar[bool] = ContextVar("recompute_deferred", default=False)
@@ -126,52 +128,3 @@ def label_submit(*, query_id: int, user, answer: str) -> SubmitResult:
         study_id = query.study_id
         transaction.on_commit(lambda: study_recompute_schedule(study_id))
     return SubmitResult(query=query, created=True)
-
-
-def study_recompute_schedule(study_id: int) -> None:
-    """Debounce recomputes per study: at most one is queued at a time; the task clears the
-    flag when it starts, so answers arriving during a run schedule another."""
-    from django.core.cache import cache
-
-    from annotations.tasks import study_recompute_task
-
-    delay = settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS
-    if settings.CELERY_TASK_ALWAYS_EAGER and delay <= 0:
-        study_recompute_task.apply(args=(study_id,))  # tests: the snapshot exists on return
-        return
-    if not cache.add(f"recompute-pending:{study_id}", 1, timeout=60):
-        return
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        # Embedded defaults (no broker): the in-process "worker" is a timer thread, so the
-        # answer request does not wait for the recompute.
-        timer = threading.Timer(delay, _recompute_in_process, args=(study_id,))
-        timer.daemon = True
-        _background[:] = [t for t in _background if t.is_alive()]  # forget finished ones
-        _background.append(timer)
-        timer.start()
-    else:
-        study_recompute_task.apply_async(args=(study_id,), countdown=delay)
-
-
-_background: list[threading.Timer] = []
-
-
-def background_recomputes_join(timeout: float = 30.0) -> int:
-    """Wait for the in-process (embedded mode) recomputes scheduled so far; returns how
-    many were waited for. For clean shutdowns and tests."""
-    waited = 0
-    while _background:
-        _background.pop().join(timeout)
-        waited += 1
-    return waited
-
-
-def _recompute_in_process(study_id: int) -> None:
-    from django.db import connections
-
-    from annotations.tasks import study_recompute_task
-
-    try:
-        study_recompute_task.apply(args=(study_id,))
-    finally:
-        connections.close_all()  # this thread's connections

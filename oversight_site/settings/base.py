@@ -143,6 +143,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "annotations.tasks.leases_reclaim_task",
         "schedule": schedule(run_every=30.0),
     },
+    # studies whose snapshot is behind their answers (Redis was down, a worker died):
+    # annotations.services.recompute
+    "catch-up-recomputes": {
+        "task": "annotations.tasks.recomputes_catch_up_task",
+        "schedule": schedule(run_every=float(os.environ.get("OVERSIGHT_CATCH_UP_SECONDS", "15"))),
+    },
 }
 
 # --- Cache (debounce keys, rate limits) --------------------------------------------------

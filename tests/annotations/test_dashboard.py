@@ -114,3 +114,156 @@ def test_planning_calculator_answers_and_names_bad_fields(study):
 
     specialist_client.force_login(specialist(study, 0))
     assert specialist_client.get(url, {"width": "0.05", "pilot": "0.8"}).status_code == 403
+
+
+# --- the payload contract (BRIEF contract 1), rendered from snapshots built here -----------
+def _est(acc, low, high, se=0.02):
+    return {"accuracy": acc, "accuracy_clipped": acc, "se": se, "ci_low": low,
+            "ci_high": high, "bound": None, "weight": None, "bound_valid": True}
+
+
+def _contract_payload(k: int = 2) -> dict:
+    """A K = 2 study: no complementary estimate, no labels to target, a 'yes' share that
+    departs from 1/K, skips per class."""
+    ml = _est(0.812, 0.771, 0.849)
+    system = {"id": 1, "name": "sys-a", "counts": {"n_ord": 40.0, "s_ord": 32.0,
+                                                   "n_comp": 0.0, "s_comp": 0.0},
+              "estimates": {"ord": ml, "comp": None, "ivw": ml, "ivw_pilot": ml,
+                            "ivw_fixed": ml, "ml": ml},
+              "labels_needed": None, "ipw": {"accuracy": None, "se": None, "ci_low": None,
+                                             "ci_high": None},
+              "stratified": None, "design_effect": None, "flags": [],
+              "reference": {"n": 0, "accuracy": None},
+              "strata": {"": {"n_ord": 40.0, "n_comp": 0.0, **ml,
+                              "estimates": {"ml": ml, "comp": None}}}}
+    empty = {**system, "id": 2, "name": "sys-empty",
+             "counts": {"n_ord": 0.0, "s_ord": 0.0, "n_comp": 0.0, "s_comp": 0.0},
+             "estimates": dict.fromkeys(("ord", "comp", "ivw", "ivw_pilot", "ivw_fixed",
+                                         "ml")),
+             "strata": {"": {"n_ord": 0.0, "n_comp": 0.0, "estimates": {"ml": None}}}}
+    return {
+        "k": k, "confidence": 0.95, "interval_method": "auto", "n_answered": 50,
+        "classes": [
+            {"index": 0, "name": "cat", "yes": 30, "no": 5, "unsure": 1, "pending": 3,
+             "leased": 0, "specialists": 1, "completion_rate": 0.9, "abstention_rate": 0.03,
+             "skipped": 4, "skip_rate": 0.1},
+            {"index": 1, "name": "dog", "yes": 10, "no": 4, "unsure": 0, "pending": 2,
+             "leased": 1, "specialists": 1, "completion_rate": 0.8, "abstention_rate": 0.0,
+             "skipped": 0, "skip_rate": None},
+        ],
+        "systems": [system, empty], "strata": [""],
+        "completion_imbalance": {"ratio": 1.1, "warning": False},
+        "yes_share": {"expected": 0.5, "yes": 40, "answered": 49, "share": 40 / 49,
+                      "p_value": 0.00001, "flag": True,
+                      "classes": [{"index": 0, "name": "cat", "yes": 30, "answered": 35,
+                                   "share": 30 / 35, "p_value": 0.00002, "flag": True},
+                                  {"index": 1, "name": "dog", "yes": 10, "answered": 14,
+                                   "share": 10 / 14, "p_value": 0.18, "flag": False}]},
+        "assumptions": [{"code": "yes_share_departs",
+                         "message": "Specialists say yes more often than 1 in 2."}],
+    }
+
+
+def _estimate_tables(html: str) -> str:
+    return "".join(html.split(f'<table class="{name}"')[1].split("</table>")[0]
+                   for name in ("estimates", "chosen", "side-by-side"))
+
+
+def _render(study, payload, query: str = "") -> str:
+    from annotations.models import EstimateSnapshot
+
+    EstimateSnapshot.objects.create(study=study, n_answered=payload["n_answered"],
+                                    duration_ms=1.0, payload=payload)
+    client = Client()
+    client.force_login(role_user(study, "manager"))
+    return client.get(reverse("dashboard", args=[study.pk]) + query).content.decode()
+
+
+def test_no_data_cells_say_so_and_no_labels_to_target_is_invented():
+    study = make_study(k=2, n_items=10, seed=81)
+    html = _render(study, _contract_payload())
+    row = html.split('data-system="sys-a"')[1].split("</tr>")[0]
+    assert '<td data-method="comp"><span class="nodata"' in row
+    assert '<td data-method="ord">0.812</td>' in row
+    assert '<td data-testid="labels-needed">—</td>' in row
+    empty = html.split('data-system="sys-empty"')[1].split("</tr>")[0]
+    assert empty.count(">no data</span>") == 5  # ord, comp, ivw, ML ± SE, ML interval
+    assert "0.500" not in _estimate_tables(html)
+    assert "What does no data mean?" not in html  # the no-data cells carry a title instead
+    assert 'title="This estimator needs labels' in html
+
+
+def test_old_snapshots_placeholder_is_shown_as_no_data():
+    """Snapshots written before the contract stored 0.5 where a method had no labels."""
+    study = make_study(k=4, n_items=10, seed=82)
+    payload = _contract_payload(k=4)
+    for system in payload["systems"]:
+        system["estimates"]["comp"] = _est(0.5, 0.0, 1.0)  # the old no-data convention
+    for key in ("yes_share", "assumptions"):
+        del payload[key]
+    for c in payload["classes"]:
+        del c["skipped"], c["skip_rate"]
+    html = _render(study, payload)
+    assert "0.500" not in _estimate_tables(html)
+    # main table: comp of sys-a + 5 cells of sys-empty; chosen (ML): 2 cells of sys-empty;
+    # side by side: comp of sys-a + 6 methods of sys-empty
+    assert html.count(">no data</span>") == (1 + 5) + 2 + (1 + 6)
+    assert 'data-testid="yes-share"' not in html and "Skip rate" not in html  # absent keys
+
+
+def test_yes_share_skips_and_assumption_flags_are_shown():
+    study = make_study(k=2, n_items=10, seed=83)
+    html = _render(study, _contract_payload())
+    assert 'data-flag="yes_share_departs">Specialists say yes more often than 1 in 2.' in html
+    share = html.split('data-testid="yes-share"')[1].split("</p>")[0]
+    assert "<strong>0.816</strong> of 49 answered" in share and "expected 0.500" in share
+    assert "p = 0.0000" in share and "Significant departure" in share
+    cat = html.split('<tr data-class="0">')[1].split("</tr>")[0]
+    assert "departs from 1/K" in cat
+    dog = html.split('<tr data-class="1">')[1].split("</tr>")[0]
+    assert "departs" not in dog
+    classes = html.split('<table class="classes">')[1].split("</table>")[0]
+    assert '<td data-testid="skipped">4</td><td data-testid="skip-rate">10 %</td>' in classes
+    assert '<td data-testid="skipped">0</td><td data-testid="skip-rate">—</td>' in classes
+
+
+def test_every_column_explains_itself_and_the_guide_is_served():
+    from annotations.dashboard import GLOSSARY
+
+    study = make_study(k=2, n_items=10, seed=84)
+    html = _render(study, _contract_payload())
+    headers = html.split("<thead>")[1:]
+    for head in headers:
+        for th in head.split("</thead>")[0].split("<th>")[1:]:
+            assert 'class="tip"' in th, th
+    assert 'href="/help/manager/"' in html and "What these numbers mean" in html
+    client = Client()
+    client.force_login(role_user(study, "manager"))
+    guide = client.get("/help/manager/")
+    assert guide.status_code == 200
+    text = guide.content.decode()
+    assert "<h1>Guide for managers" in text
+    for label, _ in GLOSSARY.values():  # the guide names every term the tooltips explain
+        assert label.replace('"', "&quot;") in text or label in text, label
+    assert client.get("/help/nope/").status_code == 404
+    assert client.get("/help/img/dashboard-phone.png").status_code == 200
+    assert client.get("/help/img/..%2Fmanager.md").status_code == 404
+
+
+def test_guide_markdown_is_sanitised(tmp_path, settings, monkeypatch):
+    from annotations import guides
+
+    (tmp_path / "manager.md").write_text(
+        "# T\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1)) "
+        '<img src="img/a.png" onerror="alert(1)">\n', encoding="utf-8")
+    monkeypatch.setattr(guides, "DOCS", tmp_path)
+    _, html = guides.guide_html("manager")
+    assert "<script" not in html and "javascript:" not in html and "onerror" not in html
+    assert 'src="/help/img/a.png"' in html
+
+
+def test_the_estimator_choice_is_kept_in_the_url_and_the_poll():
+    study = make_study(k=2, n_items=10, seed=85)
+    html = _render(study, _contract_payload(), "?method=ivw")
+    assert 'hx-push-url="true"' in html and 'option value="ivw" selected' in html
+    assert "&amp;method=ivw" in html.split('id="live"')[1].split(">")[0]

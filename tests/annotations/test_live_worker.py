@@ -36,14 +36,21 @@ def test_answer_reaches_the_dashboard_through_the_worker(celery_worker_process):
     assert elapsed < 2.0
     live = manager.get(reverse("dashboard", args=[study.pk]), HTTP_HX_REQUEST="true")
     assert live.status_code == 200 and b'data-testid="n-answered">1<' in live.content
-    unchanged = manager.get(reverse("dashboard", args=[study.pk]) + f"?since={snapshot.pk}",
+    unchanged = manager.get(reverse("dashboard", args=[study.pk]) + f"?since={snapshot.pk}&health=ok",
                             HTTP_HX_REQUEST="true")
     assert unchanged.status_code == 204
 
 
 def test_healthz_reports_database_broker_and_worker(celery_worker_process):
+    from annotations.models import User
+
     body = Client().get("/healthz").json()
+    assert "names" not in body["workers"] and "vendor" not in body["database"]
+    staff = Client()
+    staff.force_login(User.objects.create_user("ops", password="pw", is_staff=True))
+    body = staff.get("/healthz").json()
     assert body["database"]["vendor"] == "postgresql"
+    assert len(body["workers"]["names"]) == body["workers"]["count"]
     assert body["broker"]["ok"] is True
     assert body["workers"]["count"] >= 1
     assert body["ok"] is True

@@ -115,3 +115,47 @@ def test_a_converged_study_shows_every_system_inside_its_interval(page, shots, l
     page.fill("input[name=pilot]", "0.7")
     page.get_by_role("button", name="Plan").click()
     expect(page.get_by_test_id("plan-routed")).to_be_visible()
+
+
+def test_dashboard_on_a_390px_phone_has_no_page_wide_scroll(browser, shots, live_server):
+    """Tables scroll inside their own box, charts scale to the screen, the "i" opens on a
+    tap, and the estimator choice survives a reload."""
+    from annotations.services.simulation import study_simulate
+
+    truth = {"frontier-model": 0.86, "mid-size-model": 0.68, "small-model": 0.42}
+    study = make_study(k=5, n_items=400, systems=truth, seed=56, strata=2,
+                       name="Demo: multiple-choice QA (K = 5)")
+    study_simulate(study=study)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                  is_mobile=True, device_scale_factor=2)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    try:
+        login(page, live_server, role_user(study, "manager").username)
+        page.goto(f"{live_server.url}/studies/{study.pk}/dashboard/")
+        expect(page.locator("table.estimates")).to_be_visible()
+        width = page.evaluate("document.scrollingElement.scrollWidth")
+        assert width <= 390, width
+        # the chart's text stays legible: system names at least 11 CSS px on screen
+        name_px = page.evaluate(
+            "Math.min(...[...document.querySelectorAll('svg.chart .sysname')]"
+            ".map(t => t.getBoundingClientRect().height))")
+        assert name_px >= 11, name_px
+        page.screenshot(path=str(shots / "dashboard-phone.png"), full_page=True)
+        tip = page.locator("table.estimates thead details.tip").nth(5)
+        tip.locator("summary").tap()
+        expect(tip.locator(".tip-text")).to_be_visible()
+        expect(tip.locator(".tip-text")).to_contain_text("Maximum likelihood")
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+        page.screenshot(path=str(shots / "dashboard-phone-tip.png"))
+        page.get_by_test_id("method").select_option("comp")
+        expect(page.locator('table.chosen[data-method="comp"]')).to_be_visible()
+        page.wait_for_url("**method=comp")
+        page.reload()
+        expect(page.locator('table.chosen[data-method="comp"]')).to_be_visible()
+        assert page.get_by_test_id("method").input_value() == "comp"
+        page.goto(f"{live_server.url}/help/manager/")
+        expect(page.locator("article.guide h1")).to_contain_text("Guide for managers")
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    finally:
+        context.close()

@@ -1,5 +1,11 @@
+import datetime as dt
+
 import pytest
 from django.test import Client
+from django.utils import timezone
+
+from annotations.models import RecomputeState
+from tests.factories import make_study
 
 pytestmark = pytest.mark.django_db
 
@@ -7,10 +13,67 @@ pytestmark = pytest.mark.django_db
 def test_healthz_reports_each_part():
     response = Client().get("/healthz")
     body = response.json()
-    assert set(body) == {"ok", "database", "broker", "workers"}
-    assert body["database"]["ok"] is True
+    assert set(body) == {"ok", "status", "database", "broker", "workers", "recompute"}
+    assert body["database"] == {"ok": True}  # anonymous: status only
+    assert body["recompute"] == {"ok": True, "stale_studies": 0, "failed_studies": 0}
     if body["broker"].get("mode", "").startswith("in-process"):
-        assert response.status_code == 200 and body["ok"] is True
+        assert response.status_code == 200 and body["ok"] is True and body["status"] == "ok"
+
+
+def _staff_client() -> Client:
+    from annotations.models import User
+
+    client = Client()
+    client.force_login(User.objects.create_user("ops", password="pw", is_staff=True))
+    return client
+
+
+def test_healthz_reports_stale_studies_without_details_to_anonymous_callers(settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # broker and workers in-process: ok
+    study = make_study(k=3, n_items=9, seed=401, name="secret-study-name")
+    fresh = make_study(k=3, n_items=9, seed=402)
+    now = timezone.now()
+    RecomputeState.objects.create(study=study, requested_seq=3, computed_seq=1,
+                                  dirty_since=now - dt.timedelta(minutes=5), failed_at=now,
+                                  error="IndexError: index 1 is out of bounds")
+    RecomputeState.objects.create(study=fresh, requested_seq=2, computed_seq=1,
+                                  dirty_since=now - dt.timedelta(seconds=10))  # not a minute
+    anonymous = Client().get("/healthz")
+    body = anonymous.json()
+    assert anonymous.status_code == 200 and body["status"] == "degraded"
+    assert body["recompute"] == {"ok": False, "stale_studies": 1, "failed_studies": 1}
+    text = anonymous.content.decode()
+    assert "IndexError" not in text and "secret-study-name" not in text
+    assert "vendor" not in text and "names" not in text
+    staff = _staff_client().get("/healthz").json()
+    assert staff["database"]["vendor"] in {"sqlite", "postgresql"}
+    [row] = staff["recompute"]["studies"]
+    assert (row["id"], row["name"], row["error"]) == (
+        study.pk, "secret-study-name", "IndexError: index 1 is out of bounds")
+    assert row["stale_since"] == (now - dt.timedelta(minutes=5)).isoformat()
+
+
+def test_healthz_hides_broker_errors_from_anonymous_callers(settings, monkeypatch):
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    from oversight_site.celery import app
+
+    dead = "redis://127.0.0.1:6390/0"  # nothing listens there
+    old = app.conf.broker_url
+    # Celery reads CELERY_BROKER_URL from the environment before its configuration
+    monkeypatch.setenv("CELERY_BROKER_URL", dead)
+    app.conf.broker_url = dead
+    app._after_fork()  # forget connections to the real broker
+    try:
+        anonymous = Client().get("/healthz")
+        staff = _staff_client().get("/healthz")
+    finally:
+        monkeypatch.undo()
+        app.conf.broker_url = old
+        app._after_fork()
+    assert anonymous.status_code == 503
+    assert anonymous.json()["broker"] == {"ok": False}
+    assert anonymous.json()["status"] == "down"
+    assert "Error" in staff.json()["broker"]["error"]
 
 
 def test_estimators_import_without_django():

@@ -1,0 +1,35 @@
+"""Dashboard helpers: plain-language tooltips that also work on touch screens, and numbers
+that say "no data" instead of a placeholder."""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import format_html
+
+from annotations.dashboard import GLOSSARY
+
+register = template.Library()
+
+
+@register.simple_tag
+def tip(key: str, label: str = "") -> str:
+    """A term with its meaning: ``title`` for a mouse, and an "i" that opens on a tap or
+    a key press (``<details>``: no script needed)."""
+    short, meaning = GLOSSARY[key]
+    return format_html(
+        '<span class="term" title="{}">{}</span><details class="tip"><summary '
+        'aria-label="What does {} mean?">i</summary><span class="tip-text" role="note">{}'
+        "</span></details>", meaning, label or short, label or short, meaning)
+
+
+@register.simple_tag
+def no_data() -> str:
+    return format_html('<span class="nodata" title="{}">no data</span>', GLOSSARY["no_data"][1])
+
+
+@register.filter
+def num(value, digits: int = 3) -> str:
+    """A number with ``digits`` decimals, or "—" for None (never a placeholder figure)."""
+    if value is None or value == "":
+        return "—"
+    return f"{float(value):.{int(digits)}f}"

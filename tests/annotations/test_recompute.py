@@ -1,0 +1,202 @@
+"""The live recompute pipeline: failures are recorded and shown, stale figures say so,
+answering never fails because Redis is down, and the sweeper catches up."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from annotations import selectors
+from annotations.models import EstimateSnapshot, Query, RecomputeState
+from annotations.services import estimates
+from annotations.services.labels import label_submit, recompute_deferred
+from annotations.services.recompute import (
+    catch_up_grace_seconds,
+    recompute_requested,
+    recomputes_catch_up,
+)
+from annotations.services.routing import query_lease_next
+from tests.factories import make_study, role_user, specialist
+
+pytestmark = pytest.mark.django_db
+
+DEAD_REDIS = "redis://127.0.0.1:6390/0"  # nothing listens here
+
+
+@pytest.fixture(autouse=True)
+def _in_process(settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # recompute in-process, even with a broker
+
+
+def _answer(study, k: int, answer: str = "no") -> Query:
+    user = specialist(study, k)
+    q = query_lease_next(study=study, user=user)
+    label_submit(query_id=q.pk, user=user, answer=answer)
+    return q
+
+
+def _manager(study) -> Client:
+    client = Client()
+    client.force_login(role_user(study, "manager"))
+    return client
+
+
+@pytest.fixture
+def failing_recompute(monkeypatch):
+    """Fault injection: every input that used to crash the recompute gets fixed, so the
+    failure is made here (the wrapper and the pages are the real ones)."""
+    def boom(*, study_id):
+        raise ValueError("counts do not broadcast\n  File 'estimates.py', line 1")
+
+    monkeypatch.setattr(estimates, "study_recompute", boom)
+
+
+def test_a_failed_recompute_is_recorded_and_shown_with_its_time(failing_recompute,
+                                                                django_capture_on_commit_callbacks):
+    study = make_study(k=4, n_items=20, systems={"m": 0.7}, seed=301)
+    with django_capture_on_commit_callbacks(execute=True):
+        q = _answer(study, 1)
+    q.refresh_from_db()
+    assert q.status == "answered"  # the answer stands
+    state = RecomputeState.objects.get(study=study)
+    assert state.failed_at is not None
+    assert state.error == "ValueError: counts do not broadcast"  # first line, no traceback
+    html = _manager(study).get(reverse("dashboard", args=[study.pk])).content.decode()
+    assert 'data-testid="recompute-failed"' in html
+    assert "The last recompute failed" in html
+    assert timezone.localtime(state.failed_at).strftime("%H:%M:%S") in html
+    assert "ValueError: counts do not broadcast" in html and "File " not in html
+    assert "No estimates yet" not in html  # not silence
+
+
+def test_a_successful_recompute_clears_the_failure(failing_recompute, monkeypatch,
+                                                   django_capture_on_commit_callbacks):
+    study = make_study(k=4, n_items=20, systems={"m": 0.7}, seed=302)
+    with django_capture_on_commit_callbacks(execute=True):
+        _answer(study, 1)
+    assert RecomputeState.objects.get(study=study).failed_at is not None
+    monkeypatch.undo()
+    with django_capture_on_commit_callbacks(execute=True):
+        _answer(study, 2)
+    state = RecomputeState.objects.get(study=study)
+    assert (state.failed_at, state.error, state.dirty_since) == (None, "", None)
+    assert state.computed_seq == state.requested_seq == 2
+    html = _manager(study).get(reverse("dashboard", args=[study.pk])).content.decode()
+    assert "recompute-failed" not in html and 'data-testid="stale"' not in html
+    assert 'data-testid="n-answered">2<' in html
+
+
+def test_k2_with_two_systems_is_never_silent(django_capture_on_commit_callbacks):
+    """K = 2 with two AI systems crashed the recompute and the dashboard stayed empty: after
+    an answer there is either a snapshot including it or a recorded failure."""
+    study = make_study(k=2, n_items=20, systems={"a": 0.8, "b": 0.6}, seed=303)
+    with django_capture_on_commit_callbacks(execute=True):
+        _answer(study, 0, "no")
+    snapshot = EstimateSnapshot.objects.filter(study=study).first()
+    state = RecomputeState.objects.get(study=study)
+    assert (snapshot is not None and snapshot.n_answered == 1) or state.failed_at is not None
+    html = _manager(study).get(reverse("dashboard", args=[study.pk])).content.decode()
+    assert ('data-testid="n-answered">1<' in html) or ("The last recompute failed" in html)
+
+
+def test_figures_are_stale_after_a_minute_without_a_snapshot(django_capture_on_commit_callbacks):
+    study = make_study(k=3, n_items=20, systems={"m": 0.7}, seed=304)
+    with django_capture_on_commit_callbacks(execute=True):
+        _answer(study, 0)
+    with recompute_deferred():  # an answer whose recompute has not run yet
+        _answer(study, 1)
+    recompute_requested(study_id=study.pk)
+    since = RecomputeState.objects.get(study=study).dirty_since
+    fresh = selectors.study_recompute_health(study=study, now=since + dt.timedelta(seconds=59))
+    assert (fresh.stale, fresh.behind_since) == (False, since)
+    stale = selectors.study_recompute_health(study=study, now=since + dt.timedelta(seconds=61))
+    assert (stale.stale, stale.stale_since, stale.failed_at) == (True, since, None)
+    RecomputeState.objects.filter(study=study).update(
+        dirty_since=timezone.now() - dt.timedelta(seconds=90))
+    client = _manager(study)
+    html = client.get(reverse("dashboard", args=[study.pk])).content.decode()
+    assert 'data-testid="stale"' in html and "Stale since" in html
+    assert 'data-testid="n-answered">1<' in html  # the old figure, labelled stale
+    # the live region swaps in the notice even without a newer snapshot
+    snapshot = EstimateSnapshot.objects.filter(study=study).first()
+    poll = client.get(reverse("dashboard", args=[study.pk]) + f"?since={snapshot.pk}&health=ok",
+                      HTTP_HX_REQUEST="true")
+    assert poll.status_code == 200 and b"Stale since" in poll.content
+    token = selectors.study_recompute_health(study=study).token
+    unchanged = client.get(reverse("dashboard", args=[study.pk])
+                           + f"?since={snapshot.pk}&health={token}", HTTP_HX_REQUEST="true")
+    assert unchanged.status_code == 204
+
+
+@pytest.mark.django_db(transaction=True)
+def test_answers_succeed_when_redis_is_down_and_the_sweeper_catches_up(settings, caplog):
+    """The cache call in the answer's on-commit hook raised: API and htmx answers were
+    committed but answered 500."""
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.3
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                   "LOCATION": DEAD_REDIS}}
+    study = make_study(k=3, n_items=20, systems={"m": 0.7}, seed=305)
+    api_user, page_user = specialist(study, 0), specialist(study, 1)
+    api = Client()
+    api.force_login(api_user)
+    q1 = query_lease_next(study=study, user=api_user)
+    page = Client()
+    page.force_login(page_user)
+    q2 = query_lease_next(study=study, user=page_user)
+    with caplog.at_level(logging.WARNING, logger="annotations.services.recompute"):
+        by_api = api.post(reverse("api-answer", args=[q1.pk]), {"answer": "no"},
+                          content_type="application/json")
+        by_htmx = page.post(reverse("label-answer", args=[study.pk, q2.pk]), {"answer": "yes"},
+                            HTTP_HX_REQUEST="true")
+    assert by_api.status_code == 201 and by_api.json()["answer"] == "no"
+    assert by_htmx.status_code == 200
+    assert "error" not in by_htmx.content.decode().lower()
+    assert Query.objects.filter(study=study, status="answered").count() == 2
+    assert "not started" in caplog.text and "ConnectionError" in caplog.text
+    assert not EstimateSnapshot.objects.filter(study=study).exists()
+    state = RecomputeState.objects.get(study=study)
+    assert state.requested_seq == 2 and state.dirty_since is not None
+    # Redis is back: the beat sweeper recomputes without waiting for another answer
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.0
+    assert recomputes_catch_up(now=state.dirty_since) == []  # within the grace: not yet
+    late = state.dirty_since + dt.timedelta(seconds=catch_up_grace_seconds() + 1)
+    assert recomputes_catch_up(now=late) == [study.pk]
+    assert EstimateSnapshot.objects.get(study=study).n_answered == 2
+    state.refresh_from_db()
+    assert (state.computed_seq, state.dirty_since) == (2, None)
+
+
+def test_the_sweeper_finds_answers_whose_hook_never_ran():
+    """The web process died between the answer's commit and its on-commit hook: the count
+    differs from the snapshot's, so the sweeper marks and recomputes the study."""
+    study = make_study(k=3, n_items=20, systems={"m": 0.7}, seed=306)
+    other = make_study(k=3, n_items=20, systems={"m": 0.7}, seed=307)
+    with recompute_deferred():
+        _answer(study, 0)
+    assert not RecomputeState.objects.filter(study=study).exists()
+    later = timezone.now() + dt.timedelta(seconds=catch_up_grace_seconds() + 1)
+    assert recomputes_catch_up() == []  # marked now, recomputed after the grace
+    assert RecomputeState.objects.get(study=study).dirty_since is not None
+    assert recomputes_catch_up(now=later) == [study.pk]
+    assert EstimateSnapshot.objects.get(study=study).n_answered == 1
+    assert not EstimateSnapshot.objects.filter(study=other).exists()  # nothing to do there
+    assert not RecomputeState.objects.filter(study=other).exists()
+
+
+def test_the_sweeper_retries_a_failed_study_only_after_a_pause(failing_recompute,
+                                                               django_capture_on_commit_callbacks):
+    study = make_study(k=3, n_items=20, systems={"m": 0.7}, seed=308)
+    with django_capture_on_commit_callbacks(execute=True):
+        _answer(study, 0)
+    failed_at = RecomputeState.objects.get(study=study).failed_at
+    soon = failed_at + dt.timedelta(seconds=catch_up_grace_seconds() + 1)
+    assert recomputes_catch_up(now=soon) == []  # failing on its data: no loop
+    assert recomputes_catch_up(now=failed_at + dt.timedelta(minutes=6)) == [study.pk]

@@ -172,6 +172,12 @@ SPECTACULAR_SETTINGS = {
 # Seconds to wait before recomputing a study after an answer, gathering a burst into one run.
 OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = float(os.environ.get("OVERSIGHT_RECOMPUTE_DEBOUNCE", "0.3"))
 OVERSIGHT_DASHBOARD_POLL_SECONDS = int(os.environ.get("OVERSIGHT_DASHBOARD_POLL_SECONDS", "1"))
+# An answer to a query shown (HTML page or API "next query") less than this many ms ago is
+# refused (409 answered_too_soon): a held key must not answer queries nobody read.
+OVERSIGHT_MIN_ANSWER_MS = int(os.environ.get("OVERSIGHT_MIN_ANSWER_MS", "600"))
+# Lease length in seconds instead of each study's lease_minutes (tests of expiry; unset in use).
+OVERSIGHT_LEASE_SECONDS = (int(os.environ["OVERSIGHT_LEASE_SECONDS"])
+                           if os.environ.get("OVERSIGHT_LEASE_SECONDS") else None)
 
 LOGGING = {
     "version": 1,

@@ -26,7 +26,7 @@ def labelling():
 def test_plain_answer_post_stores_the_answer_and_resumes_on_the_next_query(labelling):
     study, user, client = labelling
     first = query_lease_next(study=study, user=user)
-    response = client.post(reverse("label-answer", args=[study.pk, first.pk]), {"answer": "no"})
+    response = client.post(reverse("label-answer", args=[study.pk, first.public_id]), {"answer": "no"})
     assert response.status_code == 302
     assert response["Location"] == reverse("label", args=[study.pk])
     first.refresh_from_db()
@@ -34,24 +34,24 @@ def test_plain_answer_post_stores_the_answer_and_resumes_on_the_next_query(label
     held = Query.objects.get(holder=user, status="leased")
     assert held.pk != first.pk
     page = client.get(response["Location"]).content.decode()
-    assert f'data-query-id="{held.pk}"' in page
+    assert f'data-query-id="{held.public_id}"' in page
 
 
 def test_htmx_answer_returns_the_next_query_fragment(labelling):
     study, user, client = labelling
     first = query_lease_next(study=study, user=user)
-    response = client.post(reverse("label-answer", args=[study.pk, first.pk]), {"answer": "yes"},
+    response = client.post(reverse("label-answer", args=[study.pk, first.public_id]), {"answer": "yes"},
                            **HTMX)
     assert response.status_code == 200
     held = Query.objects.get(holder=user, status="leased")
     body = response.content.decode()
-    assert f'data-query-id="{held.pk}"' in body and "<html" not in body
+    assert f'data-query-id="{held.public_id}"' in body and "<html" not in body
 
 
 def test_plain_post_on_an_answered_query_flashes_the_reason(labelling):
     study, user, client = labelling
     first = query_lease_next(study=study, user=user)
-    url = reverse("label-answer", args=[study.pk, first.pk])
+    url = reverse("label-answer", args=[study.pk, first.public_id])
     client.post(url, {"answer": "no"})
     response = client.post(url, {"answer": "yes"}, follow=True)
     first.refresh_from_db()

@@ -120,7 +120,7 @@ class StudyInline:
 class StudyClassInline(StudyInline, admin.TabularInline):
     model = StudyClass
     extra = 0
-    fields = ["index", "name", "description"]
+    fields = ["index", "name", "description", "guidelines"]
 
 
 class MembershipInline(StudyInline, admin.TabularInline):
@@ -169,7 +169,7 @@ class StudyAdmin(ResearcherScopedAdmin):
     inlines = [StudyClassInline, MembershipInline, AISystemInline]
     actions = ["open_studies", "close_studies", "recompute_estimates"]
     fieldsets = [
-        (None, {"fields": ["name", "description", "status"]}),
+        (None, {"fields": ["name", "description", "guidelines", "status"]}),
         ("Routing", {"fields": ["queries_per_item", "lease_minutes", "shuffle_options",
                                 "gold_rate", "seed"]}),
         ("Dashboard", {"fields": ["target_ci_width", "interval_method"]}),

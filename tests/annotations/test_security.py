@@ -180,3 +180,33 @@ def test_a_researcher_added_in_the_admin_gets_staff_status(setup):
     membership_add(study=setup, user=user, role=StudyMembership.Role.RESEARCHER)
     user.refresh_from_db()
     assert user.is_staff and not user.is_superuser
+
+
+def test_nothing_tells_a_specialist_that_a_query_is_a_quality_check(settings):
+    """HTML and API of a quality check: no 'quality'/'check'/'gold' wording, no qc field,
+    no database id; the answer response does not say whether the answer was right."""
+    from annotations.models import Study
+
+    settings.OVERSIGHT_MIN_ANSWER_MS = 0
+    study = make_study(k=3, n_items=10, checks=5, seed=61, systems={"secret-system-z": 0.6})
+    Study.objects.filter(pk=study.pk).update(gold_rate=1.0)
+    user = specialist(study, 0)
+    client = _client(user)
+    page = client.post(reverse("label-next", args=[study.pk]), HTTP_HX_REQUEST="true")
+    query = Query.objects.get(holder=user, status="leased")
+    assert query.is_quality_check
+    full = client.get(reverse("label", args=[study.pk]))
+    api = client.post(reverse("api-query-next", args=[study.pk]))
+    answer = client.post(reverse("api-answer", args=[api.json()["id"]]), {"answer": "no"},
+                         content_type="application/json")
+    assert answer.status_code == 201
+    assert set(answer.json()) == {"query_id", "answer", "answered_at", "created"}
+    after = client.post(reverse("label-next", args=[study.pk]), HTTP_HX_REQUEST="true")
+    for body in (page.content.decode(), full.content.decode(), json.dumps(api.json()),
+                 json.dumps(answer.json()), after.content.decode()):
+        lowered = body.lower()
+        for word in ("quality", "check", "gold", "qc_", "secret-system", "correct"):
+            assert word not in lowered, word
+        assert f'data-query-id="{query.pk}"' not in body
+        assert f'/label/{query.pk}/' not in body
+    assert api.json()["id"] == query.public_id

@@ -32,7 +32,8 @@ def _open(page, live_server, study, user) -> None:
 
 def test_specialist_labels_three_queries_with_the_keyboard(page, shots, live_server, settings):
     settings.CELERY_TASK_ALWAYS_EAGER = True
-    study = make_study(k=4, n_items=30, systems={"hidden-model-name": 0.7}, seed=51)
+    study = make_study(k=4, n_items=30, systems={"hidden-model-name": 0.7}, seed=51,
+                       name="Demo: multiple-choice QA (K = 4)")
     study.guidelines = ("Read the **whole** question before answering.\n\n"
                         "- Answer *Not sure* rather than guess.\n"
                         "- Skip a question you cannot judge.")

@@ -20,9 +20,19 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotations.errors import NotPermitted, StudyNotOpen
-from annotations.models import Item, Query, QueryEvent, QuerySkip, Study, StudyMembership, User
+from annotations.models import (
+    Item,
+    Query,
+    QueryEvent,
+    QuerySkip,
+    Study,
+    StudyMembership,
+    User,
+    new_public_id,
+)
 
 RANK_MAX = 2**62
+CHECK_ORDER_PRIME = 2_147_483_647  # 2**31 − 1: (id·a + b) stays below 2**62 for ids < 2**31
 BULK_BATCH = 2000
 ANALYZE_AFTER = 5000
 
@@ -168,30 +178,33 @@ def _quality_check_lease(
     rng = study_rng(study, 2, user.pk, draw)
     if rng.random() >= study.gold_rate:
         return None
-    candidates = (
-        Item.objects.filter(study=study, is_quality_check=True)
-        .exclude(queries__answered_by=user)
-        .exclude(queries__holder=user)
-        .exclude(queries__skips__user=user)
+    # One statement, like the routed lease (``_pending_lease``): pick a gold item the user
+    # has neither answered, held nor skipped, in a pseudo-random order drawn from the same
+    # seeded stream ((id·a + b) mod p, p prime > any id), and insert its leased query. The
+    # old count-then-pick path made checks measurably slower to hand out than routed queries.
+    a = int(rng.integers(1, CHECK_ORDER_PRIME))
+    b = int(rng.integers(0, CHECK_ORDER_PRIME))
+    table, items, skips = Query._meta.db_table, Item._meta.db_table, QuerySkip._meta.db_table
+    sql = (
+        f"INSERT INTO {table} (study_id, public_id, item_id, k, sequence, rank, stratum, "
+        "is_quality_check, status, holder_id, issued_at, rendered_at, lease_expires_at, "
+        "answered_at, answer, answered_by_id, time_on_task_ms, qc_correct, times_issued, "
+        "match_mask, present_mask) "
+        "SELECT %s, %s, i.id, %s, 0, 0, i.stratum, %s, %s, %s, %s, NULL, %s, NULL, '', NULL, "
+        f"NULL, NULL, 1, 0, 0 FROM {items} i WHERE i.study_id = %s AND i.is_quality_check "
+        f"AND NOT EXISTS (SELECT 1 FROM {table} q WHERE q.item_id = i.id "
+        "AND (q.answered_by_id = %s OR q.holder_id = %s)) "
+        f"AND NOT EXISTS (SELECT 1 FROM {table} q JOIN {skips} s ON s.query_id = q.id "
+        "WHERE q.item_id = i.id AND s.user_id = %s) "
+        "ORDER BY (i.id * %s + %s) %% %s LIMIT 1 RETURNING *"
     )
-    n = candidates.count()
-    if n == 0:
+    params = [study.pk, new_public_id(), membership.study_class.index, True,
+              Query.Status.LEASED, user.pk, now, now + lease_length(study), study.pk,
+              user.pk, user.pk, user.pk, a, b, CHECK_ORDER_PRIME]
+    rows = list(Query.objects.raw(sql, params))
+    if not rows:
         return None
-    item = candidates.order_by("pk")[int(rng.integers(0, n))]
-    query = Query.objects.create(
-        study=study,
-        item=item,
-        k=membership.study_class.index,
-        sequence=0,
-        rank=0,
-        stratum=item.stratum,
-        is_quality_check=True,
-        status=Query.Status.LEASED,
-        holder=user,
-        issued_at=now,
-        lease_expires_at=now + lease_length(study),
-        times_issued=1,
-    )
+    query = rows[0]
     QueryEvent.objects.create(query=query, kind=QueryEvent.Kind.ISSUED, actor=user)
     return query
 

@@ -121,8 +121,8 @@ class SnapshotOutputSerializer(serializers.Serializer):
     duration_ms = serializers.FloatField()
     payload = serializers.JSONField(
         help_text="k, confidence, interval_method (auto | conservative), n_answered; classes "
-        "(per class yes/no/unsure/pending/leased, "
-        "completion and abstention rates); completion_imbalance {ratio, warning}; assumptions "
+        "(per class yes/no/unsure/pending/leased/skipped, completion, abstention and skip "
+        "rates); completion_imbalance {ratio, warning}; assumptions "
         "[{code, message}] (completion_imbalance, abstention_differs); plan {target_width, "
         "pilot_accuracy, ordinary_only, complementary_only, routed_queries}; strata; systems: "
         "per system id, name, counts {n_ord, s_ord, n_comp, s_comp}, estimates per method "

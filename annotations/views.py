@@ -102,8 +102,10 @@ def _refused(request: HttpRequest, study: Study, exc: DomainError) -> HttpRespon
     if isinstance(exc, LeaseExpired):
         return _respond(request, study, None, EXPIRED, expired=True)
     current = None
-    if study.status == Study.Status.OPEN:
-        current = query_current_lease(study=study, user=request.user)
+    membership = selectors.specialist_membership(user=request.user, study=study)
+    if study.status == Study.Status.OPEN and membership is not None:
+        current = query_current_lease(study=study, user=request.user,
+                                      k=membership.study_class.index)
     return _respond(request, study, current, exc.message)
 
 

@@ -17,6 +17,9 @@ from tests.factories import make_study, specialist
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 READ_MS = 700  # a little over the default minimum time on screen (OVERSIGHT_MIN_ANSWER_MS)
+# Each answer recomputes the study inside the request here (test settings): on a loaded
+# 2-core machine a swap can take longer than Playwright's default 5 s.
+expect.set_options(timeout=15_000)
 
 
 def _card_id(page) -> str:

@@ -90,10 +90,10 @@ def test_holding_a_key_for_a_second_answers_at_most_one_query(page, live_server)
     assert answered == [first]
 
 
-def test_an_expired_lease_says_what_happened_and_enter_gets_the_next_query(page, live_server,
-                                                                           settings):
+def test_an_expired_lease_says_what_happened_and_enter_gets_the_next_query(page, shots,
+                                                                           live_server, settings):
     settings.OVERSIGHT_LEASE_SECONDS = 3
-    study = make_study(k=3, n_items=12, seed=52)
+    study = make_study(k=3, n_items=12, seed=52, name="Demo: multiple-choice QA (K = 3)")
     user = specialist(study, 0)
     _open(page, live_server, study, user)
     page.keyboard.press("Enter")
@@ -104,6 +104,8 @@ def test_an_expired_lease_says_what_happened_and_enter_gets_the_next_query(page,
     expect(notice).to_contain_text("Your time on this query ran out")
     expect(page.locator("#lease")).to_have_text("Reserved for you: time is up")
     expect(page.locator("button.answer.yes")).to_be_disabled()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(shots / "labelling-expired.png"), full_page=True)
     page.keyboard.press("y")  # refused on the page itself: nothing is sent
     page.keyboard.press("Enter")
     expect(page.locator(f'article.query:not([data-query-id="{first}"])')).to_be_visible()

@@ -134,7 +134,7 @@ class StudyClassInline(StudyInline, admin.TabularInline):
     model = StudyClass
     extra = 0
     verbose_name, verbose_name_plural = "class", "Classes"
-    fields = ["index", "name", "description"]
+    fields = ["index", "name", "description", "guidelines"]
     formfield_overrides = SHORT_TEXT
 
 
@@ -208,7 +208,7 @@ class StudyAdmin(ResearcherScopedAdmin):
     inlines = [StudyClassInline, MembershipInline, AISystemInline]
     actions = ["open_studies", "close_studies", "recompute_estimates"]
     fieldsets = [
-        (None, {"fields": ["name", "description", "status"]}),
+        (None, {"fields": ["name", "description", "guidelines", "status"]}),
         ("Routing", {"fields": ["queries_per_item", "lease_minutes", "shuffle_options",
                                 "gold_rate", "seed"]}),
         ("Dashboard", {"fields": ["target_ci_width", "interval_method"]}),

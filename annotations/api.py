@@ -28,8 +28,13 @@ from annotations.serializers import (
     StudyOutputSerializer,
 )
 from annotations.services.imports import items_import
-from annotations.services.labels import label_submit
-from annotations.services.routing import query_heartbeat, query_lease_next
+from annotations.services.labels import label_submit, label_undo
+from annotations.services.routing import (
+    query_heartbeat,
+    query_lease_next,
+    query_mark_rendered,
+    query_skip,
+)
 
 Role = StudyMembership.Role
 
@@ -120,17 +125,19 @@ class QueryNextApi(APIView):
         query = query_lease_next(study=study, user=request.user)  # checks the membership
         if query is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
+        query_mark_rendered(query=query)  # the minimum answer time counts from here
         view = selectors.query_for_specialist(query=query, study=study)
         return Response(QueryOutputSerializer(view).data)
 
 
 class QueryAnswerApi(APIView):
     @extend_schema(request=AnswerInputSerializer, responses=AnswerOutputSerializer,
-                   summary="Answer a query you hold (idempotent)")
-    def post(self, request, query_id: int):
+                   summary="Answer a query you hold (idempotent; 409 answered_too_soon "
+                   "within OVERSIGHT_MIN_ANSWER_MS of receiving it)")
+    def post(self, request, query_id: str):
         data = AnswerInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        result = label_submit(query_id=query_id, user=request.user,
+        result = label_submit(public_id=query_id, user=request.user,
                               answer=data.validated_data["answer"])
         return Response(AnswerOutputSerializer(result).data,
                         status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
@@ -139,9 +146,30 @@ class QueryAnswerApi(APIView):
 class QueryHeartbeatApi(APIView):
     @extend_schema(request=None, responses=QueryOutputSerializer,
                    summary="Extend your lease while you work")
-    def post(self, request, query_id: int):
-        query = query_heartbeat(query_id=query_id, user=request.user)
+    def post(self, request, query_id: str):
+        query = query_heartbeat(public_id=query_id, user=request.user)
         return Response(QueryOutputSerializer(selectors.query_for_specialist(query=query)).data)
+
+
+class QuerySkipApi(APIView):
+    @extend_schema(request=None, responses={204: OpenApiResponse(description="Skipped")},
+                   summary="Hand a query you hold back to your class's pool (never offered to "
+                   "you again)")
+    def post(self, request, query_id: str):
+        query_skip(public_id=query_id, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class QueryUndoApi(APIView):
+    @extend_schema(request=None, responses=QueryOutputSerializer,
+                   summary="Take back your last answer while nothing depends on it; you get "
+                   "its query back under a fresh lease (409 undo_refused otherwise)")
+    def post(self, request, study_id: int):
+        study = get_object_or_404(Study, pk=study_id)
+        query = label_undo(study=study, user=request.user)
+        query_mark_rendered(query=query)
+        return Response(QueryOutputSerializer(
+            selectors.query_for_specialist(query=query, study=study)).data)
 
 
 class StudyEstimatesApi(APIView):

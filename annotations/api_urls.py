@@ -12,7 +12,10 @@ urlpatterns = [
          name="api-query-next"),
     path("studies/<int:study_id>/estimates/", api.StudyEstimatesApi.as_view(),
          name="api-estimates"),
-    path("queries/<int:query_id>/answer/", api.QueryAnswerApi.as_view(), name="api-answer"),
-    path("queries/<int:query_id>/heartbeat/", api.QueryHeartbeatApi.as_view(),
+    path("studies/<int:study_id>/queries/undo/", api.QueryUndoApi.as_view(),
+         name="api-query-undo"),
+    path("queries/<str:query_id>/answer/", api.QueryAnswerApi.as_view(), name="api-answer"),
+    path("queries/<str:query_id>/heartbeat/", api.QueryHeartbeatApi.as_view(),
          name="api-heartbeat"),
+    path("queries/<str:query_id>/skip/", api.QuerySkipApi.as_view(), name="api-skip"),
 ]

@@ -47,6 +47,18 @@ class AlreadyAnswered(DomainError):
     http_status = 409
 
 
+class AnsweredTooSoon(DomainError):
+    """The answer came before the query had been on screen for OVERSIGHT_MIN_ANSWER_MS."""
+
+    code = "answered_too_soon"
+    http_status = 409
+
+
+class UndoRefused(DomainError):
+    code = "undo_refused"
+    http_status = 409
+
+
 class InvalidStudy(DomainError):
     code = "invalid_study"
 

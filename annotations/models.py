@@ -22,6 +22,12 @@ def _new_seed() -> int:
     return secrets.randbits(62)
 
 
+def new_public_id() -> str:
+    """Opaque id of a query as specialists see it: 16 random url-safe characters (96 bits),
+    so neither its order nor its kind (routed or quality check) can be read from it."""
+    return secrets.token_urlsafe(12)
+
+
 class Study(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
@@ -34,6 +40,11 @@ class Study(models.Model):
 
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
+    guidelines = models.TextField(
+        blank=True,
+        help_text="Shown to every specialist on the labelling page (Markdown; raw HTML is "
+        "removed).",
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     queries_per_item = models.PositiveSmallIntegerField(
         default=1,
@@ -101,6 +112,11 @@ class StudyClass(models.Model):
     index = models.PositiveSmallIntegerField()
     name = models.CharField(max_length=120)
     description = models.TextField(blank=True)
+    guidelines = models.TextField(
+        blank=True,
+        help_text="Shown to this class's specialists on the labelling page (Markdown; raw "
+        "HTML is removed).",
+    )
 
     class Meta:
         ordering = ["study", "index"]
@@ -229,6 +245,10 @@ class Query(models.Model):
         UNSURE = "unsure", "Not sure"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="queries")
+    # Specialists only ever see this id (URLs, HTML, API), never the database id: database
+    # ids grow, and quality checks, made on demand, would always be the newest.
+    public_id = models.CharField(max_length=22, unique=True, default=new_public_id,
+                                 editable=False)
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="queries")
     k = models.PositiveSmallIntegerField(help_text="Class asked (option position).")
     sequence = models.PositiveSmallIntegerField(default=0, help_text="0 = first query of the item.")
@@ -312,6 +332,8 @@ class QueryEvent(models.Model):
         RENDERED = "rendered", "Rendered"
         ANSWERED = "answered", "Answered"
         RECLAIMED = "reclaimed", "Lease reclaimed"
+        UNDONE = "undone", "Answer undone"
+        SKIPPED = "skipped", "Skipped"
 
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=10, choices=Kind.choices)
@@ -321,6 +343,24 @@ class QueryEvent(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["query", "at"])]
+
+
+class QuerySkip(models.Model):
+    """A specialist handed a query back: it returns to its class's pool and is never offered
+    to them again (the lease statement excludes it by this table's (user, query) key)."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="skips")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="skips")
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="skips")
+    k = models.PositiveSmallIntegerField()
+    is_quality_check = models.BooleanField(default=False)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "query"], name="skip_unique_user_query"),
+        ]
+        indexes = [models.Index(fields=["study", "k"], name="skip_study_class")]
 
 
 class EstimateSnapshot(models.Model):

@@ -13,6 +13,7 @@ from annotations.models import (
     EstimateSnapshot,
     Item,
     Query,
+    QuerySkip,
     RecomputeState,
     Study,
     StudyClass,
@@ -74,9 +75,11 @@ def study_classes(*, study: Study) -> list[StudyClass]:
 # --- the specialist's view of a query (hidden information filtered here) --------------------
 @dataclass(frozen=True)
 class QueryForSpecialist:
-    """Exactly what a specialist may see: no gold label, no AI prediction, no other answers."""
+    """Exactly what a specialist may see: no gold label, no AI prediction, no other answers,
+    and nothing that tells a quality check from a routed query (``id`` is the random public
+    id, never the database id)."""
 
-    id: int
+    id: str
     study_id: int
     item_text: str
     options: list[tuple[str, str]]  # (class name = position label, option text)
@@ -94,7 +97,7 @@ def query_for_specialist(*, query: Query, study: Study | None = None) -> QueryFo
     names = [c.name for c in classes]
     asked = classes[query.k]
     return QueryForSpecialist(
-        id=query.pk,
+        id=query.public_id,
         study_id=query.study_id,
         item_text=item.text,
         options=list(zip(names, item.displayed_options(names), strict=True)),
@@ -107,20 +110,26 @@ def query_for_specialist(*, query: Query, study: Study | None = None) -> QueryFo
 
 
 def specialist_progress(*, user: User, study: Study, since=None) -> dict[str, int]:
-    """Answered by this user (since ``since`` if given) and still pending in their class."""
+    """What the labelling page counts: ``answered`` (all of this user's answers in the
+    study), ``session`` (those since ``since``) and ``remaining`` in their class.
+
+    ``remaining`` = pending routed queries of the class − quality checks of the class that
+    are leased or answered, floored at 0. Quality checks are made on demand, outside the
+    pool; counted this way a check moves the figure exactly as a routed query does (−1 when
+    handed out, 0 when answered, +1 when skipped or expired), so it cannot be recognised by
+    it. The price: the figure undercounts the pool by the checks issued so far."""
     membership = specialist_membership(user=user, study=study)
     answered = Query.objects.filter(study=study, answered_by=user)
-    if since is not None:
-        answered = answered.filter(answered_at__gte=since)
-    pending = 0
+    session = answered.filter(answered_at__gte=since) if since is not None else answered
+    remaining = 0
     if membership is not None:
-        pending = Query.objects.filter(
-            study=study,
-            k=membership.study_class.index,
-            status=Query.Status.PENDING,
-            is_quality_check=False,
-        ).count()
-    return {"answered": answered.count(), "pending": pending}
+        counts = Query.objects.filter(study=study, k=membership.study_class.index).aggregate(
+            pending=Count("id", filter=Q(status=Query.Status.PENDING, is_quality_check=False)),
+            checks=Count("id", filter=Q(is_quality_check=True)
+                         & ~Q(status=Query.Status.PENDING)),
+        )
+        remaining = max(0, counts["pending"] - counts["checks"])
+    return {"answered": answered.count(), "session": session.count(), "remaining": remaining}
 
 
 # --- counts for the estimators -------------------------------------------------------------
@@ -202,6 +211,7 @@ class ClassProgress:
     pending: int = 0
     leased: int = 0
     specialists: int = 0
+    skipped: int = 0  # hand-backs (a query skipped by two specialists counts twice)
 
     @property
     def answered(self) -> int:
@@ -219,9 +229,17 @@ class ClassProgress:
     def abstention_rate(self) -> float | None:
         return self.unsure / self.answered if self.answered else None
 
+    @property
+    def skip_rate(self) -> float | None:
+        """Share of the class's specialists' decisions that were skips: skipped /
+        (answered + skipped); None before any."""
+        decided = self.answered + self.skipped
+        return self.skipped / decided if decided else None
+
 
 def study_class_progress(*, study: Study) -> list[ClassProgress]:
-    """Per class: ordinary (yes), complementary (no), abstained, pending and leased queries."""
+    """Per class: ordinary (yes), complementary (no), abstained, pending and leased queries,
+    and skips (quality checks excluded throughout)."""
     classes = {
         c.index: ClassProgress(index=c.index, name=c.name) for c in study_classes(study=study)
     }
@@ -246,6 +264,12 @@ def study_class_progress(*, study: Study) -> list[ClassProgress]:
         .order_by()
     ):
         classes[row["study_class__index"]].specialists = row["n"]
+    for row in (
+        QuerySkip.objects.filter(study=study, is_quality_check=False)
+        .values("k").annotate(n=Count("id")).order_by()
+    ):
+        if row["k"] in classes:
+            classes[row["k"]].skipped = row["n"]
     return [classes[i] for i in sorted(classes)]
 
 

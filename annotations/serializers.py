@@ -73,9 +73,10 @@ class ImportOutputSerializer(serializers.Serializer):
 
 
 class QueryOutputSerializer(serializers.Serializer):
-    """What a specialist may see of a query: no gold, no AI prediction."""
+    """What a specialist may see of a query: no gold, no AI prediction, nothing that tells a
+    quality check from a routed query. ``id`` is the query's random public id."""
 
-    id = serializers.IntegerField()
+    id = serializers.CharField()
     study_id = serializers.IntegerField()
     item_text = serializers.CharField()
     options = serializers.SerializerMethodField()
@@ -93,7 +94,7 @@ class AnswerInputSerializer(serializers.Serializer):
 
 
 class AnswerOutputSerializer(serializers.Serializer):
-    query_id = serializers.IntegerField(source="query.pk")
+    query_id = serializers.CharField(source="query.public_id")
     answer = serializers.CharField(source="query.answer")
     answered_at = serializers.DateTimeField(source="query.answered_at")
     created = serializers.BooleanField()
@@ -120,8 +121,8 @@ class SnapshotOutputSerializer(serializers.Serializer):
     duration_ms = serializers.FloatField()
     payload = serializers.JSONField(
         help_text="k, confidence, interval_method (auto | conservative), n_answered; classes "
-        "(per class yes/no/unsure/pending/leased, "
-        "completion and abstention rates); completion_imbalance {ratio, warning}; assumptions "
+        "(per class yes/no/unsure/pending/leased/skipped, completion, abstention and skip "
+        "rates); completion_imbalance {ratio, warning}; assumptions "
         "[{code, message}] (completion_imbalance, abstention_differs); plan {target_width, "
         "pilot_accuracy, ordinary_only, complementary_only, routed_queries}; strata; systems: "
         "per system id, name, counts {n_ord, s_ord, n_comp, s_comp}, estimates per method "

@@ -12,14 +12,17 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotations import selectors
 from annotations.dashboard import dashboard_context
-from annotations.errors import DomainError
+from annotations.errors import DomainError, LeaseExpired
+from annotations.guidelines import guidelines_html
 from annotations.models import Query, Study
 from annotations.services.labels import label_submit
+from annotations.services.labels import label_undo as label_undo_service
 from annotations.services.routing import (
     query_current_lease,
     query_heartbeat,
     query_lease_next,
     query_mark_rendered,
+    query_skip,
 )
 
 SESSION_START_KEY = "label_session_started"
@@ -47,8 +50,12 @@ def _session_since(request: HttpRequest, study: Study):
 
 
 def _render_query(request: HttpRequest, study: Study, query: Query | None,
-                  message: str = "", *, full: bool = False) -> HttpResponse:
-    context = {"study": study, "message": message,
+                  message: str = "", *, full: bool = False, recorded: str = "",
+                  expired: bool = False) -> HttpResponse:
+    """The work area (or the whole page with ``full``): progress, the message, the
+    confirmation of the answer just recorded (its label only: "Recorded: No"), the query
+    (marked rendered: the minimum answer time counts from now) or the next-query button."""
+    context = {"study": study, "message": message, "recorded": recorded, "expired": expired,
                "progress": selectors.specialist_progress(
                    user=request.user, study=study, since=_session_since(request, study))}
     if query is not None:
@@ -56,11 +63,16 @@ def _render_query(request: HttpRequest, study: Study, query: Query | None,
         context["q"] = selectors.query_for_specialist(query=query, study=study)
     template = "annotations/label.html" if full else "annotations/_query.html"
     if full:
-        context["membership"] = selectors.specialist_membership(user=request.user, study=study)
+        membership = selectors.specialist_membership(user=request.user, study=study)
+        context["membership"] = membership
+        context["study_guidelines"] = guidelines_html(study.guidelines)
+        context["class_guidelines"] = guidelines_html(membership.study_class.guidelines)
     return render(request, template, context)
 
 
 NO_QUERIES_LEFT = "No queries left for your class. Thank you!"
+EXPIRED = ("Your time on this query ran out, so it went back to the pool for another "
+           "specialist and your answer was not recorded. Press Enter for the next query.")
 
 
 def _lease_next(request: HttpRequest, study: Study) -> tuple[Query | None, str]:
@@ -72,14 +84,29 @@ def _lease_next(request: HttpRequest, study: Study) -> tuple[Query | None, str]:
     return query, "" if query is not None else NO_QUERIES_LEFT
 
 
-def _respond(request: HttpRequest, study: Study, query: Query | None, message: str) -> HttpResponse:
+def _respond(request: HttpRequest, study: Study, query: Query | None, message: str,
+             **extra) -> HttpResponse:
     """htmx gets the work fragment; a plain form post (no JavaScript) is redirected to the
     labelling page, which resumes the lease just taken, with the message flashed."""
     if request.htmx:
-        return _render_query(request, study, query, message=message)
-    if message:
-        messages.info(request, message)
+        return _render_query(request, study, query, message=message, **extra)
+    for text in (extra.get("recorded") and f"Recorded: {extra['recorded']}", message):
+        if text:
+            messages.info(request, text)
     return redirect("label", study_id=study.pk)
+
+
+def _refused(request: HttpRequest, study: Study, exc: DomainError) -> HttpResponse:
+    """A refused answer, skip or undo: say why and show what the specialist can do now (the
+    query they still hold, or the next-query button)."""
+    if isinstance(exc, LeaseExpired):
+        return _respond(request, study, None, EXPIRED, expired=True)
+    current = None
+    membership = selectors.specialist_membership(user=request.user, study=study)
+    if study.status == Study.Status.OPEN and membership is not None:
+        current = query_current_lease(study=study, user=request.user,
+                                      k=membership.study_class.index)
+    return _respond(request, study, current, exc.message)
 
 
 @require_GET
@@ -89,7 +116,9 @@ def label_page(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _specialist_study(request, study_id)
     query = None
     if study.status == Study.Status.OPEN:
-        query = query_current_lease(study=study, user=request.user)
+        membership = selectors.specialist_membership(user=request.user, study=study)
+        query = query_current_lease(study=study, user=request.user,
+                                    k=membership.study_class.index)
     return _render_query(request, study, query, full=True)
 
 
@@ -103,27 +132,56 @@ def label_next(request: HttpRequest, study_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def label_answer(request: HttpRequest, study_id: int, query_id: int) -> HttpResponse:
+def label_answer(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
     """Store the answer, then hand out the next query in the same response."""
     study = _specialist_study(request, study_id)
     try:
-        label_submit(query_id=query_id, user=request.user, answer=request.POST.get("answer", ""))
+        result = label_submit(public_id=public_id, user=request.user,
+                              answer=request.POST.get("answer", ""))
     except DomainError as exc:
-        return _respond(request, study, None, exc.message)
+        return _refused(request, study, exc)
     query, message = _lease_next(request, study)
-    return _respond(request, study, query, message)
+    return _respond(request, study, query, message,
+                    recorded=Query.Answer(result.query.answer).label)
 
 
 @require_POST
 @login_required
-def label_heartbeat(request: HttpRequest, study_id: int, query_id: int) -> HttpResponse:
+def label_skip(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
+    """Hand the query back to the class pool, then hand out the next one."""
     study = _specialist_study(request, study_id)
     try:
-        query = query_heartbeat(query_id=query_id, user=request.user)
+        query_skip(public_id=public_id, user=request.user)
+    except DomainError as exc:
+        return _refused(request, study, exc)
+    query, message = _lease_next(request, study)
+    return _respond(request, study, query,
+                    message or "Skipped: the query went back to the pool for someone else.")
+
+
+@require_POST
+@login_required
+def label_undo(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Take back the last answer; its query is shown again under a fresh lease."""
+    study = _specialist_study(request, study_id)
+    try:
+        query = label_undo_service(study=study, user=request.user)
+    except DomainError as exc:
+        return _refused(request, study, exc)
+    return _respond(request, study, query,
+                    "Undone: your last answer was removed. Answer this query again.")
+
+
+@require_POST
+@login_required
+def label_heartbeat(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
+    study = _specialist_study(request, study_id)
+    try:
+        query = query_heartbeat(public_id=public_id, user=request.user)
     except DomainError as exc:
         return HttpResponse(exc.message, status=409)
     return render(request, "annotations/_lease.html",
-                  {"study": study, "q": {"id": query.pk,
+                  {"study": study, "q": {"id": query.public_id,
                                          "lease_expires_at": query.lease_expires_at}})
 
 

@@ -57,10 +57,11 @@ def run(args: argparse.Namespace) -> None:
         # each system s predicts the asked class with probability depending on s;
         # 3 % of predictions are missing
         cur.execute(
-            """INSERT INTO annotations_query (study_id, item_id, k, sequence, rank, stratum,
-                   is_quality_check, status, answer, answered_at, times_issued,
+            """INSERT INTO annotations_query (study_id, public_id, item_id, k, sequence, rank,
+                   stratum, is_quality_check, status, answer, answered_at, times_issued,
                    match_mask, present_mask)
-               SELECT i.study_id, i.id, (random() * %s)::int %% %s, 0,
+               SELECT i.study_id, substr(md5(random()::text || i.id::text), 1, 16), i.id,
+                      (random() * %s)::int %% %s, 0,
                       (random() * 1e15)::bigint, i.stratum, false, 'answered',
                       CASE WHEN random() < 0.25 THEN 'yes' ELSE 'no' END, now(), 1,
                       (SELECT COALESCE(SUM(CASE WHEN random() < 0.1 + 0.04 * s

@@ -86,8 +86,8 @@ class Specialist:
     warmup: int
     next_ms: list[float] = field(default_factory=list)
     answer_ms: list[float] = field(default_factory=list)
-    received: list[int] = field(default_factory=list)
-    answered: list[int] = field(default_factory=list)
+    received: list[str] = field(default_factory=list)  # public query ids
+    answered: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     def call(self, conn, path: str, body: dict | None = None) -> tuple[int, dict | None, float]:
@@ -149,11 +149,12 @@ def run_mode(mode: str, url: str, study_id: int, tokens: list[str], args) -> Non
     doubles = sum(1 for h in holders.values() if len(h) > 1)
     sent = [q for c in clients for q in c.answered]
     with connection.cursor() as cur:
-        cur.execute("SELECT count(*) FROM annotations_query WHERE id = ANY(%s) "
+        cur.execute("SELECT count(*) FROM annotations_query WHERE public_id = ANY(%s) "
                     "AND status = 'answered'", [sent])
         stored = cur.fetchone()[0]
         cur.execute("SELECT count(*) FROM annotations_queryevent e JOIN annotations_query q "
-                    "ON q.id = e.query_id WHERE e.kind = 'answered' AND q.id = ANY(%s)", [sent])
+                    "ON q.id = e.query_id WHERE e.kind = 'answered' AND q.public_id = ANY(%s)",
+                    [sent])
         events = cur.fetchone()[0]
     errors = [e for c in clients for e in c.errors]
     print(f"\n[{mode}] {len(tokens)} specialists, {args.seconds} s, think {args.think} ms, "

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0005_interval_method_help'),
+        ('annotations', '0007_specialist_flow'),
     ]
 
     operations = [

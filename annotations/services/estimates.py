@@ -206,7 +206,8 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
             {"index": cp.index, "name": cp.name, "yes": cp.yes, "no": cp.no,
              "unsure": cp.unsure, "pending": cp.pending, "leased": cp.leased,
              "specialists": cp.specialists, "completion_rate": _clean(cp.completion_rate),
-             "abstention_rate": _clean(cp.abstention_rate)}
+             "abstention_rate": _clean(cp.abstention_rate),
+             "skipped": cp.skipped, "skip_rate": _clean(cp.skip_rate)}
             for cp in progress
         ],
         "systems": [],

@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from annotations.errors import AlreadyAnswered, DomainError, LeaseExpired, NotLeaseHolder
-from annotations.models import Query, QueryEvent
+from annotations.errors import (
+    AlreadyAnswered,
+    AnsweredTooSoon,
+    DomainError,
+    LeaseExpired,
+    NotLeaseHolder,
+    NotPermitted,
+    StudyNotOpen,
+    UndoRefused,
+)
+from annotations.models import Query, QueryEvent, Study, StudyMembership
 from annotations.services.recompute import (  # noqa: F401 - the scheduling lives there
     background_recomputes_join,
     study_recompute_schedule,
 )
-from annotations.services.routing import RANK_MAX, study_rng
+from annotations.services.routing import RANK_MAX, lease_length, study_rng
 
 _recompute_deferred: ContextVar[bool] = ContextVar("recompute_deferred", default=False)
 
@@ -38,21 +49,59 @@ class SubmitResult:
     created: bool  # False when the same answer was already stored (idempotent replay)
 
 
-def _locked_query_for_holder(query_id: int, user, query: Query | None = None) -> Query:
-    """The query locked FOR UPDATE (pass it if already locked), checked to be held by
-    ``user`` under an unexpired lease."""
-    if query is None:
-        query = (
-            Query.objects.select_for_update()
-            .select_related("study")
-            .filter(pk=query_id)
-            .first()
-        )
+def query_locked(*, query_id: int | None = None, public_id: str | None = None) -> Query | None:
+    """The query (with its study) locked FOR UPDATE, by database id or by the public id that
+    specialists see; None if there is no such query."""
+    lookup = {"pk": query_id} if public_id is None else {"public_id": public_id}
+    return Query.objects.select_for_update().select_related("study").filter(**lookup).first()
+
+
+def _may_still_work(query: Query, user) -> None:
+    """The study is open and ``user`` is still a specialist of the query's class: closing a
+    study, removing a membership or moving a specialist to another class stops their
+    answers, heartbeats and skips at once."""
+    if query.study.status != Study.Status.OPEN:
+        raise StudyNotOpen(f"Study '{query.study}' is {query.study.status}; answers are no "
+                           "longer accepted.")
+    in_class = StudyMembership.objects.filter(
+        study_id=query.study_id, user=user, role=StudyMembership.Role.SPECIALIST,
+        study_class__index=query.k,
+    ).exists()
+    if not in_class:
+        raise NotPermitted("You no longer answer this class in this study; ask a researcher "
+                           "if this is a mistake.")
+
+
+def _locked_query_for_holder(query: Query | None, user) -> Query:
+    """``query`` (locked by the caller) checked to be leased to ``user`` under an unexpired
+    lease, in an open study whose specialist of this class they still are."""
     if query is None or query.holder_id != user.pk:
         raise NotLeaseHolder("This query is not leased to you.")
-    if query.status == Query.Status.LEASED and query.lease_expires_at <= timezone.now():
+    if query.status == Query.Status.ANSWERED:
+        raise AlreadyAnswered(f"You already answered '{query.answer}' to this query; its "
+                              "lease has ended.")
+    if query.status != Query.Status.LEASED:
+        raise NotLeaseHolder("This query is not leased to you.")
+    if query.lease_expires_at <= timezone.now():
         raise LeaseExpired("Your lease on this query expired; it went back to the pool.")
+    _may_still_work(query, user)
     return query
+
+
+def _too_soon(query: Query, now) -> None:
+    """Refuse an answer to a query rendered less than OVERSIGHT_MIN_ANSWER_MS ago. Leases
+    handed out without rendering (simulations, benches, services) have no ``rendered_at``
+    and are not held to it."""
+    minimum = settings.OVERSIGHT_MIN_ANSWER_MS
+    if minimum <= 0 or query.rendered_at is None:
+        return
+    shown_ms = (now - query.rendered_at).total_seconds() * 1000
+    if shown_ms < minimum:
+        wait = math.ceil(minimum - shown_ms)
+        raise AnsweredTooSoon(
+            f"Answered too soon: the query has been on screen for {max(0, int(shown_ms))} ms; "
+            f"answers are accepted after {minimum} ms. Read it and answer again in {wait} ms."
+        )
 
 
 def query_masks(query: Query) -> tuple[int, int]:
@@ -89,23 +138,27 @@ def _route_follow_up(query: Query) -> Query | None:
 
 
 @transaction.atomic
-def label_submit(*, query_id: int, user, answer: str) -> SubmitResult:
-    """Store the specialist's answer to a query they hold.
+def label_submit(*, user, answer: str, query_id: int | None = None,
+                 public_id: str | None = None) -> SubmitResult:
+    """Store the specialist's answer to a query they hold (by database or public id).
 
     Idempotent: submitting the same answer again returns the stored one (``created=False``);
     a different answer to an answered query is refused. Only the lease holder may answer,
-    and only before the lease expires. Schedules a (debounced) recompute on commit."""
+    only before the lease expires, only while the study is open and they still answer the
+    query's class, and not before the query has been on screen OVERSIGHT_MIN_ANSWER_MS
+    (``AnsweredTooSoon``). Schedules a (debounced) recompute on commit."""
     if answer not in Query.Answer.values:
         raise DomainError(f"Unknown answer '{answer}'; use yes, no or unsure.", field="answer")
-    query = Query.objects.select_for_update().select_related("study").filter(pk=query_id).first()
+    query = query_locked(query_id=query_id, public_id=public_id)
     if query is not None and query.status == Query.Status.ANSWERED:
         if query.answered_by_id == user.pk and query.answer == answer:
             return SubmitResult(query=query, created=False)
         if query.answered_by_id == user.pk:
             raise AlreadyAnswered(f"You already answered '{query.answer}' to this query.")
         raise NotLeaseHolder("This query is not leased to you.")
-    query = _locked_query_for_holder(query_id, user, query)
+    query = _locked_query_for_holder(query, user)
     now = timezone.now()
+    _too_soon(query, now)
     query.status = Query.Status.ANSWERED
     query.answer = answer
     query.answered_at = now
@@ -128,3 +181,82 @@ def label_submit(*, query_id: int, user, answer: str) -> SubmitResult:
         study_id = query.study_id
         transaction.on_commit(lambda: study_recompute_schedule(study_id))
     return SubmitResult(query=query, created=True)
+
+
+@transaction.atomic
+def label_undo(*, study: Study, user) -> Query:
+    """Take back the user's last answer in the study while nothing depends on it yet, and
+    give them that query again under a fresh lease.
+
+    Refused (``UndoRefused``) when they have no answer, when they already undid their last
+    answer, or when the follow-up query that a non-'yes' answer routed has been leased
+    (another specialist may have seen or answered it). Otherwise, in one transaction: the
+    never-leased follow-up is deleted, the answer cleared (so the estimates forget it; a
+    recompute is scheduled), the query leased to the user again (their other leases go back
+    to the pool, as on expiry), and an ``undone`` audit row records the answer taken back."""
+    last = (
+        Query.objects.select_for_update().select_related("study", "item")
+        .filter(study=study, answered_by=user, status=Query.Status.ANSWERED)
+        .order_by("-answered_at", "-pk").first()
+    )
+    if last is None:
+        raise UndoRefused("There is no answer of yours to undo.")
+    undone_since = QueryEvent.objects.filter(
+        query__study=study, actor=user, kind=QueryEvent.Kind.UNDONE, at__gte=last.answered_at
+    ).exists()
+    if undone_since:
+        raise UndoRefused("Only your last answer can be undone, once; answer the query you "
+                          "got back first.")
+    _may_still_work(last, user)
+    follow_up = None
+    if not last.is_quality_check:
+        follow_up = (
+            Query.objects.select_for_update()
+            .filter(item_id=last.item_id, sequence=last.sequence + 1, is_quality_check=False)
+            .first()
+        )
+    if follow_up is not None and (follow_up.status != Query.Status.PENDING
+                                  or follow_up.times_issued > 0):
+        raise UndoRefused("Too late to undo: the next question about this item has already "
+                          "gone to another specialist.")
+    now = timezone.now()
+    detail = {"answer": last.answer, "answered_at": last.answered_at.isoformat(),
+              "follow_up_deleted": follow_up.pk if follow_up is not None else None}
+    if follow_up is not None:
+        follow_up.delete()
+    _leases_release(study=study, user=user, now=now)
+    last.status = Query.Status.LEASED
+    last.holder = user
+    last.answer = ""
+    last.answered_at = None
+    last.answered_by = None
+    last.time_on_task_ms = None
+    last.qc_correct = None
+    last.match_mask = last.present_mask = 0
+    last.issued_at = now
+    last.rendered_at = None
+    last.lease_expires_at = now + lease_length(study)
+    last.times_issued += 1
+    last.save(update_fields=["status", "holder", "answer", "answered_at", "answered_by",
+                             "time_on_task_ms", "qc_correct", "match_mask", "present_mask",
+                             "issued_at", "rendered_at", "lease_expires_at", "times_issued"])
+    QueryEvent.objects.create(query=last, kind=QueryEvent.Kind.UNDONE, actor=user, detail=detail)
+    if not last.is_quality_check and not _recompute_deferred.get():
+        transaction.on_commit(lambda: study_recompute_schedule(study.pk))
+    return last
+
+
+def _leases_release(*, study: Study, user, now) -> None:
+    """Return the user's current leases in the study to their pool (as on expiry: routed
+    queries become pending again with a ``reclaimed`` row; quality checks are dropped)."""
+    held = list(Query.objects.select_for_update()
+                .filter(study=study, holder=user, status=Query.Status.LEASED)
+                .values_list("pk", "is_quality_check"))
+    routed = [pk for pk, qc in held if not qc]
+    QueryEvent.objects.bulk_create(
+        QueryEvent(query_id=pk, kind=QueryEvent.Kind.RECLAIMED,
+                   detail={"holder": user.pk, "reason": "undo"}) for pk in routed)
+    Query.objects.filter(pk__in=routed).update(status=Query.Status.PENDING, holder=None,
+                                               lease_expires_at=None, rendered_at=None)
+    Query.objects.filter(pk__in=[pk for pk, qc in held if qc]).delete()
+

@@ -14,14 +14,25 @@ import json
 from collections.abc import Iterable
 
 import numpy as np
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from annotations.errors import NotPermitted, StudyNotOpen
-from annotations.models import Item, Query, QueryEvent, Study, StudyMembership, User
+from annotations.models import (
+    Item,
+    Query,
+    QueryEvent,
+    QuerySkip,
+    Study,
+    StudyMembership,
+    User,
+    new_public_id,
+)
 
 RANK_MAX = 2**62
+CHECK_ORDER_PRIME = 2_147_483_647  # 2**31 − 1: (id·a + b) stays below 2**62 for ids < 2**31
 BULK_BATCH = 2000
 ANALYZE_AFTER = 5000
 
@@ -102,6 +113,15 @@ def _class_orders_store(items: list[Item], class_orders: np.ndarray, now: dt.dat
             )
 
 
+def lease_length(study: Study) -> dt.timedelta:
+    """How long a lease (and each heartbeat) lasts: the study's ``lease_minutes``, unless the
+    OVERSIGHT_LEASE_SECONDS setting overrides it (tests of expiry)."""
+    seconds = getattr(settings, "OVERSIGHT_LEASE_SECONDS", None)
+    if seconds:
+        return dt.timedelta(seconds=seconds)
+    return dt.timedelta(minutes=study.lease_minutes)
+
+
 def _membership(study: Study, user: User) -> StudyMembership:
     membership = (
         StudyMembership.objects.select_related("study_class")
@@ -158,29 +178,33 @@ def _quality_check_lease(
     rng = study_rng(study, 2, user.pk, draw)
     if rng.random() >= study.gold_rate:
         return None
-    candidates = (
-        Item.objects.filter(study=study, is_quality_check=True)
-        .exclude(queries__answered_by=user)
-        .exclude(queries__holder=user)
+    # One statement, like the routed lease (``_pending_lease``): pick a gold item the user
+    # has neither answered, held nor skipped, in a pseudo-random order drawn from the same
+    # seeded stream ((id·a + b) mod p, p prime > any id), and insert its leased query. The
+    # old count-then-pick path made checks measurably slower to hand out than routed queries.
+    a = int(rng.integers(1, CHECK_ORDER_PRIME))
+    b = int(rng.integers(0, CHECK_ORDER_PRIME))
+    table, items, skips = Query._meta.db_table, Item._meta.db_table, QuerySkip._meta.db_table
+    sql = (
+        f"INSERT INTO {table} (study_id, public_id, item_id, k, sequence, rank, stratum, "
+        "is_quality_check, status, holder_id, issued_at, rendered_at, lease_expires_at, "
+        "answered_at, answer, answered_by_id, time_on_task_ms, qc_correct, times_issued, "
+        "match_mask, present_mask) "
+        "SELECT %s, %s, i.id, %s, 0, 0, i.stratum, %s, %s, %s, %s, NULL, %s, NULL, '', NULL, "
+        f"NULL, NULL, 1, 0, 0 FROM {items} i WHERE i.study_id = %s AND i.is_quality_check "
+        f"AND NOT EXISTS (SELECT 1 FROM {table} q WHERE q.item_id = i.id "
+        "AND (q.answered_by_id = %s OR q.holder_id = %s)) "
+        f"AND NOT EXISTS (SELECT 1 FROM {table} q JOIN {skips} s ON s.query_id = q.id "
+        "WHERE q.item_id = i.id AND s.user_id = %s) "
+        "ORDER BY (i.id * %s + %s) %% %s LIMIT 1 RETURNING *"
     )
-    n = candidates.count()
-    if n == 0:
+    params = [study.pk, new_public_id(), membership.study_class.index, True,
+              Query.Status.LEASED, user.pk, now, now + lease_length(study), study.pk,
+              user.pk, user.pk, user.pk, a, b, CHECK_ORDER_PRIME]
+    rows = list(Query.objects.raw(sql, params))
+    if not rows:
         return None
-    item = candidates.order_by("pk")[int(rng.integers(0, n))]
-    query = Query.objects.create(
-        study=study,
-        item=item,
-        k=membership.study_class.index,
-        sequence=0,
-        rank=0,
-        stratum=item.stratum,
-        is_quality_check=True,
-        status=Query.Status.LEASED,
-        holder=user,
-        issued_at=now,
-        lease_expires_at=now + dt.timedelta(minutes=study.lease_minutes),
-        times_issued=1,
-    )
+    query = rows[0]
     QueryEvent.objects.create(query=query, kind=QueryEvent.Kind.ISSUED, actor=user)
     return query
 
@@ -207,14 +231,14 @@ def query_lease_next(*, study: Study, user: User) -> Query | None:
     if study.status != Study.Status.OPEN:
         raise StudyNotOpen(f"Study '{study}' is not open.")
     now = timezone.now()
-    current = query_current_lease(study=study, user=user, now=now)
+    k = membership.study_class.index
+    current = query_current_lease(study=study, user=user, now=now, k=k)
     if current is not None:
         return current
     if study.gold_rate > 0:
         check = _quality_check_lease(study, membership, user, _draw_count_next(membership), now)
         if check is not None:
             return check
-    k = membership.study_class.index
     for attempt in range(2):
         query = _pending_lease(study, k, user, now)
         if query is not None:
@@ -229,43 +253,70 @@ def _pending_lease(study: Study, k: int, user: User, now: dt.datetime) -> Query 
     """Lease the first pending query of class k in stored random order, in one statement:
     ``UPDATE … WHERE id = (SELECT … ORDER BY rank LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING``.
     The row lock makes concurrent requests skip to the next query (never the same one);
-    SQLite, which serialises writers, runs it without the lock clause."""
+    SQLite, which serialises writers, runs it without the lock clause. Queries this user
+    skipped are passed over (one probe of the (user, query) unique index per candidate)."""
     table = Query._meta.db_table
+    skips = QuerySkip._meta.db_table
     lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked \
         else ""
     sql = (
         f"UPDATE {table} SET status = %s, holder_id = %s, issued_at = %s, rendered_at = NULL, "
         f"lease_expires_at = %s, times_issued = times_issued + 1 WHERE id = ("
-        f"SELECT id FROM {table} WHERE study_id = %s AND k = %s AND status = %s "
-        f"AND NOT is_quality_check ORDER BY rank LIMIT 1{lock}) RETURNING *"
+        f"SELECT id FROM {table} q WHERE study_id = %s AND k = %s AND status = %s "
+        f"AND NOT is_quality_check AND NOT EXISTS (SELECT 1 FROM {skips} s "
+        f"WHERE s.user_id = %s AND s.query_id = q.id) ORDER BY rank LIMIT 1{lock}) RETURNING *"
     )
-    expires = now + dt.timedelta(minutes=study.lease_minutes)
+    expires = now + lease_length(study)
     rows = list(Query.objects.raw(sql, [Query.Status.LEASED, user.pk, now, expires, study.pk, k,
-                                        Query.Status.PENDING]))
+                                        Query.Status.PENDING, user.pk]))
     return rows[0] if rows else None
 
 
 def query_current_lease(
-    *, study: Study, user: User, now: dt.datetime | None = None
+    *, study: Study, user: User, now: dt.datetime | None = None, k: int | None = None
 ) -> Query | None:
+    """The user's unexpired lease in the study (of class ``k`` if given: a lease of a class
+    the specialist no longer answers is not resumed; it expires and returns to its pool)."""
     now = now or timezone.now()
-    return (
-        Query.objects.filter(
-            study=study, holder=user, status=Query.Status.LEASED, lease_expires_at__gt=now
-        )
-        .order_by("issued_at")
-        .first()
+    leases = Query.objects.filter(
+        study=study, holder=user, status=Query.Status.LEASED, lease_expires_at__gt=now
     )
+    if k is not None:
+        leases = leases.filter(k=k)
+    return leases.order_by("issued_at").first()
 
 
 @transaction.atomic
-def query_heartbeat(*, query_id: int, user: User) -> Query:
-    """Extend the lease of an active specialist (the page calls this while they work)."""
-    from annotations.services.labels import _locked_query_for_holder
+def query_heartbeat(*, user: User, query_id: int | None = None,
+                    public_id: str | None = None) -> Query:
+    """Extend the lease of an active specialist (the page calls this while they work).
+    Refused like an answer: only the holder, only an unexpired lease of an unanswered query,
+    only while the study is open and the user still answers the query's class."""
+    from annotations.services.labels import _locked_query_for_holder, query_locked
 
-    query = _locked_query_for_holder(query_id, user)
-    query.lease_expires_at = timezone.now() + dt.timedelta(minutes=query.study.lease_minutes)
+    query = _locked_query_for_holder(query_locked(query_id=query_id, public_id=public_id), user)
+    query.lease_expires_at = timezone.now() + lease_length(query.study)
     query.save(update_fields=["lease_expires_at"])
+    return query
+
+
+@transaction.atomic
+def query_skip(*, user: User, query_id: int | None = None, public_id: str | None = None) -> Query:
+    """Hand a held query back to its class's pool for another specialist; it is never offered
+    to this user again (``QuerySkip``, excluded by the lease statement). A quality check is
+    handed back the same way (its row stays, pending and never leased, so that the item is
+    not offered to this user again). Audit row ``skipped`` in the same transaction."""
+    from annotations.services.labels import _locked_query_for_holder, query_locked
+
+    query = _locked_query_for_holder(query_locked(query_id=query_id, public_id=public_id), user)
+    QuerySkip.objects.create(query=query, user=user, study_id=query.study_id, k=query.k,
+                             is_quality_check=query.is_quality_check)
+    QueryEvent.objects.create(query=query, kind=QueryEvent.Kind.SKIPPED, actor=user)
+    query.status = Query.Status.PENDING
+    query.holder = None
+    query.lease_expires_at = None
+    query.rendered_at = None
+    query.save(update_fields=["status", "holder", "lease_expires_at", "rendered_at"])
     return query
 
 

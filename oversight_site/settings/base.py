@@ -223,6 +223,12 @@ OVERSIGHT_THROTTLES = {
     "token_ip": {"free_failures": 5, "lock_after": 20, "lock_seconds": _LOCK_SECONDS,
                  "max_delay_seconds": 60, "window_seconds": 900},
 }
+# An answer to a query shown (HTML page or API "next query") less than this many ms ago is
+# refused (409 answered_too_soon): a held key must not answer queries nobody read.
+OVERSIGHT_MIN_ANSWER_MS = int(os.environ.get("OVERSIGHT_MIN_ANSWER_MS", "600"))
+# Lease length in seconds instead of each study's lease_minutes (tests of expiry; unset in use).
+OVERSIGHT_LEASE_SECONDS = (int(os.environ["OVERSIGHT_LEASE_SECONDS"])
+                           if os.environ.get("OVERSIGHT_LEASE_SECONDS") else None)
 
 LOGGING = {
     "version": 1,

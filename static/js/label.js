@@ -1,4 +1,5 @@
-// Labelling page: keyboard shortcuts, lease countdown, heartbeat while the specialist is active.
+// Labelling page: keyboard shortcuts (one key press, one action), the shortcuts overlay,
+// the lease countdown with a way on when it runs out, heartbeat while the specialist works.
 (function () {
   "use strict";
   const HEARTBEAT_MS = 30000;
@@ -6,12 +7,24 @@
   let lastBeat = 0;
 
   function work() { return document.getElementById("work"); }
+  function dialog() { return document.getElementById("shortcuts"); }
+
+  function toggleHelp() {
+    const d = dialog();
+    if (!d) return;
+    if (d.open) d.close(); else d.showModal();
+  }
 
   document.addEventListener("keydown", function (event) {
     lastActivity = Date.now();
+    // A held key repeats keydown events: each would answer a query nobody read.
+    if (event.repeat) return;
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const tag = (event.target.tagName || "").toLowerCase();
-    if (tag === "input" || tag === "textarea") return;
+    if (tag === "input" || tag === "textarea" || tag === "select") return;
+    if (event.key === "?") { event.preventDefault(); toggleHelp(); return; }
+    if (dialog() && dialog().open) return;  // Esc closes it (the browser's own handling)
+    if (tag === "summary" && event.key === "Enter") return;  // opens the guidelines
     const key = event.key === "Enter" ? "Enter" : event.key.toLowerCase();
     const button = work() && work().querySelector('button[data-key="' + key + '"]:not(:disabled)');
     if (button) { event.preventDefault(); button.click(); }
@@ -19,6 +32,23 @@
   ["mousemove", "click", "scroll"].forEach(function (name) {
     document.addEventListener(name, function () { lastActivity = Date.now(); }, { passive: true });
   });
+  const helpOpen = document.getElementById("help-open");
+  if (helpOpen) helpOpen.addEventListener("click", toggleHelp);
+
+  function expire(lease) {
+    if (lease.classList.contains("expired")) return;
+    lease.classList.add("expired");
+    lease.querySelector(".countdown").textContent = "time is up";
+    const card = lease.closest("article.query");
+    if (!card) return;
+    card.classList.add("expired");
+    card.querySelectorAll("form.answers button, form.skip button").forEach(function (b) { b.disabled = true; });
+    const next = card.querySelector(".expired-next");
+    if (next) {
+      next.hidden = false;
+      next.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
+    }
+  }
 
   function tick() {
     const lease = document.getElementById("lease");
@@ -26,11 +56,9 @@
       const left = Math.round((Date.parse(lease.dataset.expires) - Date.now()) / 1000);
       const label = lease.querySelector(".countdown");
       if (left <= 0) {
-        lease.classList.add("expired");
-        label.textContent = "expired — your answer will not be accepted; get the next query";
-        work().querySelectorAll("button.answer").forEach(function (b) { b.disabled = true; });
+        expire(lease);
       } else {
-        label.textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
+        label.textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0") + " left";
         const active = Date.now() - lastActivity < HEARTBEAT_MS * 2;
         if (active && Date.now() - lastBeat > HEARTBEAT_MS) { lastBeat = Date.now(); beat(lease); }
       }

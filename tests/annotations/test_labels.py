@@ -109,3 +109,295 @@ def test_embedded_mode_recomputes_once_in_the_background_after_a_burst(settings)
     assert background_recomputes_join() == 1
     snapshots = list(EstimateSnapshot.objects.filter(study=study))
     assert [s.n_answered for s in snapshots] == [3]
+
+
+# --- issue 8: one key press, one answer (minimum time on screen) ---------------------------
+def _rendered_ago(query, ms: float) -> None:
+    import datetime as dt
+
+    from django.utils import timezone
+
+    Query.objects.filter(pk=query.pk).update(
+        rendered_at=timezone.now() - dt.timedelta(milliseconds=ms))
+
+
+def test_answer_to_a_query_rendered_too_recently_is_refused_and_nothing_changes(settings):
+    from annotations.errors import AnsweredTooSoon
+    from annotations.services.routing import query_mark_rendered
+
+    settings.OVERSIGHT_MIN_ANSWER_MS = 600
+    study = make_study(k=3, n_items=9)
+    user = specialist(study, 0)
+    q = query_lease_next(study=study, user=user)
+    query_mark_rendered(query=q)
+    with pytest.raises(AnsweredTooSoon, match=r"accepted after 600 ms") as caught:
+        label_submit(public_id=q.public_id, user=user, answer="no")
+    assert caught.value.code == "answered_too_soon" and caught.value.http_status == 409
+    q.refresh_from_db()
+    assert (q.status, q.answer, q.answered_at) == ("leased", "", None)
+    assert not QueryEvent.objects.filter(query=q, kind="answered").exists()
+    assert Query.objects.filter(item=q.item).count() == 1  # no follow-up routed
+    _rendered_ago(q, 700)
+    assert label_submit(public_id=q.public_id, user=user, answer="no").created is True
+
+
+def test_leases_never_rendered_are_not_held_to_the_minimum(settings):
+    """Simulations and benches lease through the service without rendering."""
+    settings.OVERSIGHT_MIN_ANSWER_MS = 600
+    study = make_study(k=3, n_items=9)
+    user = specialist(study, 0)
+    q = query_lease_next(study=study, user=user)
+    assert q.rendered_at is None
+    assert label_submit(query_id=q.pk, user=user, answer="yes").created is True
+
+
+def test_api_next_query_counts_as_rendering_so_an_immediate_answer_gets_409(settings):
+    from django.test import Client
+    from django.urls import reverse
+
+    settings.OVERSIGHT_MIN_ANSWER_MS = 600
+    study = make_study(k=3, n_items=9)
+    user = specialist(study, 1)
+    client = Client()
+    client.force_login(user)
+    nxt = client.post(reverse("api-query-next", args=[study.pk])).json()
+    url = reverse("api-answer", args=[nxt["id"]])
+    refused = client.post(url, {"answer": "no"}, content_type="application/json")
+    assert refused.status_code == 409
+    body = refused.json()
+    assert body["code"] == "answered_too_soon" and "600 ms" in body["detail"]
+    q = Query.objects.get(public_id=nxt["id"])
+    assert (q.status, q.answer) == ("leased", "")
+    _rendered_ago(q, 601)
+    accepted = client.post(url, {"answer": "no"}, content_type="application/json")
+    assert accepted.status_code == 201 and accepted.json()["query_id"] == nxt["id"]
+
+
+# --- issue 8: changing a running study stops answers ----------------------------------------
+def _assert_untouched(q, expires) -> None:
+    q.refresh_from_db()
+    assert (q.status, q.answer, q.answered_at, q.lease_expires_at) == ("leased", "", None,
+                                                                      expires)
+
+
+def test_closing_a_study_stops_answers_heartbeats_and_next_queries():
+    from annotations.errors import StudyNotOpen
+    from annotations.services.routing import query_heartbeat
+    from annotations.services.studies import study_close
+
+    study = make_study(k=3, n_items=9)
+    user = specialist(study, 0)
+    q = query_lease_next(study=study, user=user)
+    study_close(study=study)
+    with pytest.raises(StudyNotOpen, match="no longer accepted"):
+        label_submit(query_id=q.pk, user=user, answer="yes")
+    with pytest.raises(StudyNotOpen):
+        query_heartbeat(query_id=q.pk, user=user)
+    with pytest.raises(StudyNotOpen):
+        query_lease_next(study=study, user=user)
+    _assert_untouched(q, q.lease_expires_at)
+
+
+def test_removing_a_membership_stops_answers_and_heartbeats():
+    from annotations.errors import NotPermitted
+    from annotations.models import StudyMembership
+    from annotations.services.routing import query_heartbeat
+
+    study = make_study(k=3, n_items=9)
+    user = specialist(study, 0)
+    q = query_lease_next(study=study, user=user)
+    StudyMembership.objects.filter(study=study, user=user).delete()
+    with pytest.raises(NotPermitted, match="no longer answer this class"):
+        label_submit(query_id=q.pk, user=user, answer="yes")
+    with pytest.raises(NotPermitted):
+        query_heartbeat(query_id=q.pk, user=user)
+    with pytest.raises(NotPermitted):
+        query_lease_next(study=study, user=user)
+    _assert_untouched(q, q.lease_expires_at)
+
+
+def test_moving_a_specialist_to_another_class_stops_answers_to_the_old_class():
+    from annotations.errors import NotPermitted
+    from annotations.models import StudyMembership
+
+    study = make_study(k=3, n_items=30)
+    user = specialist(study, 0)
+    q = query_lease_next(study=study, user=user)
+    StudyMembership.objects.filter(study=study, user=user).update(
+        study_class=study.classes.get(index=2))
+    with pytest.raises(NotPermitted):
+        label_submit(query_id=q.pk, user=user, answer="no")
+    _assert_untouched(q, q.lease_expires_at)
+    fresh = query_lease_next(study=study, user=user)  # the old lease is not resumed
+    assert fresh.pk != q.pk and fresh.k == 2
+
+
+def test_heartbeat_on_an_answered_query_is_refused_and_changes_nothing():
+    from annotations.services.routing import query_heartbeat
+
+    study = make_study(k=3, n_items=9)
+    user = specialist(study, 0)
+    q = query_lease_next(study=study, user=user)
+    label_submit(query_id=q.pk, user=user, answer="no")
+    with pytest.raises(AlreadyAnswered, match="lease has ended"):
+        query_heartbeat(query_id=q.pk, user=user)
+    q.refresh_from_db()
+    assert (q.status, q.lease_expires_at) == ("answered", None)
+
+
+def test_api_heartbeat_on_an_answered_query_answers_409():
+    from django.test import Client
+    from django.urls import reverse
+
+    study = make_study(k=3, n_items=9)
+    user = specialist(study, 0)
+    q = query_lease_next(study=study, user=user)
+    label_submit(query_id=q.pk, user=user, answer="yes")
+    client = Client()
+    client.force_login(user)
+    r = client.post(reverse("api-heartbeat", args=[q.public_id]))
+    assert r.status_code == 409 and r.json()["code"] == "already_answered"
+    q.refresh_from_db()
+    assert q.lease_expires_at is None
+
+
+# --- issue 8: undo ---------------------------------------------------------------------------
+def test_undo_takes_back_the_last_answer_its_follow_up_and_gives_the_query_back(
+        django_capture_on_commit_callbacks, settings):
+    from annotations.services.labels import label_undo
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    study = make_study(k=4, n_items=20, queries_per_item=2, systems={"m": 0.7})
+    user = specialist(study, 1)
+    q = query_lease_next(study=study, user=user)
+    with django_capture_on_commit_callbacks(execute=True):
+        label_submit(query_id=q.pk, user=user, answer="no")
+    follow = Query.objects.get(item=q.item, sequence=1)
+    assert follow.status == "pending" and follow.times_issued == 0
+    nxt = query_lease_next(study=study, user=user)  # the page leases the next one at once
+    assert EstimateSnapshot.objects.filter(study=study).latest().n_answered == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        back = label_undo(study=study, user=user)
+    assert back.pk == q.pk
+    q.refresh_from_db()
+    assert (q.status, q.holder_id, q.answer, q.answered_at, q.answered_by_id) == (
+        "leased", user.pk, "", None, None)
+    assert (q.match_mask, q.present_mask, q.time_on_task_ms, q.rendered_at) == (0, 0, None, None)
+    assert not Query.objects.filter(pk=follow.pk).exists()
+    event = QueryEvent.objects.get(query=q, kind="undone")
+    assert event.actor_id == user.pk and event.detail["answer"] == "no"
+    assert event.detail["follow_up_deleted"] == follow.pk
+    nxt.refresh_from_db()  # the other lease went back to the pool
+    assert (nxt.status, nxt.holder_id) == ("pending", None)
+    assert query_lease_next(study=study, user=user).pk == q.pk
+    assert EstimateSnapshot.objects.filter(study=study).latest().n_answered == 0
+    # answering again works and routes the follow-up afresh
+    label_submit(query_id=q.pk, user=user, answer="yes")
+    assert not Query.objects.filter(item=q.item, sequence=1).exists()
+
+
+def test_undo_is_refused_once_the_follow_up_was_leased():
+    from annotations.errors import UndoRefused
+    from annotations.services.labels import label_undo
+
+    study = make_study(k=2, n_items=10, queries_per_item=2, seed=4)
+    user, other = specialist(study, 0), specialist(study, 1)
+    q = query_lease_next(study=study, user=user)
+    label_submit(query_id=q.pk, user=user, answer="no")
+    follow = Query.objects.get(item=q.item, sequence=1)
+    # the other class's specialist takes queries until the follow-up is theirs
+    while Query.objects.get(pk=follow.pk).status == "pending":
+        got = query_lease_next(study=study, user=other)
+        if got.pk != follow.pk:
+            label_submit(query_id=got.pk, user=other, answer="yes")
+    with pytest.raises(UndoRefused, match="Too late to undo"):
+        label_undo(study=study, user=user)
+    q.refresh_from_db()
+    assert (q.status, q.answer) == ("answered", "no")
+    assert not QueryEvent.objects.filter(query=q, kind="undone").exists()
+
+
+def test_undo_only_the_last_answer_once_and_not_without_answers():
+    from annotations.errors import UndoRefused
+    from annotations.services.labels import label_undo
+
+    study = make_study(k=3, n_items=12)
+    user = specialist(study, 2)
+    with pytest.raises(UndoRefused, match="no answer of yours"):
+        label_undo(study=study, user=user)
+    first = query_lease_next(study=study, user=user)
+    label_submit(query_id=first.pk, user=user, answer="yes")
+    second = query_lease_next(study=study, user=user)
+    label_submit(query_id=second.pk, user=user, answer="yes")
+    assert label_undo(study=study, user=user).pk == second.pk
+    with pytest.raises(UndoRefused, match="once"):
+        label_undo(study=study, user=user)
+    first.refresh_from_db()
+    assert (first.status, first.answer) == ("answered", "yes")
+
+
+# --- issue 8: skip ---------------------------------------------------------------------------
+def test_skip_hands_the_query_to_another_specialist_never_back_to_the_same_one():
+    from annotations.models import QuerySkip
+    from annotations.services.routing import query_skip
+
+    study = make_study(k=3, n_items=9, specialists_per_class=2, seed=21)
+    a, b = specialist(study, 0, 0), specialist(study, 0, 1)
+    in_class = list(Query.objects.filter(study=study, k=0).values_list("pk", flat=True))
+    assert len(in_class) >= 2
+    q = query_lease_next(study=study, user=a)
+    query_skip(public_id=q.public_id, user=a)
+    q.refresh_from_db()
+    assert (q.status, q.holder_id, q.lease_expires_at) == ("pending", None, None)
+    assert QueryEvent.objects.filter(query=q, kind="skipped", actor=a).count() == 1
+    assert QuerySkip.objects.filter(query=q, user=a, k=0).count() == 1
+    offered_to_a = set()
+    while (got := query_lease_next(study=study, user=a)) is not None:
+        offered_to_a.add(got.pk)
+        label_submit(query_id=got.pk, user=a, answer="no")
+    assert q.pk not in offered_to_a and offered_to_a == set(in_class) - {q.pk}
+    assert query_lease_next(study=study, user=b).pk == q.pk
+
+
+def test_skip_rates_per_class_in_progress_and_snapshot_payload():
+    from annotations.selectors import study_class_progress
+    from annotations.services.estimates import study_recompute
+    from annotations.services.routing import query_skip
+
+    study = make_study(k=3, n_items=30, specialists_per_class=2, systems={"m": 0.7})
+    a = specialist(study, 1, 0)
+    for _ in range(2):
+        q = query_lease_next(study=study, user=a)
+        query_skip(query_id=q.pk, user=a)
+    q = query_lease_next(study=study, user=a)
+    label_submit(query_id=q.pk, user=a, answer="no")
+    rows = {cp.index: cp for cp in study_class_progress(study=study)}
+    assert (rows[1].skipped, rows[1].answered) == (2, 1)
+    assert rows[1].skip_rate == pytest.approx(2 / 3)
+    assert (rows[0].skipped, rows[0].skip_rate) == (0, None)
+    payload = study_recompute(study_id=study.pk).payload
+    classes = {c["index"]: c for c in payload["classes"]}
+    assert classes[1]["skipped"] == 2 and classes[1]["skip_rate"] == pytest.approx(2 / 3)
+    assert classes[2]["skipped"] == 0 and classes[2]["skip_rate"] is None
+
+
+def test_a_skipped_quality_check_is_not_offered_again():
+    from annotations.services.routing import query_skip
+
+    study = make_study(k=3, n_items=30, checks=1, gold_rate=0.5, seed=8)
+    user = specialist(study, 0)
+    check = None
+    for _ in range(40):
+        q = query_lease_next(study=study, user=user)
+        if q.is_quality_check:
+            check = q
+            break
+        label_submit(query_id=q.pk, user=user, answer="no")
+    assert check is not None
+    query_skip(query_id=check.pk, user=user)
+    for _ in range(20):
+        q = query_lease_next(study=study, user=user)
+        if q is None:
+            break
+        assert q.item_id != check.item_id
+        label_submit(query_id=q.pk, user=user, answer="no")

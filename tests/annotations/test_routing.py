@@ -151,3 +151,24 @@ def test_quality_checks_interleave_at_the_configured_rate_and_are_scored():
     answered = Query.objects.filter(study=study, is_quality_check=True, answered_by=user)
     assert answered.count() == checks
     assert set(answered.values_list("qc_correct", flat=True)) == {True}
+
+
+def test_a_quality_check_is_leased_with_as_many_statements_as_a_routed_query():
+    """Same observable cost: a check is handed out by one INSERT … SELECT, as a routed query
+    by one UPDATE … SELECT (the old count-then-pick path took two statements more)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotations.models import Study
+
+    counts = {}
+    for gold_rate in (1e-12, 1.0):  # both draw the check coin; only the second wins it
+        study = make_study(k=3, n_items=12, checks=3, seed=44, name=f"t{gold_rate}")
+        Study.objects.filter(pk=study.pk).update(gold_rate=gold_rate)
+        study.refresh_from_db()
+        user = specialist(study, 0)
+        with CaptureQueriesContext(connection) as ctx:
+            q = query_lease_next(study=study, user=user)
+        assert q.is_quality_check == (gold_rate == 1.0)
+        counts[gold_rate] = [s["sql"].split()[0] for s in ctx.captured_queries]
+    assert len(counts[1e-12]) == len(counts[1.0])

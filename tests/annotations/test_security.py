@@ -90,7 +90,7 @@ def test_specialist_never_sees_gold_or_predictions_in_html_or_api(setup):
     assert page.status_code == 200
     query = Query.objects.get(holder=user, status="leased")
     api = client.post(reverse("api-query-next", args=[study.pk]))
-    assert api.json()["id"] == query.pk
+    assert api.json()["id"] == query.public_id
     forbidden = ["secret-system", "gold", "prediction", "match_mask", "present_mask"]
     raw_predictions = [p.raw for p in Prediction.objects.filter(item=query.item)]
     for body in (page.content.decode(), json.dumps(api.json())):
@@ -108,9 +108,9 @@ def test_specialist_cannot_answer_or_heartbeat_another_class_query(setup):
     owner, other = specialist(study, 0), specialist(study, 1)
     q = query_lease_next(study=study, user=owner)
     client = _client(other)
-    r = client.post(reverse("api-answer", args=[q.pk]), {"answer": "yes"})
+    r = client.post(reverse("api-answer", args=[q.public_id]), {"answer": "yes"})
     assert r.status_code == 403 and r.json()["code"] == "not_lease_holder"
-    r = client.post(reverse("api-heartbeat", args=[q.pk]))
+    r = client.post(reverse("api-heartbeat", args=[q.public_id]))
     assert r.status_code == 403
     q.refresh_from_db()
     assert q.status == "leased" and q.answer == ""
@@ -124,9 +124,10 @@ def test_forms_require_csrf(setup):
     assert not Query.objects.filter(holder=specialist(setup, 1)).exists()
 
 
-def test_api_answer_flow_is_idempotent_with_token_auth(setup):
+def test_api_answer_flow_is_idempotent_with_token_auth(setup, settings):
     from rest_framework.authtoken.models import Token
 
+    settings.OVERSIGHT_MIN_ANSWER_MS = 0  # answers at once (the minimum has its own tests)
     user = specialist(setup, 1)
     token = Token.objects.create(user=user)
     client = Client(HTTP_AUTHORIZATION=f"Token {token.key}")
@@ -141,7 +142,7 @@ def test_api_answer_flow_is_idempotent_with_token_auth(setup):
                           content_type="application/json")
     assert (first.status_code, again.status_code, changed.status_code) == (201, 200, 409)
     assert first.json()["created"] is True and again.json()["created"] is False
-    assert Query.objects.filter(pk=qid, answer="yes").count() == 1
+    assert Query.objects.filter(public_id=qid, answer="yes").count() == 1
 
 
 def test_openapi_schema_and_docs_render(setup):
@@ -179,3 +180,33 @@ def test_a_researcher_added_in_the_admin_gets_staff_status(setup):
     membership_add(study=setup, user=user, role=StudyMembership.Role.RESEARCHER)
     user.refresh_from_db()
     assert user.is_staff and not user.is_superuser
+
+
+def test_nothing_tells_a_specialist_that_a_query_is_a_quality_check(settings):
+    """HTML and API of a quality check: no 'quality'/'check'/'gold' wording, no qc field,
+    no database id; the answer response does not say whether the answer was right."""
+    from annotations.models import Study
+
+    settings.OVERSIGHT_MIN_ANSWER_MS = 0
+    study = make_study(k=3, n_items=10, checks=5, seed=61, systems={"secret-system-z": 0.6})
+    Study.objects.filter(pk=study.pk).update(gold_rate=1.0)
+    user = specialist(study, 0)
+    client = _client(user)
+    page = client.post(reverse("label-next", args=[study.pk]), HTTP_HX_REQUEST="true")
+    query = Query.objects.get(holder=user, status="leased")
+    assert query.is_quality_check
+    full = client.get(reverse("label", args=[study.pk]))
+    api = client.post(reverse("api-query-next", args=[study.pk]))
+    answer = client.post(reverse("api-answer", args=[api.json()["id"]]), {"answer": "no"},
+                         content_type="application/json")
+    assert answer.status_code == 201
+    assert set(answer.json()) == {"query_id", "answer", "answered_at", "created"}
+    after = client.post(reverse("label-next", args=[study.pk]), HTTP_HX_REQUEST="true")
+    for body in (page.content.decode(), full.content.decode(), json.dumps(api.json()),
+                 json.dumps(answer.json()), after.content.decode()):
+        lowered = body.lower()
+        for word in ("quality", "check", "gold", "qc_", "secret-system", "correct"):
+            assert word not in lowered, word
+        assert f'data-query-id="{query.pk}"' not in body
+        assert f'/label/{query.pk}/' not in body
+    assert api.json()["id"] == query.public_id

@@ -1,72 +1,16 @@
-"""Real pages in Chromium: labelling with the keyboard, the live dashboard."""
+"""Real pages in Chromium: the live dashboard (labelling: test_labelling.py)."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
-from django.utils import timezone
 from playwright.sync_api import expect
 
-from annotations.models import Query
 from annotations.services.labels import label_submit
 from annotations.services.routing import query_lease_next
 from tests.browser.conftest import login
 from tests.factories import make_study, role_user, specialist
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def test_specialist_labels_three_queries_with_the_keyboard(page, shots, live_server, settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    study = make_study(k=4, n_items=30, systems={"hidden-model-name": 0.7}, seed=51)
-    user = specialist(study, 2)
-    login(page, live_server, user.username)
-    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
-    page.keyboard.press("Enter")
-    pressed = []
-    for key, answer in (("y", "yes"), ("n", "no"), ("u", "unsure")):
-        card = page.locator("article.query")
-        expect(card).to_be_visible()
-        query_id = int(card.get_attribute("data-query-id"))
-        assert "hidden-model-name" not in page.content()
-        page.keyboard.press(key)
-        expect(page.locator(f'article.query:not([data-query-id="{query_id}"])')).to_be_visible()
-        pressed.append((query_id, answer))
-    expect(page.get_by_test_id("session-count")).to_have_text("3")
-    stored = list(Query.objects.filter(answered_by=user).order_by("answered_at")
-                  .values_list("pk", "answer", "k"))
-    assert [(pk, a) for pk, a, _ in stored] == pressed
-    assert {k for _, _, k in stored} == {2}
-    page.screenshot(path=str(shots / "labelling.png"))
-
-
-def test_expired_lease_is_refused_with_a_clear_message_and_nothing_is_stored(page, live_server):
-    study = make_study(k=3, n_items=9, seed=52)
-    user = specialist(study, 0)
-    q = query_lease_next(study=study, user=user)
-    login(page, live_server, user.username)
-    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
-    expect(page.locator(f'article.query[data-query-id="{q.pk}"]')).to_be_visible()
-    page.wait_for_load_state("networkidle")  # the first heartbeat has extended the lease
-    # the specialist walks away: the lease runs out on the server
-    Query.objects.filter(pk=q.pk).update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
-    page.keyboard.press("y")
-    expect(page.get_by_role("status")).to_contain_text("lease on this query expired")
-    q.refresh_from_db()
-    assert (q.status, q.answer, q.answered_at) == ("leased", "", None)
-
-
-def test_countdown_shows_expiry_and_disables_the_answers(page, live_server):
-    study = make_study(k=3, n_items=9, seed=54)
-    user = specialist(study, 0)
-    query_lease_next(study=study, user=user)
-    login(page, live_server, user.username)
-    page.goto(f"{live_server.url}/studies/{study.pk}/label/")
-    page.wait_for_load_state("networkidle")  # first heartbeat done
-    page.eval_on_selector("#lease", "el => el.dataset.expires = new Date(Date.now() - 1000).toISOString()")
-    expect(page.locator("#lease.expired")).to_be_visible(timeout=3000)
-    expect(page.locator("button.answer.yes")).to_be_disabled()
 
 
 def test_manager_sees_the_dashboard_update_live(page, shots, live_server, settings):

@@ -150,9 +150,9 @@ def test_answers_succeed_when_redis_is_down_and_the_sweeper_catches_up(settings,
     page.force_login(page_user)
     q2 = query_lease_next(study=study, user=page_user)
     with caplog.at_level(logging.WARNING, logger="annotations.services.recompute"):
-        by_api = api.post(reverse("api-answer", args=[q1.pk]), {"answer": "no"},
+        by_api = api.post(reverse("api-answer", args=[q1.public_id]), {"answer": "no"},
                           content_type="application/json")
-        by_htmx = page.post(reverse("label-answer", args=[study.pk, q2.pk]), {"answer": "yes"},
+        by_htmx = page.post(reverse("label-answer", args=[study.pk, q2.public_id]), {"answer": "yes"},
                             HTTP_HX_REQUEST="true")
     assert by_api.status_code == 201 and by_api.json()["answer"] == "no"
     assert by_htmx.status_code == 200

@@ -178,9 +178,9 @@ def test_answering_survives_redis_down_and_the_dashboard_catches_up(own_pipeline
     page.force_login(page_user)
     q1 = query_lease_next(study=study, user=api_user)
     q2 = query_lease_next(study=study, user=page_user)
-    by_api = api.post(reverse("api-answer", args=[q1.pk]), {"answer": "no"},
+    by_api = api.post(reverse("api-answer", args=[q1.public_id]), {"answer": "no"},
                       content_type="application/json")
-    by_htmx = page.post(reverse("label-answer", args=[study.pk, q2.pk]), {"answer": "yes"},
+    by_htmx = page.post(reverse("label-answer", args=[study.pk, q2.public_id]), {"answer": "yes"},
                         HTTP_HX_REQUEST="true")
     assert (by_api.status_code, by_htmx.status_code) == (201, 200)
     assert Query.objects.filter(study=study, status="answered").count() == 3

@@ -51,7 +51,7 @@ def test_api_deeply_nested_json_is_a_400(make_study, endpoint, body):
     user = specialist(study, 0) if endpoint == "answer" else role_user(study, "researcher")
     url = {"items": f"/api/studies/{study.pk}/items/",
            "predictions": f"/api/studies/{study.pk}/predictions/",
-           "answer": f"/api/queries/{query.pk}/answer/"}[endpoint]
+           "answer": f"/api/queries/{query.public_id}/answer/"}[endpoint]
     before = snapshot(study)
 
     response = api_client(user).post(url, body, content_type="application/json")
@@ -113,7 +113,7 @@ def test_api_answer_with_nul_character_is_a_400(make_study):
 
     assert response.status_code == 400
     assert response.json()["detail"].startswith("answer: contains a NUL character")
-    assert Query.objects.get(pk=query_id).status == Query.Status.LEASED
+    assert Query.objects.get(public_id=query_id).status == Query.Status.LEASED
 
 
 # --- API: strings longer than their columns, wrong types -----------------------------------

@@ -210,8 +210,10 @@ class StudyClassFormSet(forms.BaseInlineFormSet):
         deleting = sum(1 for f in self.forms if f.cleaned_data.get("DELETE") and f.instance.pk)
         adding = sum(1 for f in self.forms if not f.instance.pk and f.has_changed()
                      and not f.cleaned_data.get("DELETE"))
+        reindexing = sum(1 for f in self.forms if f.instance.pk and "index" in f.changed_data)
         try:
-            study_classes_change_check(study=self.instance, deleting=deleting, adding=adding)
+            study_classes_change_check(study=self.instance, deleting=deleting, adding=adding,
+                                       reindexing=reindexing)
         except DomainError as exc:
             raise forms.ValidationError(exc.message) from exc
 

@@ -67,3 +67,9 @@ class Prediction(models.Model):
         if self.system_id and self.item_id and self.system.study_id != self.item.study_id:
             raise ValidationError({"item": "This item belongs to another study than the "
                                            "AI system."})
+        if self.item_id and self.option is not None:
+            n = len(self.item.options) or self.item.study.classes.count()
+            if self.option >= n:
+                raise ValidationError({"option": f"Option {self.option} is outside "
+                                                 f"0..{n - 1} (an index of the item's "
+                                                 f"options)."})

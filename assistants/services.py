@@ -7,10 +7,10 @@ from typing import IO
 
 from django.db import connection, transaction
 from django.db.models import Count, F, Max, Q
-from django.utils import timezone
 
 from annotations.errors import DomainError, ImportFailed
 from annotations.models import Item, Query, Study
+from annotations.services.bulk import rows_insert, rows_update
 from annotations.services.records import read_records
 from assistants.models import MAX_SYSTEMS_PER_STUDY, AISystem, Prediction
 
@@ -202,14 +202,14 @@ def predictions_import(
     if len(items) <= IN_LIST_MAX:
         existing_qs = existing_qs.filter(item_id__in=[v[0] for v in items.values()])
     existing = {(s, i): pk for pk, s, i in existing_qs.values_list("pk", "system_id", "item_id")}
-    new: list[Prediction] = []
+    new: list[dict] = []
     changed: list[tuple[int, int | None, int | None, str]] = []
     for line, item_id, system_name, item_pk, option, position, raw in parsed:
         system = systems[system_name]
         found = existing.get((system.pk, item_pk))
         if found is None:
-            new.append(Prediction(system_id=system.pk, item_id=item_pk, option=option,
-                                  position=position, raw=raw))
+            new.append({"system_id": system.pk, "item_id": item_pk, "option": option,
+                        "position": position, "raw": raw})
         elif not update:
             errors.append(
                 f"{label}:{line}: item_id: '{item_id}' already has a prediction "
@@ -219,52 +219,13 @@ def predictions_import(
             changed.append((found, option, position, raw))
     if errors:
         raise ImportFailed(errors)
-    _predictions_insert(new)
-    _predictions_rewrite(changed)
+    rows_insert(Prediction, new, batch_size=5000)  # PostgreSQL: COPY
+    rows_update(Prediction, ["option", "position", "raw"], changed)
     query_masks_refresh(study=study)
     systems_reference_refresh(study=study)
     return PredictionImportResult(created=len(new), updated=len(changed),
                                   systems_created=new_names, unparseable=unparseable,
                                   missing=missing)
-
-
-def _predictions_insert(new: list[Prediction]) -> None:
-    """Insert new predictions. PostgreSQL: COPY (a bulk INSERT of 200 000 rows builds and
-    binds 1.2 million parameters); other databases: bulk_create."""
-    if connection.vendor != "postgresql" or not new:
-        Prediction.objects.bulk_create(new, batch_size=5000)
-        return
-    now = timezone.now()
-    table = Prediction._meta.db_table
-    with connection.cursor() as cur, cur.copy(
-        f"COPY {table} (system_id, item_id, option, position, raw, created_at) FROM STDIN"
-    ) as copy:
-        for p in new:
-            copy.write_row((p.system_id, p.item_id, p.option, p.position, p.raw, now))
-
-
-def _predictions_rewrite(changed: list[tuple[int, int | None, int | None, str]]) -> None:
-    """Rewrite option, position and raw of existing predictions (pk, option, position, raw).
-    PostgreSQL: one UPDATE from unnested arrays per batch (bulk_update's CASE per row is
-    slow); other databases: bulk_update."""
-    if not changed:
-        return
-    if connection.vendor != "postgresql":
-        Prediction.objects.bulk_update(
-            [Prediction(pk=pk, option=o, position=p, raw=r) for pk, o, p, r in changed],
-            ["option", "position", "raw"], batch_size=2000)
-        return
-    table = Prediction._meta.db_table
-    with connection.cursor() as cur:
-        for start in range(0, len(changed), 40_000):
-            batch = changed[start:start + 40_000]
-            cur.execute(
-                f"UPDATE {table} AS p SET option = v.option, position = v.position, raw = v.raw "
-                "FROM unnest(%s::bigint[], %s::int[], %s::int[], %s::text[]) "
-                "AS v(id, option, position, raw) WHERE p.id = v.id",
-                [[c[0] for c in batch], [c[1] for c in batch], [c[2] for c in batch],
-                 [c[3] for c in batch]],
-            )
 
 
 @transaction.atomic

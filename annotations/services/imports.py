@@ -7,11 +7,19 @@ from typing import IO
 
 from django.db import transaction
 from django.db.models import Count, OuterRef, Subquery
+from django.utils import timezone
 
 from annotations.errors import ImportFailed, InvalidStudy
 from annotations.models import Item, Query, Study
+from annotations.services.bulk import rows_insert, rows_update
 from annotations.services.records import parse_bool, parse_json_cell, read_records
-from annotations.services.routing import items_route, option_orders_draw, study_rng
+from annotations.services.routing import (
+    first_queries_create,
+    items_route,
+    option_orders_draw,
+    routing_draw,
+    study_rng,
+)
 
 ITEM_FIELDS = {"id", "text", "options", "stratum", "gold", "quality_check", "metadata"}
 
@@ -197,38 +205,52 @@ def _items_write(study: Study, records: list[tuple[int, dict]], *, label: str, u
     if errors:
         raise ImportFailed(errors)
     if to_update:
-        Item.objects.bulk_update(to_update, list(Item.CONTENT_FIELDS), batch_size=2000)
+        rows_update(Item, Item.CONTENT_FIELDS,
+                    [(i.pk, *[getattr(i, f) for f in Item.CONTENT_FIELDS]) for i in to_update])
         _query_strata_sync([i.pk for i in to_update])
-    created = _items_create(study, new, k)
-    routed = 0
-    if study.status == Study.Status.OPEN and created:
-        # every unrouted item of an open study is one of these (opening routes the rest)
-        routed = items_route(study=study)
+    created, routed = _items_create(study, new, k)
+    if study.status == Study.Status.OPEN and created and routed < created:
+        routed += items_route(study=study)  # defensive: any item left unrouted
     if created or to_update:
         study_stratum_sizes_refresh(study=study)
     if to_update:
         from assistants.services import systems_reference_refresh
 
         systems_reference_refresh(study=study)
-    return ImportResult(created=len(created), updated=len(to_update), routed=routed,
+    return ImportResult(created=created, updated=len(to_update), routed=routed,
                         unchanged=unchanged)
 
 
-def _items_create(study: Study, records: list[dict], k: int) -> list[Item]:
-    """Insert new items with their option shuffle drawn from the study's seeded stream."""
+def _items_create(study: Study, records: list[dict], k: int) -> tuple[int, int]:
+    """Insert new items with their option shuffle drawn from the study's seeded stream;
+    in an open study, route them as they are inserted (the same draws ``items_route``
+    makes, without rewriting every new row). Returns (created, routed)."""
     if not records:
-        return []
+        return 0, 0
     rng = study_rng(study, 0, Item.objects.filter(study=study).count())
     orders = option_orders_draw(rng, len(records), k, study.shuffle_options).tolist()
     identity = list(range(k))
     # Named categories (no options) are never shuffled: class k must stay category k.
-    return Item.objects.bulk_create(
-        [
-            Item(study=study, option_order=o if r["options"] else identity, **r)
-            for r, o in zip(records, orders, strict=True)
-        ],
-        batch_size=2000,
-    )
+    rows = [{"study_id": study.pk, "option_order": o if r["options"] else identity, **r}
+            for r, o in zip(records, orders, strict=True)]
+    to_route = [row for row in rows if not row["is_quality_check"]]
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    route_now = (study.status == Study.Status.OPEN and to_route and not Item.objects.filter(
+        study=study, routed_at__isnull=True, is_quality_check=False).exists())
+    if route_now:
+        # rows are inserted in this order, so primary-key order = the order of the draws
+        class_orders, ranks = routing_draw(study=study, n=len(to_route))
+        now = timezone.now()
+        for row, order in zip(to_route, class_orders, strict=True):
+            row["class_order"], row["routed_at"] = order, now
+    rows_insert(Item, rows)
+    if not route_now:
+        return len(rows), 0
+    pks = dict(Item.objects.filter(study=study, routed_at=now).values_list("external_id", "pk"))
+    first_queries_create(study=study, routed=[
+        (pks[row["external_id"]], row["stratum"], order, rank)
+        for row, order, rank in zip(to_route, class_orders, ranks, strict=True)])
+    return len(rows), len(to_route)
 
 
 def _query_strata_sync(item_ids: list[int]) -> None:

@@ -9,9 +9,11 @@ from annotations.errors import InvalidStudy
 from annotations.models import Study, StudyClass
 
 
-def study_classes_change_check(*, study: Study, deleting: int = 0, adding: int = 0) -> None:
-    """Refuse deleting or adding classes of a study that is not a draft."""
-    if study.status == Study.Status.DRAFT or not (deleting or adding):
+def study_classes_change_check(*, study: Study, deleting: int = 0, adding: int = 0,
+                               reindexing: int = 0) -> None:
+    """Refuse deleting, adding or renumbering classes of a study that is not a draft
+    (renaming and describing them stays allowed)."""
+    if study.status == Study.Status.DRAFT or not (deleting or adding or reindexing):
         return
     k = study.classes.count()
     state = "open" if study.status == Study.Status.OPEN else "closed"

@@ -462,18 +462,24 @@ def _class_formset_post(study) -> dict:
     return client, data
 
 
-def test_deleting_a_class_of_an_open_study_is_refused_with_the_reason():
+@pytest.mark.parametrize("change", [{"classes-2-DELETE": "on"},
+                                    {"classes-0-index": 1, "classes-1-index": 0},
+                                    {"classes-TOTAL_FORMS": 4, "classes-3-index": 3,
+                                     "classes-3-name": "C3"}])
+def test_changing_the_classes_of_an_open_study_is_refused_with_the_reason(change):
     from annotations.models import StudyClass
 
     study = make_study(k=3, n_items=2, seed=36)
+    before = list(StudyClass.objects.filter(study=study).values_list("pk", "index", "name"))
     client, data = _class_formset_post(study)
-    data["classes-2-DELETE"] = "on"
+    data.update(change)
     response = client.post(f"/admin/annotations/study/{study.pk}/change/", data)
     assert response.status_code == 200
     assert ("The study is open: its classes are fixed (K = 3 is part of every routed "
             "query). Close it and start a new study to change the classes."
             in response.content.decode())
-    assert StudyClass.objects.filter(study=study).count() == 3
+    assert list(StudyClass.objects.filter(study=study).values_list("pk", "index", "name")
+                ) == before
 
 
 def test_deleting_a_class_of_a_draft_study_is_allowed():

@@ -3,8 +3,8 @@
 ``bulk_create`` binds every value as a parameter of a multi-row INSERT after building a
 model instance per row, and ``bulk_update`` builds a CASE per row; for 200 000 items or
 queries that took over a minute, past gunicorn's worker timeout. Here rows are plain dicts
-(attribute name → value); PostgreSQL streams them with COPY, other databases use
-``bulk_create`` and prepared ``executemany`` UPDATEs.
+(attribute name → value); PostgreSQL streams them with COPY, SQLite runs prepared
+``executemany`` statements, other databases use Django's bulk paths.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def rows_insert(model: type[models.Model], rows: Sequence[dict], *,
     if not rows:
         return 0
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    if connection.vendor != "postgresql":
+    if connection.vendor not in ("postgresql", "sqlite"):
         model._default_manager.bulk_create([model(**r) for r in rows], batch_size=batch_size)
         return len(rows)
     now = timezone.now()
@@ -43,20 +43,39 @@ def rows_insert(model: type[models.Model], rows: Sequence[dict], *,
     for f in fields:
         default = f.get_default() if f.has_default() else None
         plan.append((f.attname, _prepared(f, now), f.has_default(), default))
+
+    def values(row: dict) -> list:
+        out = []
+        for attname, convert, has_default, default in plan:
+            if attname in row:
+                value = row[attname]
+            elif has_default:
+                value = default() if callable(default) else default
+            else:
+                value = None
+            out.append(value if convert is None else convert(value))
+        return out
+
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     table = connection.ops.quote_name(model._meta.db_table)
-    with connection.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-        for row in rows:
-            values = []
-            for attname, convert, has_default, default in plan:
-                if attname in row:
-                    value = row[attname]
-                elif has_default:
-                    value = default() if callable(default) else default
-                else:
-                    value = None
-                values.append(value if convert is None else convert(value))
-            copy.write_row(values)
+    with connection.cursor() as cur:
+        if connection.vendor == "sqlite":
+            # one prepared INSERT per row: SQLite's own fast path; Django's bulk_create
+            # spends its time preparing every value (3 minutes for 200 000 items)
+            adapt = connection.ops.adapt_datetimefield_value
+            dates = [i for i, f in enumerate(fields) if isinstance(f, models.DateTimeField)]
+            marks = ", ".join(["%s"] * len(fields))
+            prepared = []
+            for row in rows:
+                vals = values(row)
+                for i in dates:
+                    vals[i] = adapt(vals[i])
+                prepared.append(vals)
+            cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", prepared)
+            return len(rows)
+        with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(values(row))
     return len(rows)
 
 

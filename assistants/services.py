@@ -10,7 +10,7 @@ from django.db.models import Count, F, Max, Q
 
 from annotations.errors import DomainError, ImportFailed
 from annotations.models import Item, Query, Study
-from annotations.services.bulk import rows_insert, rows_update
+from annotations.services.bulk import gc_paused, rows_insert, rows_update
 from annotations.services.records import read_records
 from assistants.models import MAX_SYSTEMS_PER_STUDY, AISystem, Prediction
 
@@ -123,6 +123,13 @@ def predictions_import(
     Unknown item ids, duplicates and bad indexes are errors naming file, line and field;
     existing (system, item) pairs are errors unless ``update``. Unknown system names create
     the system. Answered queries' masks are refreshed in the same transaction."""
+    with gc_paused():
+        return _predictions_import(study=study, source=source, name=name, fmt=fmt,
+                                   update=update)
+
+
+def _predictions_import(*, study: Study, source: IO | str, name: str | None,
+                        fmt: str | None, update: bool) -> PredictionImportResult:
     label = name or getattr(source, "name", None) or str(source)
     class_names = list(study.classes.order_by("index").values_list("name", flat=True))
     errors: list[str] = []
@@ -213,7 +220,7 @@ def predictions_import(
         elif not update:
             errors.append(
                 f"{label}:{line}: item_id: '{item_id}' already has a prediction "
-                f"from '{system_name}' (tick update to replace it)"
+                f"from '{system_name}' (import with update to replace it)"
             )
         else:
             changed.append((found, option, position, raw))

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotations.errors import ImportFailed, InvalidStudy
 from annotations.models import Item, Query, Study
-from annotations.services.bulk import rows_insert, rows_update
+from annotations.services.bulk import gc_paused, rows_insert, rows_update
 from annotations.services.records import parse_bool, parse_json_cell, read_records
 from annotations.services.routing import (
     first_queries_create,
@@ -78,6 +78,12 @@ def items_import(
     and metadata of existing items — never their options or quality-check flag, and never
     an item with answered queries (refused with the reason; a record identical to the
     stored item counts as unchanged). Items of an open study are routed at once."""
+    with gc_paused():
+        return _items_import(study=study, source=source, name=name, fmt=fmt, update=update)
+
+
+def _items_import(*, study: Study, source: IO | str, name: str | None, fmt: str | None,
+                  update: bool) -> ImportResult:
     classes = list(study.classes.order_by("index").values_list("name", flat=True))
     k = len(classes)
     errors: list[str] = []
@@ -169,7 +175,7 @@ def _items_write(study: Study, records: list[tuple[int, dict]], *, label: str, u
             if r["external_id"] in existing:
                 errors.append(
                     f"{label}:{line}: id: '{r['external_id']}' already exists "
-                    f"(tick update to rewrite it)"
+                    f"(import with update to rewrite it)"
                 )
         raise ImportFailed(errors)
     answered: set[int] = set()

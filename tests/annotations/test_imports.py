@@ -504,3 +504,48 @@ def test_the_service_refuses_deleting_a_class_of_an_open_study():
     with pytest.raises(InvalidStudy, match="The study is open: its classes are fixed"):
         study_class_delete(study_class=StudyClass.objects.get(study=study, index=1))
     assert StudyClass.objects.filter(study=study).count() == 3
+
+
+def test_large_imports_take_the_bulk_path_atomically_and_route_every_item():
+    from annotations.services.imports import IN_LIST_MAX
+    from annotations.services.routing import items_route
+
+    n = IN_LIST_MAX + 200  # past the IN-list limit: the study's rows are read whole
+    study = make_study(k=3, n_items=0, seed=39)
+    rows = [{"id": f"b{i}", "text": f"q{i}", "options": ["x", "y", "z"]} for i in range(n)]
+    bad = [*rows[:-1], {"id": "b-last", "text": "", "options": ["x", "y", "z"]}]
+    with pytest.raises(ImportFailed, match=f"big.jsonl:{n}: text: missing"):
+        items_import(study=study, source=jsonl(bad), name="big.jsonl")
+    assert not Item.objects.filter(study=study).exists()
+    result = items_import(study=study, source=jsonl(rows), name="big.jsonl")
+    assert (result.created, result.routed) == (n, n)
+    assert Query.objects.filter(study=study, sequence=0).count() == n
+    assert not Item.objects.filter(study=study, routed_at__isnull=True).exists()
+    assert items_route(study=study) == 0
+    preds = [{"item_id": f"b{i}", "system": "big", "prediction": "y" if i % 7 else "?"}
+             for i in range(n)]
+    presult = predictions_import(study=study, source=jsonl(preds), name="p.jsonl")
+    assert presult.created == n
+    assert presult.unparseable == {"big": len([i for i in range(n) if i % 7 == 0])}
+    again = predictions_import(study=study, source=jsonl(preds), name="p.jsonl", update=True)
+    assert (again.created, again.updated) == (0, n)
+
+
+def test_routing_an_import_draws_what_items_route_draws():
+    """Items routed as they are inserted get the draws items_route would have made."""
+    def routed(open_first: bool) -> list[tuple[str, list[int], int]]:
+        from annotations.services.studies import study_open
+
+        study = study_create(name=f"same-{open_first}", classes=["A", "B", "C"], seed=5,
+                             queries_per_item=2)
+        rows = [{"id": f"s{i}", "text": "t", "options": ["x", "y", "z"]} for i in range(30)]
+        if open_first:
+            study_open(study=study)
+            items_import(study=study, source=jsonl(rows), name="s.jsonl")
+        else:
+            items_import(study=study, source=jsonl(rows), name="s.jsonl")
+            study_open(study=study)
+        return sorted((q.item.external_id, q.item.class_order, q.rank)
+                      for q in Query.objects.filter(study=study).select_related("item"))
+
+    assert routed(True) == routed(False)

@@ -38,7 +38,7 @@ class ImportResult:
 
     def summary(self) -> str:
         """One line for the admin message and the command output."""
-        text = f"{self.created} items created, {self.updated} updated"
+        text = f"{self.created} created, {self.updated} updated"
         if self.unchanged:
             text += f", {self.unchanged} unchanged"
         return text + (f", {self.routed} routed." if self.routed else ".")

@@ -23,4 +23,4 @@ class Command(BaseCommand):
                                   update=opts["update"])
         except (ImportFailed, FileNotFoundError) as exc:
             raise CommandError(f"Nothing imported.\n{exc}") from exc
-        self.stdout.write(self.style.SUCCESS(result.summary()))
+        self.stdout.write(self.style.SUCCESS(f"Items: {result.summary()}"))

@@ -90,7 +90,10 @@ def rows_insert(model: type[models.Model], rows: Sequence[dict], *,
                 prepared.append(vals)
             cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", prepared)
             return len(rows)
-        with cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        # COPY bypasses Django's cursor wrapper: map psycopg errors to django.db's here
+        with connection.wrap_database_errors, cur.copy(
+            f"COPY {table} ({columns}) FROM STDIN"
+        ) as copy:
             for row in rows:
                 copy.write_row(values(row))
     return len(rows)
@@ -128,7 +131,7 @@ def rows_update(model: type[models.Model], attnames: Sequence[str],
         cur.execute(f"DROP TABLE IF EXISTS {temp}")
         cur.execute(f"CREATE TEMPORARY TABLE {temp} (id bigint PRIMARY KEY, {types}) "
                     "ON COMMIT DROP")
-        with cur.copy(f"COPY {temp} FROM STDIN") as copy:
+        with connection.wrap_database_errors, cur.copy(f"COPY {temp} FROM STDIN") as copy:
             for r in rows:
                 copy.write_row([r[0], *[v if c is None else c(v)
                                         for c, v in zip(converters, r[1:], strict=True)]])

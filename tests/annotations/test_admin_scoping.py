@@ -282,3 +282,16 @@ def test_a_membership_user_from_outside_can_be_added_by_exact_name(two):
     assert field.queryset.filter(pk=newcomer.pk).exists()  # validated, never listed
     membership_add(study=mine, user=newcomer, role=StudyMembership.Role.MANAGER)
     assert newcomer.username in {r["text"] for r in _autocomplete(client, "").json()["results"]}
+
+
+def test_bulk_inserts_are_guarded_too(two):
+    from annotations.services.bulk import rows_insert
+
+    mine, other = two
+    system = AISystem.objects.get(study=mine)
+    foreign = Item.objects.filter(study=other).first()
+    before = Prediction.objects.count()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        rows_insert(Prediction, [{"system_id": system.pk, "item_id": foreign.pk,
+                                  "option": 0, "position": 0, "raw": "0"}])
+    assert Prediction.objects.count() == before

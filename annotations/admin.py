@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
 from django.db import models
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
@@ -28,7 +29,13 @@ from annotations.models import (
 from annotations.selectors import study_setup_checklist
 from annotations.services.estimates import study_recompute
 from annotations.services.exports import labels_export
-from annotations.services.imports import items_import, study_stratum_sizes_refresh
+from annotations.services.imports import (
+    item_create,
+    item_update,
+    items_import,
+    study_stratum_sizes_refresh,
+)
+from annotations.services.running import study_classes_change_check
 from annotations.services.studies import (
     member_password_reset,
     members_add,
@@ -65,18 +72,98 @@ def study_allowed(request: HttpRequest, study_id: int | None) -> bool:
     return study_id is None or ids is None or study_id in ids
 
 
-class ResearcherScopedAdmin(admin.ModelAdmin):
+def study_path(model) -> str | None:
+    """The lookup from ``model`` to the study a row belongs to (None: no study, hence not
+    shown to researchers). Users belong to the studies they are members of."""
+    if model is Study:
+        return "pk"
+    if model is User:
+        return "memberships__study"
+    names = {f.name for f in model._meta.get_fields()}
+    if "study" in names:
+        return "study"
+    if "system" in names:  # predictions: through their AI system
+        return "system__study"
+    return None
+
+
+def scope_to_studies(queryset, study_ids: set[int] | None):
+    """Rows of ``queryset`` that belong to the given studies (None: all, superusers)."""
+    if study_ids is None:
+        return queryset
+    model = queryset.model
+    path = study_path(model)
+    if path is None:
+        return queryset.none()
+    if "__" not in path:
+        return queryset.filter(**{f"{path}__in": study_ids})
+    # through a to-many relation: a subquery, not a join (no duplicates, no DISTINCT)
+    return queryset.filter(
+        pk__in=model._default_manager.filter(**{f"{path}__in": study_ids}).values("pk"))
+
+
+class ScopedChoicesMixin:
+    """One place for every foreign-key choice, raw-id field (its form field validates
+    against the same queryset; the lookup popup is the related admin's scoped change list),
+    autocomplete (the related admin's scoped queryset) and list filter of a researcher's
+    admin pages: only rows of the researcher's own studies."""
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        ids = researcher_study_ids(request)
+        if ids is not None and "queryset" not in kwargs:
+            related = db_field.remote_field.model
+            kwargs["queryset"] = scope_to_studies(related._default_manager.all(), ids)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        ids = researcher_study_ids(request)
+        if ids is not None and "queryset" not in kwargs:
+            related = db_field.remote_field.model
+            kwargs["queryset"] = scope_to_studies(related._default_manager.all(), ids)
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+class ResearcherScopedAdmin(ScopedChoicesMixin, admin.ModelAdmin):
     """Per-study object permissions: a staff user who is a researcher of a study sees and
-    changes that study's rows without any Django model permission; superusers see all."""
+    changes that study's rows without any Django model permission; superusers see all.
+    A row never moves to another study: the study (for predictions: system and item) is
+    read-only once the row exists (the database refuses it too)."""
 
     study_field = "study"
     # JSON that cannot be stored (NUL, NaN, deep nesting) is a form error, not a 500.
     formfield_overrides = {models.JSONField: {"form_class": StorableJSONFormField}}
+    fixed_fields: tuple[str, ...] = ("study",)
 
     def get_queryset(self, request):
         qs = super().get_queryset(request)
         ids = researcher_study_ids(request)
         return qs if ids is None else qs.filter(**{f"{self.study_field}__in": ids})
+
+    def get_list_filter(self, request):
+        filters = []
+        for entry in super().get_list_filter(request):
+            if isinstance(entry, str) and self._is_relation(entry):
+                # only the related rows present in the scoped change list
+                entry = (entry, admin.RelatedOnlyFieldListFilter)
+            filters.append(entry)
+        return filters
+
+    def _is_relation(self, lookup: str) -> bool:
+        model = self.model
+        field = None
+        for part in lookup.split("__"):
+            field = model._meta.get_field(part)
+            if not field.is_relation:
+                return False
+            model = field.related_model
+        return field is not None
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None:
+            names = {f.name for f in self.model._meta.get_fields()}
+            fields += [f for f in self.fixed_fields if f in names and f not in fields]
+        return fields
 
     def study_id_of(self, obj) -> int | None:
         if obj is None:
@@ -108,7 +195,7 @@ class ResearcherScopedAdmin(admin.ModelAdmin):
         return self._granted(request, obj, "has_delete_permission")
 
 
-class StudyInline:
+class StudyInline(ScopedChoicesMixin):
     """Inline rows of a study: whoever may change the study may edit them."""
 
     def _parent_allowed(self, request, obj) -> bool:
@@ -130,8 +217,23 @@ class StudyInline:
 SHORT_TEXT = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 2, "cols": 36})}}
 
 
+class StudyClassFormSet(forms.BaseInlineFormSet):
+    def clean(self):
+        super().clean()
+        deleting = sum(1 for f in self.forms if f.cleaned_data.get("DELETE") and f.instance.pk)
+        adding = sum(1 for f in self.forms if not f.instance.pk and f.has_changed()
+                     and not f.cleaned_data.get("DELETE"))
+        reindexing = sum(1 for f in self.forms if f.instance.pk and "index" in f.changed_data)
+        try:
+            study_classes_change_check(study=self.instance, deleting=deleting, adding=adding,
+                                       reindexing=reindexing)
+        except DomainError as exc:
+            raise forms.ValidationError(exc.message) from exc
+
+
 class StudyClassInline(StudyInline, admin.TabularInline):
     model = StudyClass
+    formset = StudyClassFormSet
     extra = 0
     verbose_name, verbose_name_plural = "class", "Classes"
     fields = ["index", "name", "description", "guidelines"]
@@ -149,6 +251,11 @@ class MembershipInline(StudyInline, admin.TabularInline):
         if db_field.name == "study_class":
             study_id = request.resolver_match.kwargs.get("object_id")
             kwargs["queryset"] = StudyClass.objects.filter(study_id=study_id or 0)
+        if db_field.name == "user":
+            # Any active account may be added as a member, but the autocomplete lists only
+            # members of the researcher's studies and otherwise needs the exact username or
+            # e-mail address (PlatformUserAdmin.get_search_results).
+            kwargs["queryset"] = User.objects.filter(is_active=True)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
@@ -442,8 +549,7 @@ class StudyAdmin(ResearcherScopedAdmin):
             except DomainError as exc:
                 errors = getattr(exc, "errors", [exc.message])
             else:
-                self.message_user(request, f"Imported {upload.name}: {result.created} created, "
-                                           f"{result.updated} updated.")
+                self.message_user(request, f"Imported {upload.name}: {result.summary()}")
                 return redirect("admin:annotations_study_change", study.pk)
         return self._page(request, "admin/annotations/import.html", study,
                           f"{title} — {study.name}", form=form, errors=errors, kind=kind)
@@ -487,8 +593,12 @@ class ItemAdmin(ResearcherScopedAdmin):
         study_stratum_sizes_refresh(study=study)
 
     def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
-        study_stratum_sizes_refresh(study=obj.study)
+        # through the services: the shuffle drawn and routing on add; the running-study
+        # rules (Item.clean) and the queries' strata on change
+        if change:
+            item_update(item=obj)
+        else:
+            obj.pk = item_create(item=obj).pk
 
 
 @admin.register(Query)
@@ -530,3 +640,25 @@ class PlatformUserAdmin(UserAdmin):
     def has_view_permission(self, request, obj=None):
         # researchers pick members by name (autocomplete); only superusers edit accounts
         return is_researcher(request) or super().has_view_permission(request, obj)
+
+    def get_queryset(self, request):
+        """Researchers see the members of their own studies (and themselves), no one else."""
+        qs = super().get_queryset(request)
+        ids = researcher_study_ids(request)
+        if ids is None:
+            return qs
+        members = StudyMembership.objects.filter(study_id__in=ids).values("user_id")
+        return qs.filter(Q(pk__in=members) | Q(pk=request.user.pk))
+
+    def get_search_results(self, request, queryset, search_term):
+        """The member autocomplete also finds an account outside the researcher's studies,
+        but only by its exact username or e-mail address (to add a new member)."""
+        qs, duplicates = super().get_search_results(request, queryset, search_term)
+        term = search_term.strip()
+        if (researcher_study_ids(request) is None or not term
+                or request.path != reverse("admin:autocomplete")):
+            return qs, duplicates
+        exact = User.objects.filter(Q(username__iexact=term) | Q(email__iexact=term),
+                                    is_active=True)
+        return User.objects.filter(Q(pk__in=qs.values("pk")) | Q(pk__in=exact.values("pk"))
+                                   ).order_by("username"), False

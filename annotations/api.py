@@ -21,6 +21,7 @@ from annotations.serializers import (
     ImportOutputSerializer,
     ItemInputSerializer,
     ItemOutputSerializer,
+    PredictionImportOutputSerializer,
     PredictionInputSerializer,
     PredictionOutputSerializer,
     QueryOutputSerializer,
@@ -56,15 +57,14 @@ def _jsonl(records: list[dict]) -> io.StringIO:
     return io.StringIO("\n".join(json.dumps(r) for r in records))
 
 
-def _import(request, study_id: int, serializer_cls, service) -> Response:
+def _import(request, study_id: int, serializer_cls, service, output_cls) -> Response:
     """POST a JSON list of records → the same atomic import service as files use."""
     study = _study_for(request, study_id, Role.RESEARCHER)
     data = serializer_cls(data=request.data, many=True)
     data.is_valid(raise_exception=True)
     result = service(study=study, source=_jsonl(data.validated_data), name="request",
                      fmt="jsonl", update=request.query_params.get("update") == "true")
-    return Response({"created": result.created, "updated": result.updated},
-                    status=status.HTTP_201_CREATED)
+    return Response(output_cls(result).data, status=status.HTTP_201_CREATED)
 
 
 class StudyListApi(APIView):
@@ -95,7 +95,8 @@ class ItemListApi(APIView):
     @extend_schema(request=ItemInputSerializer(many=True), responses=ImportOutputSerializer,
                    summary="Add items (atomic: all or nothing)")
     def post(self, request, study_id: int):
-        return _import(request, study_id, ItemInputSerializer, items_import)
+        return _import(request, study_id, ItemInputSerializer, items_import,
+                       ImportOutputSerializer)
 
 
 class PredictionListApi(APIView):
@@ -108,12 +109,14 @@ class PredictionListApi(APIView):
         return _paginated(request, self, study_predictions(study=study),
                           PredictionOutputSerializer)
 
-    @extend_schema(request=PredictionInputSerializer(many=True), responses=ImportOutputSerializer,
+    @extend_schema(request=PredictionInputSerializer(many=True),
+                   responses=PredictionImportOutputSerializer,
                    summary="Add AI predictions (atomic; unknown systems are created)")
     def post(self, request, study_id: int):
         from assistants.services import predictions_import
 
-        return _import(request, study_id, PredictionInputSerializer, predictions_import)
+        return _import(request, study_id, PredictionInputSerializer, predictions_import,
+                       PredictionImportOutputSerializer)
 
 
 class QueryNextApi(APIView):

@@ -215,6 +215,34 @@ class Item(models.Model):
     def __str__(self) -> str:
         return self.external_id
 
+    # Why a running study's items are fixed (admin, API and import say the same).
+    ROUTED_FIXED = "The item has routed queries: its options (and K) are fixed once it is routed."
+    ANSWERED_FIXED = ("an answered item cannot be rewritten (its labels answer the stored "
+                      "question)")
+    CONTENT_FIELDS = ("text", "stratum", "gold_option", "metadata")
+
+    def clean(self) -> None:
+        if self.study_id and self.options:
+            k = self.study.classes.count()
+            if len(self.options) != k:
+                raise ValidationError({"options": f"{len(self.options)} options but the study "
+                                                  f"has K={k}."})
+        if self.pk is None:
+            return
+        before = Item.objects.filter(pk=self.pk).first()
+        if before is None:
+            return
+        if before.study_id != self.study_id:
+            raise ValidationError({"study": "An item cannot move to another study."})
+        queries = Query.objects.filter(item_id=self.pk)
+        if ((before.options, before.is_quality_check) != (self.options, self.is_quality_check)
+                and queries.exists()):
+            raise ValidationError({"options": self.ROUTED_FIXED})
+        changed = [f for f in self.CONTENT_FIELDS if getattr(before, f) != getattr(self, f)]
+        if changed and queries.filter(status=Query.Status.ANSWERED).exists():
+            raise ValidationError({changed[0]: f"The item has answered queries; "
+                                               f"{self.ANSWERED_FIXED}."})
+
     def position_of(self, original_index: int | None) -> int | None:
         """Displayed position (= class) of an original option index; None when missing."""
         if original_index is None:

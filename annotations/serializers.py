@@ -56,7 +56,16 @@ class ItemInputSerializer(serializers.Serializer):
 class PredictionInputSerializer(serializers.Serializer):
     item_id = serializers.CharField()
     system = serializers.CharField()
-    prediction = serializers.CharField(allow_blank=True, allow_null=True)
+    # JSON values as sent (3.0 stays a number): the import service applies the rule
+    prediction = serializers.JSONField(
+        required=False, allow_null=True,
+        help_text="The predicted option's text (a number is read as its text: 3 and 3.0 "
+        "match the option \"3\"). A text that names no option is scored as a wrong answer "
+        "and counted in 'unparseable'.")
+    prediction_index = serializers.JSONField(
+        required=False, allow_null=True,
+        help_text="Instead of prediction: the 0-based index of the original option (3, 3.0 "
+        "or \"3\"); anything else is an error.")
 
 
 class PredictionOutputSerializer(serializers.Serializer):
@@ -70,6 +79,22 @@ class PredictionOutputSerializer(serializers.Serializer):
 class ImportOutputSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField(
+        required=False, help_text="Items: records identical to the stored item (update).")
+    routed = serializers.IntegerField(
+        required=False, help_text="Items: routed at once (the study is open).")
+
+
+class PredictionImportOutputSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    systems_created = serializers.ListField(child=serializers.CharField())
+    unparseable = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Per system: predictions naming no option (stored raw, scored as wrong).")
+    missing = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Per system: empty predictions (scored as wrong).")
 
 
 class QueryOutputSerializer(serializers.Serializer):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator
 from django.db import models
 
@@ -34,6 +35,13 @@ class AISystem(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        if self.pk is None:
+            return
+        before = AISystem.objects.filter(pk=self.pk).values_list("study_id", flat=True).first()
+        if before is not None and before != self.study_id:
+            raise ValidationError({"study": "An AI system cannot move to another study."})
+
 
 class Prediction(models.Model):
     """A system's answer for an item. ``option`` is the original option index (None when the
@@ -52,3 +60,16 @@ class Prediction(models.Model):
             models.UniqueConstraint(fields=["system", "item"], name="prediction_unique"),
         ]
         indexes = [models.Index(fields=["item", "position"])]
+
+    def clean(self) -> None:
+        # The database refuses the pair too (migration assistants 0002): a prediction of
+        # one study's system about another study's item would corrupt that study's masks.
+        if self.system_id and self.item_id and self.system.study_id != self.item.study_id:
+            raise ValidationError({"item": "This item belongs to another study than the "
+                                           "AI system."})
+        if self.item_id and self.option is not None:
+            n = len(self.item.options) or self.item.study.classes.count()
+            if self.option >= n:
+                raise ValidationError({"option": f"Option {self.option} is outside "
+                                                 f"0..{n - 1} (an index of the item's "
+                                                 f"options)."})

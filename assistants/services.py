@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO
 
 from django.db import connection, transaction
 from django.db.models import Count, F, Max, Q
 
-from annotations.errors import ImportFailed
+from annotations.errors import DomainError, ImportFailed
 from annotations.models import Item, Query, Study
+from annotations.services.bulk import gc_paused, rows_insert, rows_update
 from annotations.services.records import read_records
 from assistants.models import MAX_SYSTEMS_PER_STUDY, AISystem, Prediction
 
-PREDICTION_FIELDS = {"item_id", "system", "prediction"}
+PREDICTION_FIELDS = {"item_id", "system", "prediction", "prediction_index"}
 # Input fields stored in a column: read_records refuses objects there and over-long text.
 PREDICTION_COLUMNS = {"item_id": Item._meta.get_field("external_id"),
                       "system": AISystem._meta.get_field("name")}
+# Above this many rows an import reads the study's items and predictions whole instead of
+# listing ids in an IN (...) clause (SQLite allows at most 32 766 parameters per statement).
+IN_LIST_MAX = 5000
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,22 @@ class PredictionImportResult:
     created: int
     updated: int
     systems_created: list[str]
+    # per system: non-empty predictions that name no option (stored raw, scored as wrong)
+    unparseable: dict[str, int] = field(default_factory=dict)
+    # per system: rows with an empty prediction (also scored as wrong)
+    missing: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line for the admin message and the command output."""
+        text = f"{self.created} predictions created, {self.updated} updated."
+        if self.systems_created:
+            text += f" New systems: {', '.join(self.systems_created)}."
+        for label, counts in (("unparseable (no option has that text)", self.unparseable),
+                              ("missing", self.missing)):
+            if counts:
+                listed = ", ".join(f"{name} {n}" for name, n in sorted(counts.items()))
+                text += f" {label.capitalize()}, scored as wrong answers: {listed}."
+        return text
 
 
 def system_create(*, study: Study, name: str, description: str = "") -> AISystem:
@@ -39,20 +59,49 @@ def system_create(*, study: Study, name: str, description: str = "") -> AISystem
         )
 
 
-def _parse_prediction(value, item: Item, class_names: list[str]) -> int | None:
-    """Original option index of a prediction, or None when missing/unparseable (scored as a
-    wrong answer, METHODS.md M1)."""
-    options = item.options or class_names
+def prediction_text(value) -> str:
+    """The text a ``prediction`` value stands for: strings stripped; JSON numbers as they
+    would be written (an integral float 3.0 is "3", so it matches an option "3")."""
     if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def prediction_index(value, n_options: int) -> int | None:
+    """A ``prediction_index`` value: a 0-based option index (integers, integral floats such
+    as 3.0 and their text). None when empty; ValueError when not an index of the item."""
+    if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    text = str(value).strip()
-    if not text:
-        return None
-    if text.isdigit() and int(text) < len(options):
-        return int(text)
-    if text in options:
-        return options.index(text)
-    return None
+    if isinstance(value, bool):
+        raise ValueError(f"'{value}' is not an option index")
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip()) if "." in value else int(value.strip())
+        except ValueError:
+            raise ValueError(f"'{value}' is not a whole number") from None
+    if isinstance(number, float):
+        if not number.is_integer():
+            raise ValueError(f"'{value}' is not a whole number")
+        number = int(number)
+    if not isinstance(number, int):
+        raise ValueError(f"'{value}' is not a whole number")
+    if not 0 <= number < n_options:
+        raise ValueError(f"{number} is outside 0..{n_options - 1}")
+    return number
+
+
+def _items_by_external_id(study: Study, ids: set[str]) -> dict[str, tuple[int, list, list]]:
+    """external id → (pk, options, option_order) of the study's items among ``ids``."""
+    qs = Item.objects.filter(study=study)
+    if len(ids) <= IN_LIST_MAX:
+        qs = qs.filter(external_id__in=ids)
+    rows = qs.values_list("external_id", "pk", "options", "option_order")
+    return {ext: (pk, options, order) for ext, pk, options, order in rows if ext in ids}
 
 
 @transaction.atomic
@@ -64,16 +113,30 @@ def predictions_import(
     fmt: str | None = None,
     update: bool = False,
 ) -> PredictionImportResult:
-    """Import predictions (fields item_id, system, prediction) from CSV or JSONL.
+    """Import predictions (fields item_id, system, and prediction or prediction_index) from
+    CSV or JSONL, all or nothing.
 
-    ``prediction`` is a 0-based option index or the option's text; anything else is kept
-    raw and scored as a missing answer. Unknown item ids and duplicates are errors naming
-    file and line; existing (system, item) pairs are errors unless ``update``. Unknown system
-    names create the system. Answered queries' masks are refreshed in the same transaction."""
+    The rule, never a guess: ``prediction`` is the predicted option's text (or class name
+    for items without options), matched exactly after trimming spaces; a JSON number is
+    read as its text (3 and 3.0 both mean the option "3"). A text that names no option is
+    stored raw and scored as a wrong answer; the result counts these per system
+    (``unparseable``), and empty predictions (``missing``). ``prediction_index`` is the
+    0-based index of the original option (integers, 3.0 or "3"); a value that is not an
+    index of the item is an error. A row gives one of the two, not both.
+    Unknown item ids, duplicates and bad indexes are errors naming file, line and field;
+    existing (system, item) pairs are errors unless ``update``. Unknown system names create
+    the system. Answered queries' masks are refreshed in the same transaction."""
+    with gc_paused():
+        return _predictions_import(study=study, source=source, name=name, fmt=fmt,
+                                   update=update)
+
+
+def _predictions_import(*, study: Study, source: IO | str, name: str | None,
+                        fmt: str | None, update: bool) -> PredictionImportResult:
     label = name or getattr(source, "name", None) or str(source)
     class_names = list(study.classes.order_by("index").values_list("name", flat=True))
     errors: list[str] = []
-    rows: list[tuple[int, str, str, object]] = []
+    rows: list[tuple[int, str, str, object, object]] = []
     seen: dict[tuple[str, str], int] = {}
     for line, rec in read_records(source, name=name, fmt=fmt, columns=PREDICTION_COLUMNS):
         where = f"{label}:{line}"
@@ -81,7 +144,7 @@ def predictions_import(
         if unknown:
             errors.append(
                 f"{where}: {sorted(unknown)[0]}: unknown field (expected item_id, "
-                f"system, prediction)"
+                f"system, prediction or prediction_index)"
             )
             continue
         item_id = str(rec.get("item_id") or "").strip()
@@ -99,14 +162,14 @@ def predictions_import(
             )
             continue
         seen[(system, item_id)] = line
-        rows.append((line, item_id, system, rec.get("prediction")))
-    items = {
-        i.external_id: i
-        for i in Item.objects.filter(study=study, external_id__in={r[1] for r in rows}).only(
-            "pk", "external_id", "options", "option_order"
-        )
-    }
-    for line, item_id, _, _ in rows:
+        text, index = rec.get("prediction"), rec.get("prediction_index")
+        if prediction_text(text) and prediction_text(index):
+            errors.append(f"{where}: prediction_index: give prediction (option text) or "
+                          f"prediction_index (option index), not both")
+            continue
+        rows.append((line, item_id, system, text, index))
+    items = _items_by_external_id(study, {r[1] for r in rows})
+    for line, item_id, _, _, _ in rows:
         if item_id not in items:
             errors.append(f"{label}:{line}: item_id: unknown item '{item_id}' in study '{study}'")
     systems = {s.name: s for s in AISystem.objects.filter(study=study)}
@@ -118,45 +181,100 @@ def predictions_import(
         )
     if errors:
         raise ImportFailed(errors)
+    parsed: list[tuple[int, str, str, int, int | None, int | None, str]] = []
+    unparseable: dict[str, int] = {}
+    missing: dict[str, int] = {}
+    for line, item_id, system_name, text, index in rows:
+        item_pk, options, order = items[item_id]
+        options = options or class_names
+        if prediction_text(index):
+            try:
+                option = prediction_index(index, len(options))
+            except ValueError as exc:
+                errors.append(f"{label}:{line}: prediction_index: {exc}")
+                continue
+            raw = prediction_text(index)
+        else:
+            raw = prediction_text(text)
+            option = options.index(raw) if raw in options else None
+            if option is None:
+                tally = unparseable if raw else missing
+                tally[system_name] = tally.get(system_name, 0) + 1
+        position = order.index(option) if option is not None and option in order else None
+        parsed.append((line, item_id, system_name, item_pk, option, position,
+                       "" if text is None and index is None else raw))
+    if errors:
+        raise ImportFailed(errors)
     for system_name in new_names:
         systems[system_name] = system_create(study=study, name=system_name)
-    existing = {
-        (p.system_id, p.item_id): p
-        for p in Prediction.objects.filter(
-            system__study=study, item_id__in=[i.pk for i in items.values()]
-        )
-    }
-    new: list[Prediction] = []
-    changed: list[Prediction] = []
-    for line, item_id, system_name, value in rows:
-        item, system = items[item_id], systems[system_name]
-        option = _parse_prediction(value, item, class_names)
-        position = item.position_of(option)
-        raw = "" if value is None else str(value)
-        found = existing.get((system.pk, item.pk))
+    used = [systems[n] for n in {r[2] for r in rows}]
+    existing_qs = Prediction.objects.filter(system__in=used)
+    if len(items) <= IN_LIST_MAX:
+        existing_qs = existing_qs.filter(item_id__in=[v[0] for v in items.values()])
+    existing = {(s, i): pk for pk, s, i in existing_qs.values_list("pk", "system_id", "item_id")}
+    new: list[dict] = []
+    changed: list[tuple[int, int | None, int | None, str]] = []
+    for line, item_id, system_name, item_pk, option, position, raw in parsed:
+        system = systems[system_name]
+        found = existing.get((system.pk, item_pk))
         if found is None:
-            new.append(
-                Prediction(system=system, item=item, option=option, position=position, raw=raw)
-            )
+            new.append({"system_id": system.pk, "item_id": item_pk, "option": option,
+                        "position": position, "raw": raw})
         elif not update:
             errors.append(
                 f"{label}:{line}: item_id: '{item_id}' already has a prediction "
                 f"from '{system_name}' (rewriting existing ids is off)"
             )
         else:
-            found.option, found.position, found.raw = option, position, raw
-            changed.append(found)
+            changed.append((found, option, position, raw))
     if errors:
         raise ImportFailed(errors)
-    Prediction.objects.bulk_create(new, batch_size=5000)
-    Prediction.objects.bulk_update(changed, ["option", "position", "raw"], batch_size=5000)
+    rows_insert(Prediction, new, batch_size=5000)  # PostgreSQL: COPY
+    rows_update(Prediction, ["option", "position", "raw"], changed)
     query_masks_refresh(study=study)
     systems_reference_refresh(study=study)
-    return PredictionImportResult(created=len(new), updated=len(changed), systems_created=new_names)
+    return PredictionImportResult(created=len(new), updated=len(changed),
+                                  systems_created=new_names, unparseable=unparseable,
+                                  missing=missing)
 
 
-def query_masks_refresh(*, study: Study) -> int:
-    """Recompute match/present masks of every answered query of the study in one UPDATE."""
+@transaction.atomic
+def prediction_set(*, system: AISystem, item: Item, option: int | None) -> Prediction:
+    """Create or replace one prediction (the admin form): the option is an original option
+    index of the item (None: missing). Refuses an item of another study than the system;
+    refreshes the item's answered queries' masks and the systems' gold-subset accuracy."""
+    if system.study_id != item.study_id:
+        raise DomainError("This item belongs to another study than the AI system.",
+                          field="item")
+    n_options = len(item.options) if item.options else item.study.classes.count()
+    if option is not None and not 0 <= option < n_options:
+        raise DomainError(f"Option {option} is outside 0..{n_options - 1}.", field="option")
+    prediction, _ = Prediction.objects.update_or_create(
+        system=system, item=item,
+        defaults={"option": option, "position": item.position_of(option),
+                  "raw": "" if option is None else str(option)},
+    )
+    query_masks_refresh(study=item.study, item_ids=[item.pk])
+    systems_reference_refresh(study=item.study)
+    return prediction
+
+
+@transaction.atomic
+def predictions_delete(*, predictions) -> int:
+    """Delete predictions and refresh the masks and accuracies they entered."""
+    rows = list(predictions.values_list("pk", "item_id", "item__study_id"))
+    Prediction.objects.filter(pk__in=[r[0] for r in rows]).delete()
+    for study in Study.objects.filter(pk__in={r[2] for r in rows}):
+        query_masks_refresh(study=study, item_ids=[r[1] for r in rows if r[2] == study.pk])
+        systems_reference_refresh(study=study)
+    return len(rows)
+
+
+def query_masks_refresh(*, study: Study, item_ids: list[int] | None = None) -> int:
+    """Recompute match/present masks of the study's answered queries (of ``item_ids`` only,
+    if given) in one UPDATE. Only the study's own systems count (ordinals are per study)
+    and bits combine by OR: BIT_OR on PostgreSQL, elsewhere SUM(DISTINCT) of the powers
+    of two, which is the same number."""
     q = connection.ops.quote_name
     query_t, pred_t, sys_t = (
         Query._meta.db_table,
@@ -164,9 +282,11 @@ def query_masks_refresh(*, study: Study) -> int:
         AISystem._meta.db_table,
     )
     bit = f"(CAST(1 AS BIGINT) << s.{q('ordinal')})"
+    combine = f"BIT_OR({bit})" if connection.vendor == "postgresql" else f"SUM(DISTINCT {bit})"
     sub = (
-        f"SELECT COALESCE(SUM({bit}), 0) FROM {pred_t} p JOIN {sys_t} s "
-        f"ON s.{q('id')} = p.{q('system_id')} WHERE p.{q('item_id')} = {query_t}.{q('item_id')}"
+        f"SELECT COALESCE({combine}, 0) FROM {pred_t} p JOIN {sys_t} s "
+        f"ON s.{q('id')} = p.{q('system_id')} WHERE p.{q('item_id')} = {query_t}.{q('item_id')} "
+        f"AND s.{q('study_id')} = {query_t}.{q('study_id')}"
     )
     sql = (
         f"UPDATE {query_t} SET "
@@ -174,9 +294,18 @@ def query_masks_refresh(*, study: Study) -> int:
         f"{q('present_mask')} = ({sub} AND p.{q('position')} IS NOT NULL) "
         f"WHERE {q('study_id')} = %s AND {q('status')} = %s"
     )
+    params: list = [study.pk, Query.Status.ANSWERED]
+    total = 0
     with connection.cursor() as cur:
-        cur.execute(sql, [study.pk, Query.Status.ANSWERED])
-        return cur.rowcount
+        if item_ids is None:
+            cur.execute(sql, params)
+            return cur.rowcount
+        for start in range(0, len(item_ids), IN_LIST_MAX):
+            batch = item_ids[start:start + IN_LIST_MAX]
+            marks = ", ".join(["%s"] * len(batch))
+            cur.execute(f"{sql} AND {q('item_id')} IN ({marks})", [*params, *batch])
+            total += cur.rowcount
+    return total
 
 
 def systems_reference_refresh(*, study: Study) -> None:

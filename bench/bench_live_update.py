@@ -50,7 +50,7 @@ def seed(n_items: int) -> tuple[int, str, str]:
     for name, acc in (("frontier", 0.86), ("mid", 0.68), ("small", 0.42)):
         system_create(study=study, name=name)
         rows = [json.dumps({"item_id": f"i{i}", "system": name,
-                            "prediction": g if rng.random() < acc else (g + 1) % 5})
+                            "prediction_index": g if rng.random() < acc else (g + 1) % 5})
                 for i, g in enumerate(gold)]
         predictions_import(study=study, source=io.StringIO("\n".join(rows)), name="p.jsonl",
                            fmt="jsonl")

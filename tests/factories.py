@@ -60,7 +60,8 @@ def predictions_for(items: list[dict], accuracies: dict[str, float], k: int, *,
                 pred = it["gold"]
             else:
                 pred = int(rng.choice([j for j in range(k) if j != it["gold"]]))
-            rows.append({"item_id": it["id"], "system": name, "prediction": pred})
+            field = "prediction" if isinstance(pred, str) else "prediction_index"
+            rows.append({"item_id": it["id"], "system": name, field: pred})
     return rows
 
 

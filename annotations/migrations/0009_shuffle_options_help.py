@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0007_specialist_flow'),
+        ('annotations', '0008_item_study_fixed'),
     ]
 
     operations = [

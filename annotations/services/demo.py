@@ -58,7 +58,8 @@ def demo_items(n_items: int, n_checks: int, rng: np.random.Generator) -> tuple[l
                 pred = gold
             else:
                 pred = int(rng.choice([j for j in range(5) if j != gold]))
-            predictions.append({"item_id": ext, "system": name, "prediction": pred})
+            field = "prediction" if isinstance(pred, str) else "prediction_index"
+            predictions.append({"item_id": ext, "system": name, field: pred})
     return items, predictions
 
 

@@ -6,13 +6,21 @@ from dataclasses import dataclass
 from typing import IO
 
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, OuterRef, Subquery
+from django.utils import timezone
 
-from annotations.errors import ImportFailed
-from annotations.models import Item, Study
+from annotations.errors import ImportFailed, InvalidStudy
+from annotations.models import Item, Query, Study
+from annotations.services.bulk import gc_paused, rows_insert, rows_update
 from annotations.services.item_options import option_order_for, options_conflict
 from annotations.services.records import parse_bool, parse_json_cell, read_records
-from annotations.services.routing import items_route, option_orders_draw, study_rng
+from annotations.services.routing import (
+    first_queries_create,
+    items_route,
+    option_orders_draw,
+    routing_draw,
+    study_rng,
+)
 
 ITEM_FIELDS = {"id", "text", "options", "stratum", "gold", "quality_check", "metadata"}
 # Input fields stored in a column: read_records refuses objects there and over-long text.
@@ -20,11 +28,24 @@ ITEM_COLUMNS = {"id": Item._meta.get_field("external_id"), "text": Item._meta.ge
                 "stratum": Item._meta.get_field("stratum")}
 
 
+# Above this many rows an import reads the study's rows whole instead of listing ids in an
+# IN (...) clause (SQLite allows at most 32 766 parameters per statement).
+IN_LIST_MAX = 5000
+
+
 @dataclass(frozen=True)
 class ImportResult:
     created: int
     updated: int
     routed: int = 0
+    unchanged: int = 0  # update: records identical to the stored item
+
+    def summary(self) -> str:
+        """One line for the admin message and the command output."""
+        text = f"{self.created} created, {self.updated} updated"
+        if self.unchanged:
+            text += f", {self.unchanged} unchanged"
+        return text + (f", {self.routed} routed." if self.routed else ".")
 
 
 def _option_index(value, options: list[str], what: str) -> int | None:
@@ -58,7 +79,15 @@ def items_import(
     Fields: id, text, options (list of K strings; empty → the class names), stratum, gold
     (0-based index or option text; hidden), quality_check (bool; needs gold), metadata.
     Existing ids are an error unless ``update`` is set, which rewrites text, stratum, gold
-    and metadata of items not yet routed. Items of an open study are routed at once."""
+    and metadata of existing items — never their options or quality-check flag, and never
+    an item with answered queries (refused with the reason; a record identical to the
+    stored item counts as unchanged). Items of an open study are routed at once."""
+    with gc_paused():
+        return _items_import(study=study, source=source, name=name, fmt=fmt, update=update)
+
+
+def _items_import(*, study: Study, source: IO | str, name: str | None, fmt: str | None,
+                  update: bool) -> ImportResult:
     classes = list(study.classes.order_by("index").values_list("name", flat=True))
     k = len(classes)
     errors: list[str] = []
@@ -131,12 +160,23 @@ def items_import(
                 },
             )
         )
-    existing = {
-        i.external_id: i
-        for i in Item.objects.filter(
-            study=study, external_id__in=[r["external_id"] for _, r in records]
-        )
-    }
+    if errors:
+        raise ImportFailed(errors)
+    return _items_write(study, records, label=label, update=update, k=k)
+
+
+def _items_write(study: Study, records: list[tuple[int, dict]], *, label: str, update: bool,
+                 k: int) -> ImportResult:
+    """Create new items (option shuffle drawn, routed at once in an open study) and, with
+    ``update``, rewrite existing ones that no answer depends on."""
+    errors: list[str] = []
+    ids = {r["external_id"] for _, r in records}
+    existing_qs = Item.objects.filter(study=study)
+    if len(ids) <= IN_LIST_MAX:
+        existing_qs = existing_qs.filter(external_id__in=ids)
+    existing = {i.external_id: i for i in existing_qs.only(
+        "pk", "external_id", "options", "is_quality_check", *Item.CONTENT_FIELDS)
+        if i.external_id in ids}
     if existing and not update:
         for line, r in records:
             if r["external_id"] in existing:
@@ -144,10 +184,16 @@ def items_import(
                     f"{label}:{line}: id: '{r['external_id']}' already exists "
                     f"(rewriting existing ids is off)"
                 )
-    if errors:
         raise ImportFailed(errors)
+    answered: set[int] = set()
+    if existing:
+        answered_qs = Query.objects.filter(study=study, status=Query.Status.ANSWERED)
+        if len(existing) <= IN_LIST_MAX:
+            answered_qs = answered_qs.filter(item_id__in=[i.pk for i in existing.values()])
+        answered = set(answered_qs.values_list("item_id", flat=True).distinct())
     to_update: list[Item] = []
     new: list[dict] = []
+    unchanged = 0
     for line, r in records:
         item = existing.get(r["external_id"])
         if item is None:
@@ -159,39 +205,107 @@ def items_import(
                 f"quality-check flag of an existing item"
             )
             continue
-        item.text, item.stratum = r["text"], r["stratum"]
-        item.gold_option, item.metadata = r["gold_option"], r["metadata"]
+        if all(getattr(item, f) == r[f] for f in Item.CONTENT_FIELDS):
+            unchanged += 1
+            continue
+        if item.pk in answered:
+            errors.append(f"{label}:{line}: id: item '{item.external_id}' has answered "
+                          f"queries; {Item.ANSWERED_FIXED}")
+            continue
+        for f in Item.CONTENT_FIELDS:
+            setattr(item, f, r[f])
         to_update.append(item)
     if errors:
         raise ImportFailed(errors)
     if to_update:
-        Item.objects.bulk_update(
-            to_update, ["text", "stratum", "gold_option", "metadata"], batch_size=2000
-        )
-        from annotations.models import Query
-
-        for item in to_update:
-            Query.objects.filter(item=item).update(stratum=item.stratum)
-    rng = study_rng(study, 0, Item.objects.filter(study=study).count())
-    orders = option_orders_draw(rng, len(new), k, study.shuffle_options).tolist()
-    # Named categories are never shuffled: class k must stay category k (item_options).
-    created = Item.objects.bulk_create(
-        [
-            Item(study=study, option_order=option_order_for(r["options"], classes, o), **r)
-            for r, o in zip(new, orders, strict=True)
-        ],
-        batch_size=2000,
-    )
-    routed = 0
-    if study.status == Study.Status.OPEN and created:
-        routed = items_route(study=study, items=created)
+        rows_update(Item, Item.CONTENT_FIELDS,
+                    [(i.pk, *[getattr(i, f) for f in Item.CONTENT_FIELDS]) for i in to_update])
+        _query_strata_sync([i.pk for i in to_update])
+    created, routed = _items_create(study, new)
+    if study.status == Study.Status.OPEN and created and routed < created:
+        routed += items_route(study=study)  # defensive: any item left unrouted
     if created or to_update:
         study_stratum_sizes_refresh(study=study)
     if to_update:
         from assistants.services import systems_reference_refresh
 
         systems_reference_refresh(study=study)
-    return ImportResult(created=len(created), updated=len(to_update), routed=routed)
+    return ImportResult(created=created, updated=len(to_update), routed=routed,
+                        unchanged=unchanged)
+
+
+def _items_create(study: Study, records: list[dict]) -> tuple[int, int]:
+    """Insert new items with their option shuffle drawn from the study's seeded stream;
+    in an open study, route them as they are inserted (the same draws ``items_route``
+    makes, without rewriting every new row). Returns (created, routed)."""
+    if not records:
+        return 0, 0
+    classes = list(study.classes.order_by("index").values_list("name", flat=True))
+    rng = study_rng(study, 0, Item.objects.filter(study=study).count())
+    orders = option_orders_draw(rng, len(records), len(classes),
+                                study.shuffle_options).tolist()
+    # Named categories are never shuffled: class k must stay category k (item_options).
+    rows = [{"study_id": study.pk, "option_order": option_order_for(r["options"], classes, o),
+             **r} for r, o in zip(records, orders, strict=True)]
+    to_route = [row for row in rows if not row["is_quality_check"]]
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    route_now = (study.status == Study.Status.OPEN and to_route and not Item.objects.filter(
+        study=study, routed_at__isnull=True, is_quality_check=False).exists())
+    if route_now:
+        # rows are inserted in this order, so primary-key order = the order of the draws
+        class_orders, ranks = routing_draw(study=study, n=len(to_route))
+        now = timezone.now()
+        for row, order in zip(to_route, class_orders, strict=True):
+            row["class_order"], row["routed_at"] = order, now
+    rows_insert(Item, rows)
+    if not route_now:
+        return len(rows), 0
+    pks = dict(Item.objects.filter(study=study, routed_at=now).values_list("external_id", "pk"))
+    first_queries_create(study=study, routed=[
+        (pks[row["external_id"]], row["stratum"], order, rank)
+        for row, order, rank in zip(to_route, class_orders, ranks, strict=True)])
+    return len(rows), len(to_route)
+
+
+def _query_strata_sync(item_ids: list[int]) -> None:
+    """Copy each item's stratum onto its queries (the label counts group by it)."""
+    stratum = Item.objects.filter(pk=OuterRef("item_id")).values("stratum")[:1]
+    for start in range(0, len(item_ids), IN_LIST_MAX):
+        Query.objects.filter(item_id__in=item_ids[start:start + IN_LIST_MAX]).update(
+            stratum=Subquery(stratum))
+
+
+def _item_record(item: Item) -> dict:
+    return {f: getattr(item, f) for f in ("external_id", "text", "options", "gold_option",
+                                          "is_quality_check", "metadata", "stratum")}
+
+
+@transaction.atomic
+def item_create(*, item: Item) -> Item:
+    """Add one item built by a form (the admin): validated like a model, then stored as an
+    import stores it (option shuffle drawn, routed at once in an open study)."""
+    item.full_clean()
+    study = Study.objects.select_for_update().get(pk=item.study_id)
+    k = study.classes.count()
+    if k < 2:
+        raise InvalidStudy(f"The study needs at least 2 classes before items (has {k}).",
+                           field="study")
+    _items_write(study, [(1, _item_record(item))], label="form", update=False, k=k)
+    return Item.objects.get(study=study, external_id=item.external_id)
+
+
+@transaction.atomic
+def item_update(*, item: Item) -> Item:
+    """Save an edited item (the admin). Refused (``Item.clean``): moving it to another
+    study, new options or quality-check flag once routed, any rewrite once answered."""
+    item.full_clean()
+    item.save()
+    _query_strata_sync([item.pk])
+    study_stratum_sizes_refresh(study=item.study)
+    from assistants.services import systems_reference_refresh
+
+    systems_reference_refresh(study=item.study)
+    return item
 
 
 def study_stratum_sizes_refresh(*, study: Study) -> dict[str, int]:

@@ -105,13 +105,14 @@ def _too_soon(query: Query, now) -> None:
 
 
 def query_masks(query: Query) -> tuple[int, int]:
-    """Bit masks over AI-system ordinals: (predicted class k, predicted anything parseable)."""
+    """Bit masks over AI-system ordinals: (predicted class k, predicted anything parseable).
+    Only systems of the query's own study count (ordinals are per study); bits are OR-ed."""
     from assistants.models import Prediction
 
     match = present = 0
-    rows = Prediction.objects.filter(item_id=query.item_id, position__isnull=False).values_list(
-        "system__ordinal", "position"
-    )
+    rows = Prediction.objects.filter(
+        item_id=query.item_id, system__study_id=query.study_id, position__isnull=False
+    ).values_list("system__ordinal", "position")
     for ordinal, position in rows:
         present |= 1 << ordinal
         if position == query.k:

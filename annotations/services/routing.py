@@ -10,7 +10,6 @@ is what makes complementary labels uniform over the wrong classes.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterable
 
 import numpy as np
@@ -30,6 +29,7 @@ from annotations.models import (
     User,
     new_public_id,
 )
+from annotations.services.bulk import rows_insert, rows_update
 
 RANK_MAX = 2**62
 CHECK_ORDER_PRIME = 2_147_483_647  # 2**31 − 1: (id·a + b) stays below 2**62 for ids < 2**31
@@ -59,58 +59,50 @@ def items_route(*, study: Study, items: Iterable[Item] | None = None) -> int:
     qs = Item.objects.filter(study=study, routed_at__isnull=True, is_quality_check=False)
     if items is not None:
         qs = qs.filter(pk__in=[i.pk for i in items])
-    pending = list(qs.order_by("pk").only("pk", "stratum"))
+    pending = list(qs.order_by("pk").values_list("pk", "stratum"))
     if not pending:
         return 0
-    k = study.classes.count()
-    study.routing_batches = F("routing_batches") + 1
-    study.save(update_fields=["routing_batches"])
+    class_orders, ranks = routing_draw(study=study, n=len(pending))
+    now = timezone.now()
+    # bulk writes (PostgreSQL: COPY): bulk_update and bulk_create took over a minute for
+    # 200 000 items
+    rows_update(Item, ["class_order", "routed_at"],
+                [(pk, order, now) for (pk, _), order in zip(pending, class_orders, strict=True)])
+    first_queries_create(study=study, routed=[
+        (pk, stratum, order, rank)
+        for (pk, stratum), order, rank in zip(pending, class_orders, ranks, strict=True)])
+    return len(pending)
+
+
+def routing_draw(*, study: Study, n: int) -> tuple[list[list[int]], list[int]]:
+    """The draws of one routing batch of ``n`` items (in primary-key order): each item's
+    class order (K classes without replacement, cut at queries_per_item) and queue rank.
+    Each batch has its own stream (study seed, 1, batch number). Call under the study's
+    row lock (``items_route``, or an import that routes the items it inserts)."""
+    Study.objects.filter(pk=study.pk).update(routing_batches=F("routing_batches") + 1)
     study.refresh_from_db(fields=["routing_batches"])
+    k = study.classes.count()
     rng = study_rng(study, 1, study.routing_batches)
     depth = min(study.queries_per_item, k)
-    class_orders = rng.random((len(pending), k)).argsort(axis=1)[:, :depth]
-    ranks = rng.integers(0, RANK_MAX, size=len(pending))
-    now = timezone.now()
-    _class_orders_store(pending, class_orders, now)
-    queries = [
-        Query(
-            study=study,
-            item=item,
-            k=int(order[0]),
-            sequence=0,
-            rank=int(rank),
-            stratum=item.stratum,
-        )
-        for item, order, rank in zip(pending, class_orders, ranks, strict=True)
-    ]
-    Query.objects.bulk_create(queries, batch_size=BULK_BATCH)
-    if connection.vendor == "postgresql" and len(pending) >= ANALYZE_AFTER:
+    class_orders = rng.random((n, k)).argsort(axis=1)[:, :depth]
+    ranks = rng.integers(0, RANK_MAX, size=n)
+    return class_orders.tolist(), ranks.tolist()
+
+
+def first_queries_create(*, study: Study,
+                         routed: list[tuple[int, str, list[int], int]]) -> None:
+    """Create the first query of routed items given as (item pk, stratum, class order,
+    rank)."""
+    rows_insert(Query, [
+        {"study_id": study.pk, "item_id": pk, "k": order[0], "sequence": 0, "rank": rank,
+         "stratum": stratum}
+        for pk, stratum, order, rank in routed
+    ], batch_size=BULK_BATCH)
+    if connection.vendor == "postgresql" and len(routed) >= ANALYZE_AFTER:
         # Fresh statistics, or the planner keeps its estimate of an empty queue and sorts
         # every pending query of a class on each lease (17 ms at 100 000 items, not 0.1).
         with connection.cursor() as cur:
             cur.execute(f"ANALYZE {Query._meta.db_table}")
-    return len(pending)
-
-
-def _class_orders_store(items: list[Item], class_orders: np.ndarray, now: dt.datetime) -> None:
-    """Write each item's drawn class order and routing time. PostgreSQL: one UPDATE from
-    unnested arrays per batch (Django's bulk_update builds a CASE per row, which takes a
-    minute for 100 000 items); other databases: bulk_update."""
-    for item, order in zip(items, class_orders, strict=True):
-        item.class_order = order.tolist()
-        item.routed_at = now
-    if connection.vendor != "postgresql":
-        Item.objects.bulk_update(items, ["class_order", "routed_at"], batch_size=BULK_BATCH)
-        return
-    table = Item._meta.db_table
-    with connection.cursor() as cur:
-        for start in range(0, len(items), 20 * BULK_BATCH):
-            batch = items[start:start + 20 * BULK_BATCH]
-            cur.execute(
-                f"UPDATE {table} AS i SET class_order = v.class_order::jsonb, routed_at = %s "
-                "FROM unnest(%s::bigint[], %s::text[]) AS v(id, class_order) WHERE i.id = v.id",
-                [now, [i.pk for i in batch], [json.dumps(i.class_order) for i in batch]],
-            )
 
 
 def lease_length(study: Study) -> dt.timedelta:

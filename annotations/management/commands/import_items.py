@@ -23,5 +23,4 @@ class Command(BaseCommand):
                                   update=opts["update"])
         except (ImportFailed, FileNotFoundError) as exc:
             raise CommandError(f"Nothing imported.\n{exc}") from exc
-        self.stdout.write(self.style.SUCCESS(
-            f"{result.created} items created, {result.updated} updated, {result.routed} routed."))
+        self.stdout.write(self.style.SUCCESS(f"Items: {result.summary()}"))

@@ -8,7 +8,8 @@ from assistants.services import predictions_import
 class Command(BaseCommand):
     help = (
         "Import AI predictions from CSV or JSONL (atomic). Fields: item_id, system, "
-        "prediction (option index from 0 or option text)."
+        "prediction (the option's text; a number is read as its text) or prediction_index "
+        "(0-based option index). Predictions naming no option are counted per system."
     )
 
     def add_arguments(self, parser):
@@ -27,11 +28,4 @@ class Command(BaseCommand):
             )
         except (ImportFailed, FileNotFoundError) as exc:
             raise CommandError(f"Nothing imported.\n{exc}") from exc
-        created = (
-            f" New systems: {', '.join(result.systems_created)}." if result.systems_created else ""
-        )
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"{result.created} predictions created, {result.updated} updated.{created}"
-            )
-        )
+        self.stdout.write(self.style.SUCCESS(result.summary()))

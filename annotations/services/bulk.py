@@ -58,7 +58,10 @@ def rows_insert(model: type[models.Model], rows: Sequence[dict], *,
     now = timezone.now()
     plan = []
     for f in fields:
-        default = f.get_default() if f.has_default() else None
+        # a callable default is called per row (get_default() would call it once: every
+        # row would share one value, e.g. one Query.public_id)
+        default = (f.default if callable(f.default) else f.get_default()) \
+            if f.has_default() else None
         plan.append((f.attname, _prepared(f, now), f.has_default(), default))
 
     def values(row: dict) -> list:

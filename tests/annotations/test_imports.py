@@ -74,6 +74,16 @@ def test_items_imported_into_an_open_study_are_routed():
     assert Query.objects.filter(study=study).count() == before + 1
 
 
+def test_items_routed_by_one_import_get_distinct_public_ids():
+    """The bulk insert called a callable default once: every routed query of one import got
+    the same public id (a unique-constraint error from the second item on)."""
+    study = make_study(k=3, n_items=2)
+    items_import(study=study, source=jsonl([{"id": f"late{i}", "text": "t"} for i in range(4)]),
+                 name="late.jsonl")
+    ids = list(Query.objects.filter(study=study).values_list("public_id", flat=True))
+    assert len(ids) == 6 and len(set(ids)) == 6
+
+
 def test_k_below_two_is_refused():
     with pytest.raises(InvalidStudy, match="at least 2 classes"):
         study_create(name="tiny", classes=["only"])

@@ -152,7 +152,7 @@ def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, p
     page.get_by_role("link", name="Import AI predictions").click()
     page.set_input_files("input[name=file]", str(predictions))
     page.click("input[value=Import]")
-    expect(page.locator(".messagelist")).to_contain_text("predictions.jsonl: 24 created")
+    expect(page.locator(".messagelist")).to_contain_text("predictions.jsonl: 24 predictions created")
     assert AISystem.objects.filter(study=study).count() == 2
     assert Prediction.objects.filter(system__study=study).count() == 24
     expect(page.locator(".study-panel")).not_to_contain_text("Still missing")
@@ -189,11 +189,11 @@ def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, p
     specialist_page.get_by_role("button", name="Get the next query").click()
     card = specialist_page.locator("article.query")
     expect(card).to_be_visible()
-    query_id = int(card.get_attribute("data-query-id"))
+    query_id = card.get_attribute("data-query-id")
     specialist_page.wait_for_timeout(1500)  # a query must be on screen a moment first
     specialist_page.locator("button.answer.no").click()
     expect(specialist_page.get_by_test_id("session-count")).to_have_text("1")
-    assert Query.objects.get(pk=query_id).answer == "no"
+    assert Query.objects.get(public_id=query_id).answer == "no"
     specialist_page.context.close()
 
     # the manager reads the dashboard

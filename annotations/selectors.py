@@ -165,28 +165,56 @@ def study_label_counts(*, study: Study, ordinals: list[int]) -> LabelCounts:
     )
 
 
-def study_complementary_by_item(*, study: Study, ordinals: list[int], k: int
-                                ) -> tuple[np.ndarray, np.ndarray]:
-    """Per item (rows) and system (columns): the sum u of w = 1{ŷ ≠ ȳ} over the item's
-    complementary ('no') answers (a missing prediction scores (K−2)/(K−1)), and their
-    number m — the clusters of the item-clustered variance."""
+@dataclass(frozen=True)
+class ItemLabels:
+    """Every answered 'yes'/'no' query of a study (labels on axis 0), for the item-clustered
+    variance: the label's item as an index 0..n_items−1, its class k and answer, and per AI
+    system (columns, in ``ordinals`` order) the bits of its masks."""
+
+    item: np.ndarray
+    n_items: int
+    item_strata: np.ndarray  # stratum of each item
+    k: np.ndarray
+    yes: np.ndarray  # bool: 'yes' (else 'no')
+    match: np.ndarray  # (labels, systems) 0/1
+    present: np.ndarray
+
+
+def study_item_labels(*, study: Study, ordinals: list[int]) -> ItemLabels:
+    """One query over the study's answered 'yes'/'no' queries (quality checks excluded),
+    mask bits unpacked in numpy."""
     rows = list(
-        Query.objects.filter(study=study, status=Query.Status.ANSWERED, answer=Query.Answer.NO,
-                             is_quality_check=False)
-        .values_list("item_id", "match_mask", "present_mask").order_by("item_id")
+        Query.objects.filter(study=study, status=Query.Status.ANSWERED, is_quality_check=False,
+                             answer__in=[Query.Answer.YES, Query.Answer.NO])
+        .values_list("item_id", "k", "answer", "match_mask", "present_mask", "stratum")
+        .order_by()
     )
-    if not rows:
-        return np.zeros((0, len(ordinals))), np.zeros(0)
-    data = np.array(rows, dtype=np.int64)
-    items, index = np.unique(data[:, 0], return_inverse=True)
     bits = np.array(ordinals, dtype=np.int64)
-    match = (data[:, 1:2] >> bits) & 1
-    present = (data[:, 2:3] >> bits) & 1
-    w = np.where(present == 1, 1.0 - match, (k - 2) / (k - 1))
-    u = np.zeros((len(items), len(ordinals)))
-    np.add.at(u, index, w)
-    m = np.bincount(index, minlength=len(items)).astype(float)
-    return u, m
+    if not rows:
+        empty = np.zeros((0, len(ordinals)), dtype=np.int8)
+        return ItemLabels(np.zeros(0, dtype=np.intp), 0, np.zeros(0, dtype=object),
+                          np.zeros(0, dtype=int), np.zeros(0, dtype=bool), empty, empty)
+    item_ids, ks, answers, match, present, strata = zip(*rows, strict=True)
+    items, index = np.unique(np.array(item_ids, dtype=np.int64), return_inverse=True)
+    item_strata = np.empty(len(items), dtype=object)
+    item_strata[index] = np.array(strata, dtype=object)
+    return ItemLabels(
+        item=index.ravel(), n_items=len(items), item_strata=item_strata,
+        k=np.array(ks, dtype=int), yes=np.array(answers, dtype=object) == Query.Answer.YES,
+        match=((np.array(match, dtype=np.int64)[:, None] >> bits) & 1).astype(np.int8),
+        present=((np.array(present, dtype=np.int64)[:, None] >> bits) & 1).astype(np.int8),
+    )
+
+
+def study_first_query_answers(*, study: Study) -> dict[int, dict[str, int]]:
+    """Per class: answers to the *first* query of each item (quality checks excluded) — the
+    queries whose class is drawn uniformly whatever came before (the yes-share check)."""
+    out: dict[int, dict[str, int]] = {}
+    for row in (Query.objects.filter(study=study, status=Query.Status.ANSWERED,
+                                     is_quality_check=False, sequence=0)
+                .values("k", "answer").annotate(n=Count("id")).order_by()):
+        out.setdefault(row["k"], {})[row["answer"]] = row["n"]
+    return out
 
 
 @dataclass

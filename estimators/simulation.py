@@ -11,11 +11,13 @@ used by the tests to check that the two agree).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from estimators.clustered import Clusters, design_effects, estimate_clustered
 from estimators.partitioned import estimate
 from estimators.planning import labels_needed
 
@@ -221,3 +223,91 @@ def variance_curve(*, k: int, accuracy: float, n_ord: int, ratios, reps: int = 4
 def _variance(counts: tuple, method: str, **kw) -> float:
     est = estimate(*counts, method=method, interval="asymptotic", **kw)
     return float(np.var(est.accuracy, ddof=1))
+
+
+def simulate_routed_items(rng: np.random.Generator, reps: int, n_items: int,
+                          accuracy: float, k: int, queries: int) -> Clusters:
+    """Items through the routing protocol with several queries per item (METHODS.md M1):
+    per item a uniform class order (a random permutation), up to ``queries`` classes asked
+    in that order, stopping at the first "yes" (perfect specialists: "yes" exactly at the
+    true class). The AI is right with probability A, else it names a wrong class.
+    Returns per-item sums of ``reps`` replicate studies (items × replicates).
+
+    By symmetry only positions in the order matter: the truth's position P is uniform on
+    0..K−1, a wrong prediction's uniform on the other K−1. The item gets
+    m = min(P, queries) complementary labels (the classes before the truth) and an
+    ordinary one if P < queries; a complementary label hits the prediction iff the wrong
+    prediction's position is below m."""
+    shape = (n_items, reps)
+    pos_truth = rng.integers(0, k, shape)
+    right = rng.random(shape) < accuracy
+    r = rng.integers(0, k - 1, shape)
+    pos_pred = r + (r >= pos_truth)
+    m = np.minimum(pos_truth, queries)
+    n_o = (pos_truth < queries).astype(float)
+    hit = ~right & (pos_pred < m)
+    return Clusters(n_ord=n_o, s_ord=n_o * right, n_comp=m.astype(float),
+                    s_comp=(m - hit).astype(float))
+
+
+CLUSTER_METHODS = ("ord", "comp", "ivw", "ivw_pilot", "ivw_fixed", "ml")
+# The several-queries grid of docs/coverage.md: K, queries per item (≤ K), A, items.
+CLUSTER_GRID = {"designs": ((3, 2), (3, 3), (4, 2), (4, 3), (4, 4), (10, 2), (10, 5),
+                            (10, 10)),
+                "accuracies": (0.3, 0.7, 0.9, 0.97), "n_items": (100, 1000)}
+
+
+@dataclass(frozen=True)
+class ClusteredCell:
+    k: int
+    queries: int
+    accuracy: float
+    n_items: int
+    labels_per_item: float
+    coverage: dict  # method → coverage of the clustered interval (default "auto" mode)
+    coverage_independent: dict  # method → coverage when labels are taken as independent
+    design_effect: float  # mean joint design effect
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def clustered_coverage(*, k: int, queries: int, accuracy: float, n_items: int,
+                       reps: int = 2000, confidence: float = 0.95, seed: int = 0,
+                       methods: tuple[str, ...] = CLUSTER_METHODS,
+                       interval: str = "auto") -> ClusteredCell:
+    """Coverage of every estimator's interval on replicate studies of items routed with
+    several queries per item (:func:`simulate_routed_items`): with the item-clustered
+    variance (:func:`estimators.clustered.estimate_clustered`) and, for comparison, with the
+    labels taken as independent."""
+    rng = np.random.default_rng(seed)
+    clusters = simulate_routed_items(rng, reps, n_items, accuracy, k, queries)
+    totals = clusters.totals()
+    effects = design_effects(clusters, k)
+    covered, naive = {}, {}
+    for method in methods:
+        est = estimate_clustered(clusters, k, method, confidence, interval=interval,
+                                 effects=effects)
+        covered[method] = _covers(est, accuracy)
+        plain = estimate(*totals, k, method, confidence, interval=interval)
+        naive[method] = _covers(plain, accuracy)
+    labels = float((clusters.n_ord + clusters.n_comp).sum(axis=0).mean() / n_items)
+    return ClusteredCell(k=k, queries=queries, accuracy=accuracy, n_items=n_items,
+                         labels_per_item=labels, coverage=covered,
+                         coverage_independent=naive,
+                         design_effect=float(np.mean(effects.joint)))
+
+
+def clustered_grid(*, designs, accuracies, n_items, reps: int = 2000,
+                   confidence: float = 0.95, seed: int = 0,
+                   progress: Callable[[int, int, ClusteredCell], None] | None = None
+                   ) -> list[ClusteredCell]:
+    """:func:`clustered_coverage` on every (K, queries) design × accuracy × item count."""
+    total = len(designs) * len(accuracies) * len(n_items)
+    cells = []
+    for i, ((k, queries), a, g) in enumerate(itertools.product(designs, accuracies, n_items)):
+        cells.append(clustered_coverage(k=k, queries=queries, accuracy=a, n_items=g,
+                                        reps=reps, confidence=confidence, seed=seed + i))
+        if progress is not None:
+            progress(len(cells), total, cells[-1])
+    return cells

@@ -90,32 +90,33 @@ def test_missing_predictions_add_nothing_to_the_complementary_estimate(simulated
     AISystem.objects.filter(study=simulated, name="silent").delete()
 
 
-def test_randomised_intervals_are_fixed_per_study_and_drawn_from_its_own_seed(simulated):
-    """The exact intervals' tie-breaks come from the study's interval seed: a recompute on
-    the same labels reproduces every interval; each system and scope gets its own draw;
-    the seed differs between studies and is not on any form."""
-    from django.forms import modelform_factory
-
-    from annotations.models import Study
-    from annotations.services.estimates import tie_breaks
+def test_intervals_depend_only_on_the_counts_not_on_a_coin_or_a_name(simulated):
+    """Recomputing reproduces every interval; a system re-imported under another name with
+    the same predictions gets exactly the same intervals (no per-system tie-break left)."""
+    from assistants.services import system_create
 
     first = study_recompute(study_id=simulated.pk).payload["systems"]
     again = study_recompute(study_id=simulated.pk).payload["systems"]
     assert [s["estimates"] for s in first] == [s["estimates"] for s in again]
-    systems = list(AISystem.objects.filter(study=simulated).order_by("ordinal"))
-    overall = tie_breaks(simulated, systems, "overall")
-    assert ((overall >= 0) & (overall < 1)).all() and len(set(overall)) == len(systems)
-    assert not np.allclose(overall, tie_breaks(simulated, systems, "ipw"))
-    assert np.array_equal(overall, tie_breaks(simulated, systems, "overall"))
-    other = make_study(k=3, n_items=5)
-    fresh = Study.objects.create(name="fresh seed")
-    assert len({simulated.interval_seed, other.interval_seed, fresh.interval_seed}) == 3
-    assert "interval_seed" not in modelform_factory(Study, fields="__all__").base_fields
+    strong = AISystem.objects.get(study=simulated, name="strong")
+    twin = system_create(study=simulated, name="strong, re-imported")
+    Prediction.objects.bulk_create([
+        Prediction(system=twin, item_id=p.item_id, raw=p.raw, option=p.option,
+                   position=p.position)
+        for p in Prediction.objects.filter(system=strong)])
+    from assistants.services import query_masks_refresh
+
+    query_masks_refresh(study=simulated)
+    rows = {s["name"]: s for s in study_recompute(study_id=simulated.pk).payload["systems"]}
+    assert rows["strong"]["counts"] == rows["strong, re-imported"]["counts"]
+    assert rows["strong"]["estimates"] == rows["strong, re-imported"]["estimates"]
+    assert rows["strong"]["strata"] == rows["strong, re-imported"]["strata"]
+    twin.delete()
 
 
 def test_a_conservative_study_gets_the_wider_non_randomised_intervals():
     """Few labels → exact intervals. The conservative study's interval contains the
-    default (randomised) one for every system and method, and is wider somewhere."""
+    default (mid-p) one for every system and method, and is wider somewhere."""
     from annotations.models import Study
 
     study = make_study(k=5, n_items=120, systems={"a": 0.95, "b": 0.6}, seed=43)
@@ -133,3 +134,21 @@ def test_a_conservative_study_gets_the_wider_non_randomised_intervals():
             assert other["ci_high"] >= est["ci_high"] - 1e-12
             wider += (other["ci_high"] - other["ci_low"]) > (est["ci_high"] - est["ci_low"]) + 1e-6
     assert wider > 0
+
+
+def test_k2_study_with_several_systems_recomputes():
+    """K = 2: a "no" to class k is an ordinary label of the other class. With two or more
+    systems the counts must broadcast to every system (it raised IndexError)."""
+    study = make_study(k=2, n_items=60, systems={"a": 0.9, "b": 0.5, "c": 0.7}, seed=45)
+    study_simulate(study=study)
+    payload = study_recompute(study_id=study.pk).payload
+    assert [s["name"] for s in payload["systems"]] == ["a", "b", "c"]
+    for row in payload["systems"]:
+        # every answered query is an ordinary label of the class it establishes
+        yes_no = Query.objects.filter(study=study, answer__in=["yes", "no"]).count()
+        assert row["counts"]["n_ord"] == yes_no == 60
+        assert row["counts"]["n_comp"] == 0
+        assert row["estimates"]["comp"] is None
+        truth = row["reference"]["accuracy"]
+        assert row["estimates"]["ml"]["accuracy"] == pytest.approx(truth)
+        assert row["estimates"]["ord"]["accuracy"] == pytest.approx(truth)

@@ -133,12 +133,13 @@ def test_randomised_ends_equal_direct_root_finding(cell):
 
 def test_randomised_interval_is_reproduced_from_its_tie_breaks():
     n_o, s_o, n_c, s_c = np.array([40, 40]), np.array([39, 40]), np.array([360, 0]), np.array([355, 0])
-    first = estimate(n_o, s_o, n_c, s_c, 10, rng=7)
-    again = estimate(n_o, s_o, n_c, s_c, 10, u=first.u)
+    first = estimate(n_o, s_o, n_c, s_c, 10, interval="randomised", rng=7)
+    again = estimate(n_o, s_o, n_c, s_c, 10, interval="randomised", u=first.u)
     assert np.array_equal(first.ci_low, again.ci_low) and np.array_equal(first.ci_high, again.ci_high)
     assert estimate(n_o, s_o, n_c, s_c, 10, interval="conservative").u is None
+    assert estimate(n_o, s_o, n_c, s_c, 10).u is None  # the default needs no coin
     with pytest.raises(ValueError, match="u: tie-breaks must lie in"):
-        estimate(n_o, s_o, n_c, s_c, 10, u=1.5)
+        estimate(n_o, s_o, n_c, s_c, 10, interval="randomised", u=1.5)
 
 
 def test_distinct_rows_equal_numpy_unique():

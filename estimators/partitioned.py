@@ -283,9 +283,10 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
                                          u=u)
         elif interval != "asymptotic":
             # the Wald interval of a mixture collapses when either source's variance
-            # estimate does (a perfect score): exact wherever a source has few events
-            lo, hi = exact_where_needed(lo, hi, np.logical_or(*few_events(n_o, s_o, n_c, s_c)),
-                                        n_o, s_o, n_c, s_c, k, confidence,
+            # estimate does (a perfect score): exact wherever a source has few events, or
+            # the variance estimate is 0 (e.g. no complementary label missing the AI)
+            small = np.logical_or(*few_events(n_o, s_o, n_c, s_c)) | ((se <= 0) & ~no_data)
+            lo, hi = exact_where_needed(lo, hi, small, n_o, s_o, n_c, s_c, k, confidence,
                                         ml_accuracy(n_o, s_o, n_c, s_c, k),
                                         u=tie_weight(interval, u))
         if method == "ivw_fixed":

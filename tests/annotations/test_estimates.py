@@ -152,3 +152,128 @@ def test_k2_study_with_several_systems_recomputes():
         truth = row["reference"]["accuracy"]
         assert row["estimates"]["ml"]["accuracy"] == pytest.approx(truth)
         assert row["estimates"]["ord"]["accuracy"] == pytest.approx(truth)
+
+
+def _answer_all(study, answer_for):
+    """Lease and answer every pending query through the real services; ``answer_for(query)``
+    gives the specialist's answer."""
+    from annotations.models import StudyMembership
+    from annotations.services.labels import label_submit, recompute_deferred
+    from annotations.services.routing import query_lease_next
+
+    specialists = [m.user for m in StudyMembership.objects.filter(
+        study=study, role="specialist").select_related("user")]
+    with recompute_deferred():
+        progressed = True
+        while progressed:
+            progressed = False
+            for user in specialists:
+                query = query_lease_next(study=study, user=user)
+                if query is not None:
+                    label_submit(query_id=query.pk, user=user, answer=answer_for(query))
+                    progressed = True
+
+
+def test_no_figure_is_invented_where_there_is_no_data():
+    """Before any answer: every method of every system (overall and per stratum) is null,
+    as are IPW, stratified, labels needed and the plan. With only "yes" answers: the
+    ordinary and ML estimates exist, the complementary one is null."""
+    study = make_study(k=4, n_items=40, systems={"a": 0.8, "b": 0.5}, seed=46)
+    empty = study_recompute(study_id=study.pk).payload
+    for row in empty["systems"]:
+        assert set(row["estimates"]) == {"ord", "comp", "ivw", "ivw_pilot", "ivw_fixed", "ml"}
+        assert all(v is None for v in row["estimates"].values())
+        assert (row["labels_needed"], row["ipw"], row["stratified"]) == (None, None, None)
+    assert empty["plan"] is None
+    assert empty["yes_share"]["share"] is None and empty["yes_share"]["flag"] is False
+
+    def yes_only(query):  # "yes" where the class is the truth, else "not sure"
+        truth = query.item.position_of(query.item.gold_option)
+        return "yes" if query.k == truth else "unsure"
+
+    _answer_all(study, yes_only)
+    payload = study_recompute(study_id=study.pk).payload
+    for row in payload["systems"]:
+        assert row["counts"]["n_comp"] == 0 and row["counts"]["n_ord"] > 0
+        assert row["estimates"]["comp"] is None
+        for method in ("ord", "ml", "ivw"):
+            assert row["estimates"][method]["accuracy"] == pytest.approx(
+                row["counts"]["s_ord"] / row["counts"]["n_ord"])
+        assert row["labels_needed"] is not None  # from the system's own estimate
+        for cell in row["strata"].values():
+            assert cell["estimates"]["comp"] is None
+    assert payload["plan"] is not None
+
+
+def test_yes_share_is_reported_and_flags_truth_dependent_abstention():
+    """Every "yes" turned into "not sure": the yes share of answered first queries is 0
+    against 1/K, flagged overall and named in the assumptions; the counts in the payload
+    are the class counts of answered queries."""
+    study = make_study(k=3, n_items=150, systems={"a": 0.8}, seed=47)
+
+    def never_yes(query):
+        truth = query.item.position_of(query.item.gold_option)
+        return "unsure" if query.k == truth else "no"
+
+    _answer_all(study, never_yes)
+    payload = study_recompute(study_id=study.pk).payload
+    share = payload["yes_share"]
+    assert share["expected"] == pytest.approx(1 / 3)
+    assert share["yes"] == 0 and share["answered"] == sum(c["no"] for c in payload["classes"])
+    assert share["share"] == 0.0 and share["flag"] is True and share["p_value"] < 1e-6
+    assert [c["answered"] for c in share["classes"]] == [c["no"] for c in payload["classes"]]
+    codes = [a["code"] for a in payload["assumptions"]]
+    assert "yes_share_departs" in codes
+
+
+def test_uniform_answers_raise_no_yes_share_flag(simulated):
+    payload = EstimateSnapshot.objects.filter(study=simulated).latest().payload
+    share = payload["yes_share"]
+    assert share["answered"] == sum(c["yes"] + c["no"] for c in payload["classes"])
+    assert share["share"] == pytest.approx(share["yes"] / share["answered"])
+    assert not share["flag"] and not any(c["flag"] for c in share["classes"])
+    assert "yes_share_departs" not in [a["code"] for a in payload["assumptions"]]
+
+
+def test_several_queries_per_item_cluster_every_estimator_by_item():
+    """queries_per_item = 3: the payload's design effect equals the sandwich computed here
+    from the stored queries item by item; every estimator's SE is at least as large as
+    with the labels taken as independent, the ML one by √d; IPW with equal completion
+    equals ML; the point estimates are unchanged."""
+    from estimators.clustered import Clusters, ml_design_effect
+    from estimators.partitioned import estimate
+
+    study = make_study(k=4, n_items=400, queries_per_item=3, systems={"a": 0.85, "b": 0.5},
+                       seed=48, strata=2)
+    study_simulate(study=study)
+    payload = study_recompute(study_id=study.pk).payload
+    items = list(Item.objects.filter(study=study, is_quality_check=False).order_by("pk"))
+    index = {item.pk: i for i, item in enumerate(items)}
+    for row in payload["systems"]:
+        system = AISystem.objects.get(pk=row["id"])
+        preds = dict(Prediction.objects.filter(system=system).values_list("item_id",
+                                                                          "position"))
+        sums = np.zeros((len(items), 4))
+        for q in Query.objects.filter(study=study, status="answered",
+                                      is_quality_check=False):
+            pos = preds.get(q.item_id)
+            i = index[q.item_id]
+            if q.answer == "yes":
+                sums[i, 0] += 1
+                sums[i, 1] += pos == q.k
+            elif q.answer == "no":
+                sums[i, 2] += 1
+                sums[i, 3] += (4 - 2) / 3 if pos is None else float(pos != q.k)
+        c = Clusters(*(sums[:, [j]] for j in range(4)))
+        totals = [float(t[0]) for t in c.totals()]
+        ml = row["estimates"]["ml"]
+        want = ml_design_effect(c, 4, ml["accuracy"])[0]
+        assert row["design_effect"] == pytest.approx(want, rel=1e-9)
+        assert want > 1.05
+        plain = {m: estimate(*totals, 4, m) for m in ("ord", "comp", "ivw", "ml")}
+        assert ml["se"] == pytest.approx(float(plain["ml"].se) * np.sqrt(want), rel=1e-9)
+        for method, est in plain.items():
+            assert row["estimates"][method]["accuracy"] == pytest.approx(float(est.accuracy))
+        assert row["estimates"]["ivw"]["se"] > float(plain["ivw"].se)
+        assert row["ipw"]["se"] == pytest.approx(ml["se"], rel=1e-6)
+        assert row["stratified"]["se"] > 0

@@ -160,7 +160,10 @@ def _dashboard_context(study: Study, method: str = "ml") -> dict:
                         for h, v in s.get("strata", {}).items()]}
             for s in payload["systems"]
         ]
-        context["interval_chart"] = interval_chart(payload["systems"])
+        # a method without data is null in the payload: the chart draws no mark for it
+        context["interval_chart"] = interval_chart(
+            [{**s, "estimates": {m: v or {} for m, v in s["estimates"].items()}}
+             for s in payload["systems"]])
         history = selectors.study_snapshot_history(study=study)
         context["convergence_chart"] = convergence_chart(
             [(s.n_answered, s.payload.get("systems", [])) for s in history]

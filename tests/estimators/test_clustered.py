@@ -123,7 +123,7 @@ def test_simulated_routing_equals_the_label_by_label_protocol():
     rng = np.random.default_rng(9)
     k, queries, a = 5, 3, 0.6
     fast = simulate_routed_items(rng, 1, 20_000, a, k, queries)
-    slow = _clusters([lab for lab in _routed_labels(rng, 20_000, k, queries, a)], 20_000)
+    slow = _clusters(_routed_labels(rng, 20_000, k, queries, a), 20_000)
     for x, y in ((fast.n_ord, slow.n_ord), (fast.n_comp, slow.n_comp)):
         assert x.mean() == pytest.approx(y.mean(), abs=0.02)
     hits = (fast.n_comp - fast.s_comp).sum() / fast.n_comp.sum()

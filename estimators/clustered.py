@@ -88,7 +88,7 @@ def per_item_sums(item: np.ndarray, n_items: int, values: np.ndarray) -> np.ndar
     summed into rows 0..n_items−1 by ``item`` (the label's item index). One sparse
     product, so a million labels × 20 systems take tens of milliseconds."""
     values = np.asarray(values, dtype=float)
-    flat = values.reshape(len(values), -1)
+    flat = values.reshape(len(values), int(np.prod(values.shape[1:])))
     member = sparse.csr_matrix((np.ones(len(item)), (np.asarray(item), np.arange(len(item)))),
                                shape=(n_items, len(item)))
     return np.asarray(member @ flat).reshape((n_items,) + values.shape[1:])

@@ -174,11 +174,13 @@ def _answer_all(study, answer_for):
                     progressed = True
 
 
-def test_no_figure_is_invented_where_there_is_no_data():
+@pytest.mark.parametrize("queries", [1, 2])
+def test_no_figure_is_invented_where_there_is_no_data(queries):
     """Before any answer: every method of every system (overall and per stratum) is null,
     as are IPW, stratified, labels needed and the plan. With only "yes" answers: the
     ordinary and ML estimates exist, the complementary one is null."""
-    study = make_study(k=4, n_items=40, systems={"a": 0.8, "b": 0.5}, seed=46)
+    study = make_study(k=4, n_items=40, systems={"a": 0.8, "b": 0.5}, seed=46,
+                       queries_per_item=queries)
     empty = study_recompute(study_id=study.pk).payload
     for row in empty["systems"]:
         assert set(row["estimates"]) == {"ord", "comp", "ivw", "ivw_pilot", "ivw_fixed", "ml"}

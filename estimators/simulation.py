@@ -147,6 +147,7 @@ class CoverageCell:
 # Cells whose probable outcomes (count windows holding all but 1e-12 of each binomial)
 # number at most this many get their coverage by exact summation, not by simulation.
 EXACT_SUM_OUTCOMES = 40_000
+NEGLIGIBLE = 1e-11
 
 
 def _outcomes(n_o: int, n_c: int, k: int, a: float) -> tuple[np.ndarray, ...] | None:
@@ -158,7 +159,8 @@ def _outcomes(n_o: int, n_c: int, k: int, a: float) -> tuple[np.ndarray, ...] | 
         return None
     s_o, s_c = (x.ravel() for x in np.meshgrid(w_o, w_c, indexing="ij"))
     prob = stats.binom.pmf(s_o, n_o, a) * stats.binom.pmf(s_c, n_c, q)
-    return s_o, s_c, prob
+    keep = prob > NEGLIGIBLE  # the dropped outcomes hold < 40 000 × 1e-11 = 4e-7 in all
+    return s_o[keep], s_c[keep], prob[keep]
 
 
 def coverage_grid(*, ks, accuracies, n_ords, n_comps, reps: int = 4000,

@@ -22,7 +22,9 @@ class Command(BaseCommand):
             "cell (K, true accuracy, n_o, n_c) through the partitioned protocol, reported "
             "per estimator in the layout of the paper's Table 1 (mean, across-replicate SD, "
             "mean within-run SE, 95 % interval coverage and width); optionally the variance "
-            "against n_c/n_o as an SVG (the paper's Figure 2).")
+            "against n_c/n_o as an SVG (the paper's Figure 2) and, with --grid, the coverage "
+            "tables of docs/coverage.md (one query per item: 480 cells; several queries per "
+            "item: every estimator with the item-clustered variance).")
 
     def add_arguments(self, parser):
         parser.add_argument("--k", type=int, default=10, help="number of classes K")

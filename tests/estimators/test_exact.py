@@ -242,3 +242,17 @@ def test_default_interval_is_deterministic_and_never_a_point(n_o, n_c, fo, fc, k
     assert (batch.ci_low[0], batch.ci_high[0]) == (batch.ci_low[2], batch.ci_high[2])
     if has:
         assert first.ci_high - first.ci_low > 1e-3
+
+
+def test_a_call_with_more_outcomes_than_the_memo_holds(monkeypatch):
+    # regression: outcomes found in the memo were evicted by the new ones fitted in the
+    # same call, then looked up (KeyError); the answers must not depend on the memo size
+    s_o, s_c, a_hats, _ = _many_outcomes(40, 360, 10, 0.9, 40, 3)
+    clear_memo()
+    want = exact_interval(40, s_o, 360, s_c, 10, 0.95, a_hats)
+    clear_memo()
+    exact_interval(40, s_o[:10], 360, s_c[:10], 10, 0.95, a_hats[:10])  # some known
+    monkeypatch.setattr(exact, "MEMO_SIZE", 5)
+    monkeypatch.setattr(exact, "SHARED_MIN_OUTCOMES", 10**9)
+    got = exact_interval(40, s_o, 360, s_c, 10, 0.95, a_hats)
+    assert np.allclose(got[0], want[0], atol=1e-9) and np.allclose(got[1], want[1], atol=1e-9)

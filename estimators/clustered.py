@@ -140,40 +140,62 @@ def ml_design_effect(c: Clusters, k: int, a_hat) -> np.ndarray:
     safe = np.where(inside, a_hat, 0.5)
     meat, info = _ml_terms(c, k, safe)
     d = _ratio(meat, info, 1.0)
-    n_o = np.broadcast_to(np.asarray(c.n_ord, float), np.broadcast_shapes(
-        np.shape(c.n_ord), np.shape(c.s_ord)))
-    p = np.broadcast_to(np.asarray(c.n_comp, float) / (k - 1) if k >= 3 else 0.0, n_o.shape)
+    # the counts of labels are usually shared by every cell (items × 1): no broadcast
+    n_o = np.asarray(c.n_ord, float)
+    p = np.asarray(c.n_comp, float) / (k - 1) if k >= 3 else np.zeros_like(n_o)
     perfect = _ratio((n_o**2 + 2 * n_o * p + p).sum(axis=0), (n_o + p).sum(axis=0), 1.0)
-    return np.where(inside, d, np.where(a_hat >= 1, perfect, 1.0))
+    return np.where(inside, d, np.where(a_hat >= 1, np.broadcast_to(perfect, shape), 1.0))
 
 
-def mixture_variance(c: Clusters, k: int, w) -> np.ndarray:
-    """Sandwich variance of w Â_ord + (1−w) Â_comp: Σ_i [w e_o,i + (1−w) e_c,i]² with
-    e_o,i = (S_o,i − Â_o n_o,i)/n_o and e_c,i = (K−1)(S_c,i − q̂ n_c,i)/n_c; where it is 0
-    (perfect scores: no residual) the plug-in w² Â_o(1−Â_o)/n_o + (1−w)² (K−1)² q̂(1−q̂)/n_c,
-    whose interval is then the exact one anyway."""
+def _influence(c: Clusters, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Σ e_o², Σ e_o e_c, Σ e_c²) over items of the per-item influence terms of Â_ord and
+    Â_comp (:func:`mixture_variance`), per cell."""
     n_o, s_o, n_c, s_c = c.totals()
-    w = np.asarray(w, float)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(n_o > 0, s_o / np.where(n_o > 0, n_o, 1), 0.0)
         q = np.where(n_c > 0, s_c / np.where(n_c > 0, n_c, 1), 0.0)
         e_o = np.where(n_o > 0, (c.s_ord - p * c.n_ord) / np.where(n_o > 0, n_o, 1), 0.0)
         e_c = np.where(n_c > 0, (k - 1) * (c.s_comp - q * c.n_comp)
                        / np.where(n_c > 0, n_c, 1), 0.0)
-        plug_in = (w**2 * np.where(n_o > 0, p * (1 - p) / np.where(n_o > 0, n_o, 1), 0.0)
-                   + (1 - w) ** 2 * np.where(n_c > 0, (k - 1) ** 2 * q * (1 - q)
-                                             / np.where(n_c > 0, n_c, 1), 0.0))
-    sandwich = ((w * e_o + (1 - w) * e_c) ** 2).sum(axis=0)
-    return np.where(sandwich > 0, sandwich, plug_in)
+    return (e_o * e_o).sum(axis=0), (e_o * e_c).sum(axis=0), (e_c * e_c).sum(axis=0)
+
+
+def _plug_in(c: Clusters, k: int, w) -> np.ndarray:
+    n_o, s_o, n_c, s_c = c.totals()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(n_o > 0, s_o / np.where(n_o > 0, n_o, 1), 0.0)
+        q = np.where(n_c > 0, s_c / np.where(n_c > 0, n_c, 1), 0.0)
+        return (w**2 * np.where(n_o > 0, p * (1 - p) / np.where(n_o > 0, n_o, 1), 0.0)
+                + (1 - w) ** 2 * np.where(n_c > 0, (k - 1) ** 2 * q * (1 - q)
+                                          / np.where(n_c > 0, n_c, 1), 0.0))
+
+
+def _mixture(moments: tuple[np.ndarray, np.ndarray, np.ndarray], plug_in: np.ndarray,
+             w) -> np.ndarray:
+    oo, oc, cc = moments
+    w = np.asarray(w, float)
+    sandwich = w * w * oo + 2 * w * (1 - w) * oc + (1 - w) ** 2 * cc
+    return np.where(sandwich > 1e-15 * (oo + cc), sandwich, plug_in)
+
+
+def mixture_variance(c: Clusters, k: int, w) -> np.ndarray:
+    """Sandwich variance of w Â_ord + (1−w) Â_comp: Σ_i [w e_o,i + (1−w) e_c,i]² with
+    e_o,i = (S_o,i − Â_o n_o,i)/n_o and e_c,i = (K−1)(S_c,i − q̂ n_c,i)/n_c (computed from
+    Σe_o², Σe_o e_c, Σe_c², so any weight costs nothing more); where it is 0 (perfect
+    scores: no residual) the plug-in w² Â_o(1−Â_o)/n_o + (1−w)² (K−1)² q̂(1−q̂)/n_c,
+    whose interval is then the exact one anyway."""
+    return _mixture(_influence(c, k), _plug_in(c, k, np.asarray(w, float)), w)
 
 
 @dataclass(frozen=True)
 class DesignEffects:
-    """Per cell: of the ordinary proportion, of the complementary one, of the joint score."""
+    """Per cell: of the ordinary proportion, of the complementary one, of the joint score;
+    and the sums of the mixtures' influence terms (:func:`mixture_variance`)."""
 
     ordinary: np.ndarray
     complementary: np.ndarray
     joint: np.ndarray
+    influence: tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def design_effects(c: Clusters, k: int) -> DesignEffects:
@@ -183,6 +205,7 @@ def design_effects(c: Clusters, k: int) -> DesignEffects:
         complementary=(proportion_design_effect(c.n_comp, c.s_comp) if k >= 3
                        else np.ones(n_o.shape)),
         joint=ml_design_effect(c, k, ml_accuracy(n_o, s_o, n_c, s_c, k)),
+        influence=_influence(c, k),
     )
 
 
@@ -214,7 +237,8 @@ def estimate_clustered(c: Clusters, k: int, method: str = "ml", confidence: floa
         return estimate(n_o / j, s_o / j, n_c / j, s_c / j, k, "ml", **common)
     out = estimate(n_o / j, s_o / j, n_c / j, s_c / j, k, method, weight=weight, pilot=pilot,
                    weight_from_data=weight_from_data,
-                   mixture_variance=lambda w: mixture_variance(c, k, w), **common)
+                   mixture_variance=lambda w: _mixture(d.influence, _plug_in(c, k, w), w),
+                   **common)
     return replace(out, bound_valid=False)
 
 

@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 import numpy as np
 from django.db import transaction
-from scipy import stats
+from scipy import sparse, stats
 
 from annotations.models import EstimateSnapshot, Query, Study
 from annotations.selectors import (
@@ -26,7 +26,7 @@ from estimators.adjust import (
     weighted_effective_counts,
 )
 from estimators.checks import yes_share_test
-from estimators.clustered import Clusters, design_effects, estimate_clustered, per_item_sums
+from estimators.clustered import Clusters, design_effects, estimate_clustered
 from estimators.partitioned import estimate
 from estimators.planning import complementary_labels_for_width, plan_labels
 
@@ -78,31 +78,33 @@ def system_counts(counts, k: int) -> dict[str, np.ndarray]:
     return {"n_ord": n_ord, "s_ord": s_ord, "n_comp": n_comp, "s_comp": s_comp}
 
 
-def label_clusters(labels: ItemLabels, k: int, weights: np.ndarray | None = None,
-                   items: np.ndarray | None = None) -> Clusters:
+def label_clusters(labels: ItemLabels, k: int, weights: np.ndarray | None = None) -> Clusters:
     """Per-item sums of the labels (METHODS.md M1's z and w, as in :func:`system_counts`),
-    each label weighted by ``weights`` (per label; None: 1), restricted to ``items`` (a
-    mask over items; None: all): the clusters of the item-clustered variance."""
-    present = labels.present.astype(float)
-    match = labels.match.astype(float)
-    yes = labels.yes[:, None]
+    each label weighted by ``weights`` (per label; None: 1): the clusters of the
+    item-clustered variance. Three sparse products (items × labels) @ (labels × systems)
+    of the mask bits: Σ over "yes" of the match bit, Σ over "no" of the match and present
+    bits."""
+    n = len(labels.yes)
+    weight = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    rows = np.arange(n)
+
+    def over(selected: np.ndarray) -> sparse.csr_matrix:
+        return sparse.csr_matrix((weight * selected, (labels.item, rows)),
+                                 shape=(labels.n_items, n))
+
+    on_yes, on_no = over(labels.yes), over(~labels.yes)
+    yes_match = np.asarray(on_yes @ labels.match, dtype=float)
+    no_match = np.asarray(on_no @ labels.match, dtype=float)
+    no_present = np.asarray(on_no @ labels.present, dtype=float)
+    n_yes = np.asarray(on_yes.sum(axis=1), dtype=float)
+    n_no = np.asarray(on_no.sum(axis=1), dtype=float)
     if k == 2:  # a "no" is an ordinary label of the other class
-        ordinary = np.ones((len(labels.yes), 1))
-        z = np.where(yes, match, present - match)
-        comp = np.zeros((len(labels.yes), 1))
-        w = np.zeros_like(z)
-    else:
-        ordinary, comp = yes.astype(float), (~yes).astype(float)
-        z = match * ordinary
-        w = comp * np.where(present == 1, 1.0 - match, (k - 2) / (k - 1))
-    weight = np.ones((len(labels.yes), 1)) if weights is None else np.asarray(weights)[:, None]
-    sums = per_item_sums(labels.item, labels.n_items,
-                         np.concatenate([weight * ordinary, weight * comp, weight * z,
-                                         weight * w], axis=1))
-    j = labels.match.shape[1]
-    c = Clusters(n_ord=sums[:, :1], n_comp=sums[:, 1:2], s_ord=sums[:, 2:2 + j],
-                 s_comp=sums[:, 2 + j:])
-    return c if items is None else c.subset(items)
+        zeros = np.zeros_like(n_yes)
+        return Clusters(n_ord=n_yes + n_no, s_ord=yes_match + no_present - no_match,
+                        n_comp=zeros, s_comp=np.zeros_like(yes_match))
+    # w = 1 − match where the prediction is present, (K−2)/(K−1) where it is missing
+    s_comp = no_present - no_match + (k - 2) / (k - 1) * (n_no - no_present)
+    return Clusters(n_ord=n_yes, s_ord=yes_match, n_comp=n_no, s_comp=s_comp)
 
 
 def _columns(est) -> dict[str, list | None]:

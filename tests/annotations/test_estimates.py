@@ -136,22 +136,31 @@ def test_a_conservative_study_gets_the_wider_non_randomised_intervals():
     assert wider > 0
 
 
-def test_k2_study_with_several_systems_recomputes():
+@pytest.mark.parametrize("queries", [1, 2])
+def test_k2_study_with_several_systems_recomputes(queries):
     """K = 2: a "no" to class k is an ordinary label of the other class. With two or more
-    systems the counts must broadcast to every system (it raised IndexError)."""
-    study = make_study(k=2, n_items=60, systems={"a": 0.9, "b": 0.5, "c": 0.7}, seed=45)
+    systems the counts must broadcast to every system (it raised IndexError); with two
+    queries per item too (through the item-clustered path)."""
+    study = make_study(k=2, n_items=60, systems={"a": 0.9, "b": 0.5, "c": 0.7}, seed=45,
+                       queries_per_item=queries)
     study_simulate(study=study)
     payload = study_recompute(study_id=study.pk).payload
     assert [s["name"] for s in payload["systems"]] == ["a", "b", "c"]
+    yes_no = Query.objects.filter(study=study, answer__in=["yes", "no"]).count()
     for row in payload["systems"]:
         # every answered query is an ordinary label of the class it establishes
-        yes_no = Query.objects.filter(study=study, answer__in=["yes", "no"]).count()
-        assert row["counts"]["n_ord"] == yes_no == 60
+        assert row["counts"]["n_ord"] == yes_no
         assert row["counts"]["n_comp"] == 0
-        assert row["estimates"]["comp"] is None
+        assert row["estimates"]["comp"] is None and row["labels_needed"] is None
         truth = row["reference"]["accuracy"]
-        assert row["estimates"]["ml"]["accuracy"] == pytest.approx(truth)
-        assert row["estimates"]["ord"]["accuracy"] == pytest.approx(truth)
+        if queries == 1:
+            assert yes_no == 60
+            assert row["estimates"]["ml"]["accuracy"] == pytest.approx(truth)
+            assert row["estimates"]["ord"]["accuracy"] == pytest.approx(truth)
+        else:
+            assert row["design_effect"] is not None
+            ml = row["estimates"]["ml"]
+            assert ml["ci_low"] <= truth <= ml["ci_high"]
 
 
 def _answer_all(study, answer_for):

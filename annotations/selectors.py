@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db import connection
+from django.db.models import Case, Count, F, IntegerField, Q, QuerySet, Sum, When
 
 from annotations.models import (
     EstimateSnapshot,
@@ -181,28 +182,31 @@ class ItemLabels:
 
 
 def study_item_labels(*, study: Study, ordinals: list[int]) -> ItemLabels:
-    """One query over the study's answered 'yes'/'no' queries (quality checks excluded),
-    mask bits unpacked in numpy."""
-    rows = list(
-        Query.objects.filter(study=study, status=Query.Status.ANSWERED, is_quality_check=False,
-                             answer__in=[Query.Answer.YES, Query.Answer.NO])
-        .values_list("item_id", "k", "answer", "match_mask", "present_mask", "stratum")
-        .order_by()
-    )
+    """The study's answered 'yes'/'no' queries (quality checks excluded) as integer arrays
+    read straight from the cursor (a list of int tuples becomes one numpy array in C), mask
+    bits unpacked in numpy; each item's stratum from a second, distinct query."""
+    answered = Query.objects.filter(study=study, status=Query.Status.ANSWERED,
+                                    is_quality_check=False,
+                                    answer__in=[Query.Answer.YES, Query.Answer.NO])
+    labels = (answered.annotate(is_yes=Case(When(answer=Query.Answer.YES, then=1), default=0,
+                                    output_field=IntegerField()))
+              .values_list("item_id", "k", "is_yes", "match_mask", "present_mask")
+              .order_by())
+    sql, params = labels.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    data = np.array(rows, dtype=np.int64).reshape(-1, 5)
+    items, index = np.unique(data[:, 0], return_inverse=True)
+    # the stratum the counts use (the query's copy of its item's)
+    strata = dict(answered.values_list("item_id", "stratum").distinct().order_by())
     bits = np.array(ordinals, dtype=np.int64)
-    if not rows:
-        empty = np.zeros((0, len(ordinals)), dtype=np.int8)
-        return ItemLabels(np.zeros(0, dtype=np.intp), 0, np.zeros(0, dtype=object),
-                          np.zeros(0, dtype=int), np.zeros(0, dtype=bool), empty, empty)
-    item_ids, ks, answers, match, present, strata = zip(*rows, strict=True)
-    items, index = np.unique(np.array(item_ids, dtype=np.int64), return_inverse=True)
-    item_strata = np.empty(len(items), dtype=object)
-    item_strata[index] = np.array(strata, dtype=object)
     return ItemLabels(
-        item=index.ravel(), n_items=len(items), item_strata=item_strata,
-        k=np.array(ks, dtype=int), yes=np.array(answers, dtype=object) == Query.Answer.YES,
-        match=((np.array(match, dtype=np.int64)[:, None] >> bits) & 1).astype(np.int8),
-        present=((np.array(present, dtype=np.int64)[:, None] >> bits) & 1).astype(np.int8),
+        item=index.ravel(), n_items=len(items),
+        item_strata=np.array([strata.get(int(i), "") for i in items], dtype=object),
+        k=data[:, 1].astype(int), yes=data[:, 2] == 1,
+        match=((data[:, 3:4] >> bits) & 1).astype(np.int8),
+        present=((data[:, 4:5] >> bits) & 1).astype(np.int8),
     )
 
 

@@ -35,8 +35,8 @@ class Study(models.Model):
         CLOSED = "closed", "Closed"
 
     class IntervalMethod(models.TextChoices):  # estimators.partitioned.estimate(interval=…)
-        AUTO = "auto", "Exact 95 % (randomised where labels are few)"
-        CONSERVATIVE = "conservative", "Conservative (at least 95 %, wider on few labels)"
+        AUTO = "auto", "Standard 95 % (mid-p exact where labels are few)"
+        CONSERVATIVE = "conservative", "Conservative for audits (at least 95 %, wider)"
 
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
@@ -74,16 +74,13 @@ class Study(models.Model):
         help_text="Full width of the 95% interval the dashboard plans for.",
     )
     seed = models.BigIntegerField(default=_new_seed, help_text="Seed of every random draw.")
-    # Seed of the randomised intervals' tie-breaks (estimators.exact): drawn once at
-    # creation, before any label, and never editable — re-drawing it after seeing the
-    # data would let anyone pick the interval they like.
-    interval_seed = models.BigIntegerField(default=_new_seed, editable=False)
     interval_method = models.CharField(
         max_length=12, choices=IntervalMethod.choices, default=IntervalMethod.AUTO,
         help_text="How the 95 % intervals are made where a system has few errors, few correct "
-        "answers or few complementary hits: randomised exact (covers 95 %) or conservative "
-        "(covers at least 95 %, often over 99 % on small samples, same data → same interval). "
-        "Fixed once the study opens.",
+        "answers or few complementary hits (elsewhere: the likelihood-ratio interval). "
+        "Standard: the mid-p exact interval, about 95 % on average, narrower. Conservative: "
+        "at least 95 % whatever the true accuracy, often over 99 % on small samples — for "
+        "audits. Both give the same interval for the same data. Fixed once the study opens.",
     )
     routing_batches = models.PositiveIntegerField(default=0, editable=False)
     # Items per stratum (quality checks excluded), kept by the item services: the

@@ -6,7 +6,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db import connection
+from django.db.models import Case, Count, F, IntegerField, Q, QuerySet, Sum, When
 from django.utils import timezone
 
 from annotations.models import (
@@ -177,28 +178,59 @@ def study_label_counts(*, study: Study, ordinals: list[int]) -> LabelCounts:
     )
 
 
-def study_complementary_by_item(*, study: Study, ordinals: list[int], k: int
-                                ) -> tuple[np.ndarray, np.ndarray]:
-    """Per item (rows) and system (columns): the sum u of w = 1{ŷ ≠ ȳ} over the item's
-    complementary ('no') answers (a missing prediction scores (K−2)/(K−1)), and their
-    number m — the clusters of the item-clustered variance."""
-    rows = list(
-        Query.objects.filter(study=study, status=Query.Status.ANSWERED, answer=Query.Answer.NO,
-                             is_quality_check=False)
-        .values_list("item_id", "match_mask", "present_mask").order_by("item_id")
-    )
-    if not rows:
-        return np.zeros((0, len(ordinals))), np.zeros(0)
-    data = np.array(rows, dtype=np.int64)
+@dataclass(frozen=True)
+class ItemLabels:
+    """Every answered 'yes'/'no' query of a study (labels on axis 0), for the item-clustered
+    variance: the label's item as an index 0..n_items−1, its class k and answer, and per AI
+    system (columns, in ``ordinals`` order) the bits of its masks."""
+
+    item: np.ndarray
+    n_items: int
+    item_strata: np.ndarray  # stratum of each item
+    k: np.ndarray
+    yes: np.ndarray  # bool: 'yes' (else 'no')
+    match: np.ndarray  # (labels, systems) 0/1
+    present: np.ndarray
+
+
+def study_item_labels(*, study: Study, ordinals: list[int]) -> ItemLabels:
+    """The study's answered 'yes'/'no' queries (quality checks excluded) as integer arrays
+    read straight from the cursor (a list of int tuples becomes one numpy array in C), mask
+    bits unpacked in numpy; each item's stratum from a second, distinct query."""
+    answered = Query.objects.filter(study=study, status=Query.Status.ANSWERED,
+                                    is_quality_check=False,
+                                    answer__in=[Query.Answer.YES, Query.Answer.NO])
+    labels = (answered.annotate(is_yes=Case(When(answer=Query.Answer.YES, then=1), default=0,
+                                    output_field=IntegerField()))
+              .values_list("item_id", "k", "is_yes", "match_mask", "present_mask")
+              .order_by())
+    sql, params = labels.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    data = np.array(rows, dtype=np.int64).reshape(-1, 5)
     items, index = np.unique(data[:, 0], return_inverse=True)
+    # the stratum the counts use (the query's copy of its item's)
+    strata = dict(answered.values_list("item_id", "stratum").distinct().order_by())
     bits = np.array(ordinals, dtype=np.int64)
-    match = (data[:, 1:2] >> bits) & 1
-    present = (data[:, 2:3] >> bits) & 1
-    w = np.where(present == 1, 1.0 - match, (k - 2) / (k - 1))
-    u = np.zeros((len(items), len(ordinals)))
-    np.add.at(u, index, w)
-    m = np.bincount(index, minlength=len(items)).astype(float)
-    return u, m
+    return ItemLabels(
+        item=index.ravel(), n_items=len(items),
+        item_strata=np.array([strata.get(int(i), "") for i in items], dtype=object),
+        k=data[:, 1].astype(int), yes=data[:, 2] == 1,
+        match=((data[:, 3:4] >> bits) & 1).astype(np.int8),
+        present=((data[:, 4:5] >> bits) & 1).astype(np.int8),
+    )
+
+
+def study_first_query_answers(*, study: Study) -> dict[int, dict[str, int]]:
+    """Per class: answers to the *first* query of each item (quality checks excluded) — the
+    queries whose class is drawn uniformly whatever came before (the yes-share check)."""
+    out: dict[int, dict[str, int]] = {}
+    for row in (Query.objects.filter(study=study, status=Query.Status.ANSWERED,
+                                     is_quality_check=False, sequence=0)
+                .values("k", "answer").annotate(n=Count("id")).order_by()):
+        out.setdefault(row["k"], {})[row["answer"]] = row["n"]
+    return out
 
 
 @dataclass

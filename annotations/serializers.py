@@ -132,8 +132,9 @@ class EstimateFieldsSerializer(serializers.Serializer):
     ci_low = serializers.FloatField(
         allow_null=True,
         help_text="95 % interval: likelihood ratio (IVW: Wald) where events are plentiful, "
-        "else the randomised exact interval with the study's fixed tie-breaks "
-        "(docs/estimators.md).")
+        "else the mid-p exact interval (the study's 'conservative' option: the conservative "
+        "one); the same counts always give the same interval (docs/estimators.md). A method "
+        "without data is null.")
     ci_high = serializers.FloatField(allow_null=True)
     bound = serializers.FloatField(allow_null=True)
     weight = serializers.FloatField(allow_null=True)
@@ -147,13 +148,17 @@ class SnapshotOutputSerializer(serializers.Serializer):
     payload = serializers.JSONField(
         help_text="k, confidence, interval_method (auto | conservative), n_answered; classes "
         "(per class yes/no/unsure/pending/leased/skipped, completion, abstention and skip "
-        "rates); completion_imbalance {ratio, warning}; assumptions "
-        "[{code, message}] (completion_imbalance, abstention_differs); plan {target_width, "
-        "pilot_accuracy, ordinary_only, complementary_only, routed_queries}; strata; systems: "
+        "rates); completion_imbalance {ratio, warning}; assumptions [{code, message}] "
+        "(completion_imbalance, abstention_differs, yes_share_departs); "
+        "yes_share {expected, yes, answered, share, p_value, flag, level, "
+        "first_queries_only, classes [{index, name, yes, answered, share, p_value, flag}]}; "
+        "plan {target_width, pilot_accuracy, ordinary_only, complementary_only, "
+        "routed_queries} or null before any label; strata; systems: "
         "per system id, name, counts {n_ord, s_ord, n_comp, s_comp}, estimates per method "
         "(ord, comp, ivw, ivw_pilot, ivw_fixed, ml; each {accuracy, accuracy_clipped, se, "
-        "ci_low, ci_high, bound, bound_valid, weight}), ipw {accuracy, se, ci_low, ci_high}, "
+        "ci_low, ci_high, bound, bound_valid, weight} or null without data), ipw {accuracy, "
+        "se, ci_low, ci_high} or null, "
         "stratified {accuracy, se, ci_low, ci_high, weights} or null, design_effect or null, "
-        "flags [few_labels_for_guarantee], labels_needed, reference {n, accuracy} and "
+        "flags [few_labels_for_guarantee], labels_needed or null, reference {n, accuracy} and "
         "strata {name: {n_ord, n_comp, ML fields, estimates per method}}."
     )

@@ -1,6 +1,7 @@
 """Recompute of every estimate of a study with N answered queries and S AI systems.
 
     .venv/bin/python bench/bench_recompute.py --answers 1000000 --systems 20
+    .venv/bin/python bench/bench_recompute.py --answers 1000000 --queries 4   # clustered
 
 Seeds with bulk SQL (generate_series) into a scratch PostgreSQL database it creates and drops
 (``BENCH_DATABASE_URL`` overrides the default on 127.0.0.1), then
@@ -26,6 +27,9 @@ def main() -> None:
     parser.add_argument("--systems", type=int, default=20)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--db", default="oversight_bench")
+    parser.add_argument("--queries", type=int, default=1,
+                        help="queries per item (> 1: the recompute also reads every label's "
+                             "item for the item-clustered variance)")
     args = parser.parse_args()
     with scratch_database(args.db):
         run(args)
@@ -41,7 +45,8 @@ def run(args: argparse.Namespace) -> None:
     from annotations.services.studies import study_create
     from assistants.services import system_create
 
-    study = study_create(name="bench", classes=[f"C{i}" for i in range(args.k)])
+    study = study_create(name="bench", classes=[f"C{i}" for i in range(args.k)],
+                         queries_per_item=args.queries)
     Study.objects.filter(pk=study.pk).update(status="open")
     for s in range(args.systems):
         system_create(study=study, name=f"system-{s}")
@@ -53,15 +58,15 @@ def run(args: argparse.Namespace) -> None:
                    class_order, metadata, stratum, is_quality_check, created_at)
                SELECT %s, 'i' || g, 'item', '[]', '[0,1,2,3,4]', '[0]', '{}',
                       's' || (g %% 4), false, now()
-               FROM generate_series(1, %s) g""", [study.pk, n])
+               FROM generate_series(1, %s) g""", [study.pk, -(-n // args.queries)])
         # each system s predicts the asked class with probability depending on s;
         # 3 % of predictions are missing
         cur.execute(
             """INSERT INTO annotations_query (study_id, public_id, item_id, k, sequence, rank,
                    stratum, is_quality_check, status, answer, answered_at, times_issued,
                    match_mask, present_mask)
-               SELECT i.study_id, substr(md5(random()::text || i.id::text), 1, 16), i.id,
-                      (random() * %s)::int %% %s, 0,
+               SELECT i.study_id, substr(md5(random()::text || i.id::text || q::text), 1, 16),
+                      i.id, ((random() * %s)::int + q) %% %s, q,
                       (random() * 1e15)::bigint, i.stratum, false, 'answered',
                       CASE WHEN random() < 0.25 THEN 'yes' ELSE 'no' END, now(), 1,
                       (SELECT COALESCE(SUM(CASE WHEN random() < 0.1 + 0.04 * s
@@ -70,8 +75,9 @@ def run(args: argparse.Namespace) -> None:
                       (SELECT COALESCE(SUM(CASE WHEN random() < 0.97
                               THEN (1::bigint << s) ELSE 0 END), 0)
                          FROM generate_series(0, %s - 1) s WHERE i.id > 0)
-               FROM annotations_item i WHERE i.study_id = %s""",
-            [args.k, args.k, args.systems, args.systems, study.pk])
+               FROM annotations_item i CROSS JOIN generate_series(0, %s - 1) q
+               WHERE i.study_id = %s""",
+            [args.k, args.k, args.systems, args.systems, args.queries, study.pk])
         cur.execute("UPDATE annotations_query SET match_mask = match_mask & present_mask")
         cur.execute("VACUUM ANALYZE annotations_query")
     study_stratum_sizes_refresh(study=study)  # what the item import does

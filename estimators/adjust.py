@@ -1,45 +1,13 @@
-"""Corrections for departures from the simple protocol (METHODS.md M1): several queries per
-item (item-clustered variance), per-class completion imbalance (inverse-probability
-weights) and strata sampled out of proportion (population-weighted combination).
-
-The first two act through *effective counts*: a proportion p̂ = S/n whose honest variance
-V exceeds (or falls short of) the binomial p̂(1−p̂)/n is handed to ``estimate`` as
-n_eff = p̂(1−p̂)/V labels with S_eff = p̂·n_eff successes, so every estimator, interval and
-bound sees the information the data really carry.
+"""Corrections for departures from the simple protocol (METHODS.md M1): per-class
+completion imbalance (inverse-probability weights, Kish effective counts: a proportion
+whose honest variance exceeds the binomial one is handed to ``estimate`` as fewer labels
+with the same proportion) and strata sampled out of proportion (population-weighted
+combination). Several queries per item: :mod:`estimators.clustered`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-
-def cluster_ratio_variance(u, m) -> np.ndarray | float:
-    """Sandwich (cluster-robust) variance of p̂ = Σu_i / Σm_i over clusters i (items):
-    V = G/(G−1) · Σ_i (u_i − p̂ m_i)² / (Σ_i m_i)², with G the clusters that hold labels.
-    ``u`` and ``m`` have clusters on axis 0 (further axes: cells, e.g. AI systems)."""
-    u = np.asarray(u, dtype=float)
-    m = np.asarray(m, dtype=float)
-    total = m.sum(axis=0)
-    groups = (m > 0).sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(total > 0, u.sum(axis=0) / np.where(total > 0, total, 1), 0.0)
-        resid = ((u - p * m) ** 2).sum(axis=0)
-        factor = np.where(groups > 1, groups / np.maximum(groups - 1, 1), 1.0)
-        var = np.where(total > 0, factor * resid / np.where(total > 0, total, 1) ** 2, 0.0)
-    return float(var) if np.ndim(var) == 0 else var
-
-
-def effective_counts(n, s, variance) -> tuple[np.ndarray, np.ndarray]:
-    """(n_eff, S_eff) with the same proportion as S/n and binomial variance ``variance``;
-    cells with p̂ ∈ {0, 1} or no variance estimate keep their counts."""
-    n = np.asarray(n, dtype=float)
-    s = np.asarray(s, dtype=float)
-    variance = np.asarray(variance, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(n > 0, s / np.where(n > 0, n, 1), 0.0)
-        usable = (n > 0) & (variance > 0) & (p > 0) & (p < 1)
-        n_eff = np.where(usable, p * (1 - p) / np.where(usable, variance, 1), n)
-    return n_eff, p * n_eff
 
 
 def ipw_class_weights(answered, routed) -> np.ndarray:

@@ -355,8 +355,8 @@ CALLS_MEMO = 8
 _CALLS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
 
-def _remember(memo: dict, key, value, size: int = MEMO_SIZE) -> None:
-    if len(memo) >= size:
+def _remember(memo: dict, key, value, size: int | None = None) -> None:
+    if len(memo) >= (MEMO_SIZE if size is None else size):
         memo.pop(next(iter(memo)))
     memo[key] = value
 
@@ -368,12 +368,13 @@ def clear_memo() -> None:
     _CALLS.clear()
 
 
-def _profile_new(keys: list[tuple], guesses: np.ndarray) -> None:
+def _profile_new(keys: list[tuple], guesses: np.ndarray) -> list[tuple[_Bracket, _Bracket]]:
     """Fit and memoise the brackets of outcomes not yet known, batched per design (n_o,
     n_c, K, confidence). ``guesses[i]`` = (lower, upper) far bounds of ``keys[i]`` (a wide
     likelihood-ratio interval): the bracket [guess, â] holds every end when the
     conservative tail at the guess is ≤ α/2 (an end beyond â is cut to â by the hull
-    anyway); otherwise :func:`_bracket` finds one."""
+    anyway); otherwise :func:`_bracket` finds one. Returns them in the order of ``keys``
+    (the memo may already have dropped some when a call holds more outcomes than it)."""
     designs: dict[tuple, list[int]] = {}
     for i, key in enumerate(keys):
         designs.setdefault((key[0], key[2], key[4], key[5]), []).append(i)
@@ -406,12 +407,15 @@ def _profile_new(keys: list[tuple], guesses: np.ndarray) -> None:
                 for i, fit, ok in zip(np.asarray(members)[usable], fits, good, strict=True):
                     if ok:
                         found[i][end] = fit
+    out = []
     for i, (lower, upper_b) in found.items():
         n_o, s_o, n_c, s_c, k, confidence, a_hat = keys[i]
         cell = _Cell(n_o, s_o, n_c, s_c, k, a_hat)
         half = (1 - confidence) / 2
-        _remember(_PROFILES, keys[i], (_bracket(cell, half, False) if lower is None else lower,
-                                       _bracket(cell, half, True) if upper_b is None else upper_b))
+        out.append((_bracket(cell, half, False) if lower is None else lower,
+                    _bracket(cell, half, True) if upper_b is None else upper_b))
+        _remember(_PROFILES, keys[i], out[-1])
+    return out
 
 
 def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -511,11 +515,14 @@ def _exact_interval(n_o, s_o, n_c, s_c, a, k: int, confidence: float, u):
         done[ids[ok_lo & ok_hi]] = True
     rest = np.flatnonzero(~done)
     if rest.size:  # the per-outcome path: fitted brackets (memoised), solved in one batch
-        new = [i for i in rest if keys[i] not in _PROFILES]
+        # taken from the memo before fitting: fitting many new outcomes may evict them
+        known = {i: _PROFILES[keys[i]] for i in rest if keys[i] in _PROFILES}
+        new = [i for i in rest if i not in known]
         if new:
-            _profile_new([keys[i] for i in new], guess[new])
+            known.update(zip(new, _profile_new([keys[i] for i in new], guess[new]),
+                             strict=True))
         members, local = _members(rest, inverse, len(keys))
-        profiles = [_PROFILES[keys[i]] for i in rest]
+        profiles = [known[i] for i in rest]
         cells = [_Cell(*keys[i][:5], keys[i][6]) for i in rest]
         lower[members] = _solve_ends([p[0] for p in profiles], cells, local,
                                      w_lower[members], half, False)

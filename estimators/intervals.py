@@ -4,18 +4,23 @@
 :mod:`estimators.exact` where a source with few events of some kind (fewer than
 ``EXACT_BELOW`` correct ordinary answers, wrong ordinary answers, or complementary answers
 that hit the AI's prediction) carries more than ``EXACT_SHARE`` of the Fisher information,
-else the likelihood-ratio interval below. The simulation study in docs/estimators.md is
-what chose this rule: the likelihood-ratio interval alone
-covers only 85–88 % near perfect scores (e.g. A = 0.97, K = 10, n_o = 40, n_c = 360). The
-exact interval is the randomised one by default (coverage 95–97.5 % on every cell), or the
-conservative non-randomised one (never below 95 %, up to 99.6 % on the grid's small cells, where
-no non-randomised interval can do better: see the guide).
+else the likelihood-ratio interval below. The likelihood-ratio interval alone covers only
+85–88 % near perfect scores (e.g. A = 0.97, K = 10, n_o = 40, n_c = 360); docs/coverage.md
+holds the grid that chose the rule.
 
 Interval modes (``INTERVAL_METHODS``, what ``estimate(interval=…)`` takes):
 
-* "auto": likelihood ratio; randomised exact in the cells that :func:`needs_exact`;
-* "conservative": likelihood ratio; conservative exact in those cells;
-* "exact": randomised exact in every cell;
+* "auto" (the default, what dashboards show): likelihood ratio; the **mid-p** exact
+  interval (tied outcomes weigh ½ in both tails) in the cells that :func:`needs_exact`.
+  Deterministic — the same counts always give the same interval — and never of zero
+  width (a perfect 2/2 has a lower end of √0.05 ≈ 0.22). Its coverage is close to 95 %
+  on average over A but not guaranteed at every A (docs/coverage.md: 93–99 %).
+* "conservative": likelihood ratio; the conservative exact interval (tie weight 1) in
+  those cells — at least 95 % for every A where it is used; for audits.
+* "randomised": likelihood ratio; the randomised exact interval in those cells (tie
+  weights U and 1 − U, U uniform, drawn independently of the data: exactly 95 % on average
+  over U). Library only: the interval depends on a coin.
+* "exact": the randomised exact interval in every cell (library only).
 * "asymptotic": likelihood ratio everywhere.
 
 Likelihood ratio:
@@ -118,7 +123,8 @@ def needs_exact(n_ord, s_ord, n_comp, s_comp, k: int, mle) -> np.ndarray:
 def exact_where_needed(lo, hi, small, n_ord, s_ord, n_comp, s_comp, k: int,
                        confidence: float, mle, u=None) -> tuple[np.ndarray, np.ndarray]:
     """Replace the (asymptotic) interval ``lo, hi`` by the exact one in the cells marked
-    ``small`` (randomised with tie-breaks ``u``, conservative when ``u`` is None); the
+    ``small``: tie weight ``u`` in the lower tail and 1 − ``u`` in the upper (u = ½:
+    mid-p; a uniform draw per cell: randomised), conservative when ``u`` is None; the
     others are returned unchanged."""
     from estimators.exact import exact_interval
 
@@ -138,7 +144,7 @@ def confidence_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
                         method: str = "auto", u=None) -> tuple[np.ndarray, np.ndarray]:
     """Interval for A from the joint likelihood in one of the ``INTERVAL_METHODS`` (see the
     module docstring); the randomised modes need ``u``, uniform tie-breaks drawn
-    independently of the data (broadcast against the counts)."""
+    independently of the data (broadcast against the counts); the others ignore it."""
     from estimators.exact import exact_interval
     from estimators.partitioned import ml_accuracy
 
@@ -166,8 +172,18 @@ def confidence_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
             n_ord[large], s_ord[large], n_comp[large], s_comp[large], k, confidence,
             mle=a_hat[large])
     return exact_where_needed(lo, hi, small, n_ord, s_ord, n_comp, s_comp, k, confidence,
-                              a_hat, u=u if method == "auto" else None)
+                              a_hat, u=tie_weight(method, u))
 
 
-INTERVAL_METHODS = ("auto", "conservative", "exact", "asymptotic")
-RANDOMISED = ("auto", "exact")  # the modes whose exact intervals use tie-breaks u
+def tie_weight(method: str, u=None):
+    """The ``u`` that :func:`exact_where_needed` takes for an interval mode: ½ (mid-p) for
+    "auto", None (conservative) for "conservative", the caller's tie-breaks for the
+    randomised modes."""
+    if method in RANDOMISED:
+        return u
+    return MID_P if method == "auto" else None
+
+
+INTERVAL_METHODS = ("auto", "conservative", "randomised", "exact", "asymptotic")
+RANDOMISED = ("randomised", "exact")  # the modes whose exact intervals use tie-breaks u
+MID_P = 0.5  # weight of the outcomes tied with the observed one, in both tails

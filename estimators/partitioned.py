@@ -8,11 +8,17 @@ S_c = Σ w_i, w_i = 1{ŷ_i ≠ ȳ_i} (a missing prediction scores (K−2)/(K−1
 Every function is vectorised: counts broadcast, and one call estimates many cells.
 
 No-data convention (documented, never NaN): a cell with no usable label gets accuracy 0.5,
-se = √(1/12) (the sd of a uniform prior), interval [0, 1] and an infinite bound.
+se = √(1/12) (the sd of a uniform prior), interval [0, 1] and an infinite bound. It is a
+library convention only: the platform's payload shows such a cell as ``null`` ("no data").
+
+Several labels per item (several queries per item) are not independent: use
+:func:`estimators.clustered.estimate_clustered`, which hands this module effective counts
+and the item-clustered variance of the mixtures.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +39,7 @@ from estimators.intervals import (
     exact_where_needed,
     few_events,
     log_likelihood,
+    tie_weight,
 )
 
 METHODS = ("ord", "comp", "ivw", "ivw_pilot", "ivw_fixed", "ml")
@@ -154,7 +161,8 @@ def ivw_pilot_weight(pilot, n_ord, n_comp, k: int) -> np.ndarray:
 def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
              confidence: float = 0.95, weight=None, pilot=None,
              interval: str = "auto", weight_from_data: bool = False, u=None,
-             rng: np.random.Generator | int | None = None) -> Estimate:
+             rng: np.random.Generator | int | None = None,
+             mixture_variance: Callable[[np.ndarray], np.ndarray] | None = None) -> Estimate:
     """Estimate accuracy with a standard error, a ``confidence`` interval and, where one
     applies, a finite-sample bound. ``method``:
 
@@ -170,28 +178,30 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
     * "ml": closed-form maximum likelihood; SE from the Fisher information; no
       finite-sample bound.
 
-    ``interval`` — how ``ci_low``/``ci_high`` are made:
+    ``interval`` — how ``ci_low``/``ci_high`` are made (:mod:`estimators.intervals`):
 
-    * "auto" (default): the randomised exact interval (:mod:`estimators.exact`) where
-      data are too discrete for the asymptotic one, the asymptotic interval elsewhere.
-      For "ord", "comp" and "ml" the likelihood-ratio interval, exact where a source with
-      few events (< 30 of a kind) carries more than a fifth of the information
-      (:func:`estimators.intervals.needs_exact`); for the IVW mixtures Wald on the
-      plug-in SE, exact wherever a source has few events. On the validation grid
-      (docs/estimators.md) every 95 % interval covers between 93.5 % and 98.5 % of the
-      time.
-    * "conservative": as "auto" but the non-randomised exact interval: never below 95 %,
-      up to 99.6 % on the small discrete cells of the grid; the same data always give the
-      same interval.
-    * "exact": the randomised exact interval in every cell (slower).
+    * "auto" (default): the asymptotic interval, and the **mid-p** exact interval
+      (:mod:`estimators.exact`, tied outcomes weighing ½) where data are too discrete for
+      it. For "ord", "comp" and "ml" the likelihood-ratio interval, exact where a source
+      with few events (< 30 of a kind) carries more than ``EXACT_SHARE`` of the
+      information (:func:`estimators.intervals.needs_exact`); for the IVW mixtures Wald on
+      the SE, exact wherever a source has few events. Deterministic and never of zero
+      width where there are labels; coverage on the grid of docs/coverage.md.
+    * "conservative": as "auto" but the conservative exact interval: never below 95 %
+      where it is used, wider on small samples; for audits.
+    * "randomised": as "auto" but the randomised exact interval (tie-breaks ``u``): 95 %
+      on average over the coin. Library only.
+    * "exact": the randomised exact interval in every cell (slower). Library only.
     * "asymptotic": the asymptotic interval everywhere — the paper's plug-in Wald for the
       mixtures, which collapses near perfect scores (kept for comparison).
 
     The randomised intervals need one uniform tie-break per cell, independent of the
     data: ``u`` (broadcast against the counts) or, by default, drawn from ``rng`` (a
-    Generator or a seed; None: fresh entropy). Pass a seed only to reproduce an analysis;
-    a seed reused across studies makes the interval non-randomised again. The platform
-    derives ``u`` from a seed each study draws at its creation."""
+    Generator or a seed; None: fresh entropy).
+
+    ``mixture_variance(w)`` (IVW methods only): the variance of w Â_ord + (1−w) Â_comp to
+    use instead of the plug-in one — the item-clustered variance that
+    :func:`estimators.clustered.estimate_clustered` passes."""
     if method not in METHODS:
         raise ValueError(f"method: unknown '{method}' (one of {', '.join(METHODS)})")
     if interval not in INTERVALS:
@@ -262,6 +272,8 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
             with np.errstate(divide="ignore", invalid="ignore"):
                 var = np.where(total > 0, v_ord * v_comp / np.where(total > 0, total, 1), 0.0)
             var = np.where(n_c <= 0, v_ord, np.where(n_o <= 0, v_comp, var))
+        if mixture_variance is not None:
+            var = np.broadcast_to(np.asarray(mixture_variance(w), float), n_o.shape)
         se = np.sqrt(var)
         clipped = acc = np.clip(acc, 0.0, 1.0)  # mixtures report the clipped value
         lo = np.clip(clipped - z * se, 0.0, 1.0)  # Wald on the plug-in SE
@@ -271,10 +283,12 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
                                          u=u)
         elif interval != "asymptotic":
             # the Wald interval of a mixture collapses when either source's variance
-            # estimate does (a perfect score): exact wherever a source has few events
-            lo, hi = exact_where_needed(lo, hi, np.logical_or(*few_events(n_o, s_o, n_c, s_c)),
-                                        n_o, s_o, n_c, s_c, k, confidence,
-                                        ml_accuracy(n_o, s_o, n_c, s_c, k), u=u)
+            # estimate does (a perfect score): exact wherever a source has few events, or
+            # the variance estimate is 0 (e.g. no complementary label missing the AI)
+            small = np.logical_or(*few_events(n_o, s_o, n_c, s_c)) | ((se <= 0) & ~no_data)
+            lo, hi = exact_where_needed(lo, hi, small, n_o, s_o, n_c, s_c, k, confidence,
+                                        ml_accuracy(n_o, s_o, n_c, s_c, k),
+                                        u=tie_weight(interval, u))
         if method == "ivw_fixed":
             bound = fixed_weight_bound(w, n_o, s_o, n_c, s_c, k, delta)
             bound_valid = not weight_from_data

@@ -11,11 +11,15 @@ used by the tests to check that the two agree).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy import stats
 
+from estimators.binomial import count_window
+from estimators.clustered import Clusters, design_effects, estimate_clustered
 from estimators.partitioned import estimate
 from estimators.planning import labels_needed
 
@@ -128,25 +132,47 @@ class CoverageCell:
     accuracy: float
     n_ord: int
     n_comp: int
-    coverage: float  # of the default ("auto") ML interval
+    coverage: float  # of the default ("auto": mid-p exact where events are few) ML interval
     width: float
     coverage_conservative: float  # the non-randomised option ("conservative")
     width_conservative: float
     coverage_lr: float  # likelihood ratio alone
     coverage_wald: float  # the paper's plug-in IVW interval
+    exact: bool = False  # by exact summation over outcomes (else simulated)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+# Cells whose probable outcomes (count windows holding all but 1e-12 of each binomial)
+# number at most this many get their coverage by exact summation, not by simulation.
+EXACT_SUM_OUTCOMES = 40_000
+NEGLIGIBLE = 1e-11
+
+
+def _outcomes(n_o: int, n_c: int, k: int, a: float) -> tuple[np.ndarray, ...] | None:
+    """Every probable outcome (S_o, S_c) of a cell with its probability, or None when
+    there are more than ``EXACT_SUM_OUTCOMES``."""
+    q = (a + k - 2) / (k - 1)
+    w_o, w_c = count_window(n_o, np.array([a])), count_window(n_c, np.array([q]))
+    if len(w_o) * len(w_c) > EXACT_SUM_OUTCOMES:
+        return None
+    s_o, s_c = (x.ravel() for x in np.meshgrid(w_o, w_c, indexing="ij"))
+    prob = stats.binom.pmf(s_o, n_o, a) * stats.binom.pmf(s_c, n_c, q)
+    keep = prob > NEGLIGIBLE  # the dropped outcomes hold < 40 000 × 1e-11 = 4e-7 in all
+    return s_o[keep], s_c[keep], prob[keep]
 
 
 def coverage_grid(*, ks, accuracies, n_ords, n_comps, reps: int = 4000,
                   confidence: float = 0.95, seed: int = 0,
                   progress: Callable[[int, int, CoverageCell], None] | None = None
                   ) -> list[CoverageCell]:
-    """Coverage of the ML interval on every cell of the grid (and, for comparison, of its
-    non-randomised "conservative" option, of the likelihood-ratio interval alone and of
-    the paper's plug-in Wald interval for IVW). ``progress(done, total, cell)`` is called
-    after each cell."""
+    """Coverage of the default ML interval on every cell of the grid (and, for comparison,
+    of its "conservative" option, of the likelihood-ratio interval alone and of the
+    paper's plug-in Wald interval for IVW). Cells with few probable outcomes (the small,
+    discrete ones, where intervals differ most) are computed exactly — Σ over outcomes of
+    P(outcome) · 1{the interval covers} —, the others from ``reps`` simulated studies.
+    ``progress(done, total, cell)`` is called after each cell."""
     rng = np.random.default_rng(seed)
     total = len(ks) * len(accuracies) * len(n_ords) * len(n_comps)
     cells = []
@@ -154,9 +180,13 @@ def coverage_grid(*, ks, accuracies, n_ords, n_comps, reps: int = 4000,
         for a in accuracies:
             for n_o in n_ords:
                 for n_c in n_comps:
-                    s_o, s_c = simulate_counts(rng, reps, a, k, n_o, n_c)
-                    ml = estimate(n_o, s_o, n_c, s_c, k, "ml", confidence,
-                                  u=rng.random(reps))
+                    exact = _outcomes(n_o, n_c, k, a)
+                    if exact is None:
+                        s_o, s_c = simulate_counts(rng, reps, a, k, n_o, n_c)
+                        prob = np.full(reps, 1 / reps)
+                    else:
+                        s_o, s_c, prob = exact
+                    ml = estimate(n_o, s_o, n_c, s_c, k, "ml", confidence)
                     conservative = estimate(n_o, s_o, n_c, s_c, k, "ml", confidence,
                                             interval="conservative")
                     lr = estimate(n_o, s_o, n_c, s_c, k, "ml", confidence,
@@ -165,21 +195,24 @@ def coverage_grid(*, ks, accuracies, n_ords, n_comps, reps: int = 4000,
                                     interval="asymptotic")
                     cells.append(CoverageCell(
                         k=k, accuracy=a, n_ord=n_o, n_comp=n_c,
-                        coverage=_covers(ml, a), width=_width(ml),
-                        coverage_conservative=_covers(conservative, a),
-                        width_conservative=_width(conservative),
-                        coverage_lr=_covers(lr, a), coverage_wald=_covers(wald, a)))
+                        coverage=_covers(ml, a, prob), width=_width(ml, prob),
+                        coverage_conservative=_covers(conservative, a, prob),
+                        width_conservative=_width(conservative, prob),
+                        coverage_lr=_covers(lr, a, prob), coverage_wald=_covers(wald, a, prob),
+                        exact=exact is not None))
                     if progress is not None:
                         progress(len(cells), total, cells[-1])
     return cells
 
 
-def _covers(est, truth: float) -> float:
-    return float(np.mean((est.ci_low <= truth) & (truth <= est.ci_high)))
+def _covers(est, truth: float, prob=None) -> float:
+    inside = (est.ci_low <= truth) & (truth <= est.ci_high)
+    return float(np.mean(inside) if prob is None else np.sum(prob * inside))
 
 
-def _width(est) -> float:
-    return float(np.mean(np.asarray(est.ci_high) - est.ci_low))
+def _width(est, prob=None) -> float:
+    width = np.asarray(est.ci_high) - est.ci_low
+    return float(np.mean(width) if prob is None else np.sum(prob * width))
 
 
 @dataclass(frozen=True)
@@ -221,3 +254,91 @@ def variance_curve(*, k: int, accuracy: float, n_ord: int, ratios, reps: int = 4
 def _variance(counts: tuple, method: str, **kw) -> float:
     est = estimate(*counts, method=method, interval="asymptotic", **kw)
     return float(np.var(est.accuracy, ddof=1))
+
+
+def simulate_routed_items(rng: np.random.Generator, reps: int, n_items: int,
+                          accuracy: float, k: int, queries: int) -> Clusters:
+    """Items through the routing protocol with several queries per item (METHODS.md M1):
+    per item a uniform class order (a random permutation), up to ``queries`` classes asked
+    in that order, stopping at the first "yes" (perfect specialists: "yes" exactly at the
+    true class). The AI is right with probability A, else it names a wrong class.
+    Returns per-item sums of ``reps`` replicate studies (items × replicates).
+
+    By symmetry only positions in the order matter: the truth's position P is uniform on
+    0..K−1, a wrong prediction's uniform on the other K−1. The item gets
+    m = min(P, queries) complementary labels (the classes before the truth) and an
+    ordinary one if P < queries; a complementary label hits the prediction iff the wrong
+    prediction's position is below m."""
+    shape = (n_items, reps)
+    pos_truth = rng.integers(0, k, shape)
+    right = rng.random(shape) < accuracy
+    r = rng.integers(0, k - 1, shape)
+    pos_pred = r + (r >= pos_truth)
+    m = np.minimum(pos_truth, queries)
+    n_o = (pos_truth < queries).astype(float)
+    hit = ~right & (pos_pred < m)
+    return Clusters(n_ord=n_o, s_ord=n_o * right, n_comp=m.astype(float),
+                    s_comp=(m - hit).astype(float))
+
+
+CLUSTER_METHODS = ("ord", "comp", "ivw", "ivw_pilot", "ivw_fixed", "ml")
+# The several-queries grid of docs/coverage.md: K, queries per item (≤ K), A, items.
+CLUSTER_GRID = {"designs": ((3, 2), (3, 3), (4, 2), (4, 3), (4, 4), (10, 2), (10, 5),
+                            (10, 10)),
+                "accuracies": (0.3, 0.7, 0.9, 0.97), "n_items": (100, 1000)}
+
+
+@dataclass(frozen=True)
+class ClusteredCell:
+    k: int
+    queries: int
+    accuracy: float
+    n_items: int
+    labels_per_item: float
+    coverage: dict  # method → coverage of the clustered interval (default "auto" mode)
+    coverage_independent: dict  # method → coverage when labels are taken as independent
+    design_effect: float  # mean joint design effect
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def clustered_coverage(*, k: int, queries: int, accuracy: float, n_items: int,
+                       reps: int = 2000, confidence: float = 0.95, seed: int = 0,
+                       methods: tuple[str, ...] = CLUSTER_METHODS,
+                       interval: str = "auto") -> ClusteredCell:
+    """Coverage of every estimator's interval on replicate studies of items routed with
+    several queries per item (:func:`simulate_routed_items`): with the item-clustered
+    variance (:func:`estimators.clustered.estimate_clustered`) and, for comparison, with the
+    labels taken as independent."""
+    rng = np.random.default_rng(seed)
+    clusters = simulate_routed_items(rng, reps, n_items, accuracy, k, queries)
+    totals = clusters.totals()
+    effects = design_effects(clusters, k)
+    covered, naive = {}, {}
+    for method in methods:
+        est = estimate_clustered(clusters, k, method, confidence, interval=interval,
+                                 effects=effects)
+        covered[method] = _covers(est, accuracy)
+        plain = estimate(*totals, k, method, confidence, interval=interval)
+        naive[method] = _covers(plain, accuracy)
+    labels = float((clusters.n_ord + clusters.n_comp).sum(axis=0).mean() / n_items)
+    return ClusteredCell(k=k, queries=queries, accuracy=accuracy, n_items=n_items,
+                         labels_per_item=labels, coverage=covered,
+                         coverage_independent=naive,
+                         design_effect=float(np.mean(effects.joint)))
+
+
+def clustered_grid(*, designs, accuracies, n_items, reps: int = 2000,
+                   confidence: float = 0.95, seed: int = 0,
+                   progress: Callable[[int, int, ClusteredCell], None] | None = None
+                   ) -> list[ClusteredCell]:
+    """:func:`clustered_coverage` on every (K, queries) design × accuracy × item count."""
+    total = len(designs) * len(accuracies) * len(n_items)
+    cells = []
+    for i, ((k, queries), a, g) in enumerate(itertools.product(designs, accuracies, n_items)):
+        cells.append(clustered_coverage(k=k, queries=queries, accuracy=a, n_items=g,
+                                        reps=reps, confidence=confidence, seed=seed + i))
+        if progress is not None:
+            progress(len(cells), total, cells[-1])
+    return cells

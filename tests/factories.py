@@ -76,9 +76,6 @@ def make_study(*, k: int = 4, n_items: int = 20, queries_per_item: int = 1, chec
     study = study_create(name=name or f"study-{seed}-{k}-{n_items}-{np.random.randint(1e9)}",
                          classes=[f"C{i}" for i in range(k)], queries_per_item=queries_per_item,
                          gold_rate=gold_rate, seed=seed)
-    # tests are reproducible: the intervals' tie-breaks come from the same seed
-    Study.objects.filter(pk=study.pk).update(interval_seed=seed)
-    study.interval_seed = seed
     items = make_items(n_items, k, seed=seed, checks=checks, strata=strata)
     items_import(study=study, source=jsonl(items), name="items.jsonl", fmt="jsonl")
     if systems:

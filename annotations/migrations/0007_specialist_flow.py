@@ -27,7 +27,7 @@ def _fill_public_ids(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0005_interval_method_help'),
+        ('annotations', '0006_interval_midp_default'),
     ]
 
     operations = [

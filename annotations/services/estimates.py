@@ -5,27 +5,28 @@ from __future__ import annotations
 
 import math
 import time
-import zlib
 from dataclasses import asdict
 
 import numpy as np
 from django.db import transaction
-from scipy import stats
+from scipy import sparse, stats
 
 from annotations.models import EstimateSnapshot, Query, Study
 from annotations.selectors import (
+    ItemLabels,
     study_class_progress,
-    study_complementary_by_item,
+    study_first_query_answers,
+    study_item_labels,
     study_label_counts,
 )
 from assistants.models import AISystem
 from estimators.adjust import (
-    cluster_ratio_variance,
-    effective_counts,
     ipw_class_weights,
     stratified_combine,
     weighted_effective_counts,
 )
+from estimators.checks import yes_share_test
+from estimators.clustered import Clusters, design_effects, estimate_clustered
 from estimators.partitioned import estimate
 from estimators.planning import complementary_labels_for_width, plan_labels
 
@@ -65,9 +66,9 @@ def system_counts(counts, k: int) -> dict[str, np.ndarray]:
     no = (counts.answer == Query.Answer.NO)[:, None]
     n = counts.n[:, None]
     if k == 2:
-        n_ord = (yes * n) + (no * n)
+        n_ord = np.broadcast_to((yes * n) + (no * n), counts.match.shape)
         s_ord = yes * counts.match + no * (counts.present - counts.match)
-        zeros = np.zeros_like(n_ord)
+        zeros = np.zeros(counts.match.shape)
         return {"n_ord": n_ord, "s_ord": s_ord, "n_comp": zeros, "s_comp": zeros}
     missing_score = (k - 2) / (k - 1)
     n_ord = np.broadcast_to(yes * n, counts.match.shape)
@@ -77,46 +78,81 @@ def system_counts(counts, k: int) -> dict[str, np.ndarray]:
     return {"n_ord": n_ord, "s_ord": s_ord, "n_comp": n_comp, "s_comp": s_comp}
 
 
-def tie_breaks(study: Study, systems: list[AISystem], scope: str) -> np.ndarray:
-    """One uniform per system for the randomised exact intervals of ``scope`` ("overall",
-    "ipw" or a stratum), drawn from the study's interval seed: independent of the data
-    (the seed is drawn at the study's creation and cannot be edited), and fixed, so an
-    interval moves only when its data do."""
-    tag = zlib.crc32(scope.encode())
-    return np.array([np.random.default_rng([study.interval_seed, tag, system.pk]).random()
-                     for system in systems])
+def label_clusters(labels: ItemLabels, k: int, weights: np.ndarray | None = None) -> Clusters:
+    """Per-item sums of the labels (METHODS.md M1's z and w, as in :func:`system_counts`),
+    each label weighted by ``weights`` (per label; None: 1): the clusters of the
+    item-clustered variance. Three sparse products (items × labels) @ (labels × systems)
+    of the mask bits: Σ over "yes" of the match bit, Σ over "no" of the match and present
+    bits."""
+    n = len(labels.yes)
+    weight = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    rows = np.arange(n)
+
+    def over(selected: np.ndarray) -> sparse.csr_matrix:
+        return sparse.csr_matrix((weight * selected, (labels.item, rows)),
+                                 shape=(labels.n_items, n))
+
+    on_yes, on_no = over(labels.yes), over(~labels.yes)
+    yes_match = np.asarray(on_yes @ labels.match, dtype=float)
+    no_match = np.asarray(on_no @ labels.match, dtype=float)
+    no_present = np.asarray(on_no @ labels.present, dtype=float)
+    n_yes = np.asarray(on_yes.sum(axis=1), dtype=float)
+    n_no = np.asarray(on_no.sum(axis=1), dtype=float)
+    if k == 2:  # a "no" is an ordinary label of the other class
+        zeros = np.zeros_like(n_yes)
+        return Clusters(n_ord=n_yes + n_no, s_ord=yes_match + no_present - no_match,
+                        n_comp=zeros, s_comp=np.zeros_like(yes_match))
+    # w = 1 − match where the prediction is present, (K−2)/(K−1) where it is missing
+    s_comp = no_present - no_match + (k - 2) / (k - 1) * (n_no - no_present)
+    return Clusters(n_ord=n_yes, s_ord=yes_match, n_comp=n_no, s_comp=s_comp)
 
 
-def _estimates_for(stats: dict[str, np.ndarray], k: int, u: np.ndarray,
-                   interval: str) -> dict[str, dict[str, list]]:
+def _columns(est) -> dict[str, list | None]:
+    fields = asdict(est)
+    return {name: np.atleast_1d(np.asarray(fields[name], dtype=float)).tolist()
+            if fields.get(name) is not None else None for name in ESTIMATE_FIELDS}
+
+
+def _estimates_for(stats: dict[str, np.ndarray], k: int, interval: str,
+                   clusters: Clusters | None = None) -> dict[str, dict[str, list]]:
+    """Every method for every system of one scope: from the counts ``stats``, or, with
+    several queries per item, from ``clusters`` (item-clustered variance)."""
     out = {}
+    effects = design_effects(clusters, k) if clusters is not None else None
     for method in METHODS:
-        est = estimate(stats["n_ord"], stats["s_ord"], stats["n_comp"], stats["s_comp"], k,
-                       method=method, confidence=CONFIDENCE, u=u, interval=interval)
-        fields = asdict(est)
-        out[method] = {
-            name: np.atleast_1d(np.asarray(fields[name], dtype=float)).tolist()
-            if fields.get(name) is not None else None
-            for name in ESTIMATE_FIELDS
-        }
-        # False only where Theorem 4's bound got a weight taken from the data
+        if clusters is not None:
+            est = estimate_clustered(clusters, k, method, CONFIDENCE, interval=interval,
+                                     effects=effects)
+        else:
+            est = estimate(stats["n_ord"], stats["s_ord"], stats["n_comp"], stats["s_comp"],
+                           k, method=method, confidence=CONFIDENCE, interval=interval)
+        out[method] = _columns(est)
+        # False where the finite-sample bound's assumptions fail (Theorem 4 with a weight
+        # taken from the data; labels clustered by item)
         n_cells = len(out[method]["accuracy"])
         out[method]["bound_valid"] = [bool(est.bound_valid)] * n_cells
     return out
 
 
-def _ipw_estimates(counts, per_group: dict, progress, k: int, u: np.ndarray,
-                   interval: str) -> dict[str, list]:
-    """ML on inverse-probability-weighted counts (per-class completion weights, Kish
-    effective sizes), the correction for unequal completion across classes."""
+def _ipw_estimates(counts, per_group: dict, progress, k: int, interval: str,
+                   labels: ItemLabels | None) -> dict[str, list]:
+    """ML on inverse-probability-weighted labels (per-class completion weights), the
+    correction for unequal completion across classes: with one query per item through
+    Kish effective sizes, with several through the item-clustered variance of the
+    weighted score (which includes Kish's loss)."""
     answered = np.array([cp.answered for cp in progress], float)
     routed = np.array([cp.routed for cp in progress], float)
     w_class = ipw_class_weights(answered, routed)
-    w_group = w_class[counts.k] if len(counts.k) else np.zeros(0)
-    n_o, s_o = weighted_effective_counts(per_group["n_ord"], per_group["s_ord"], w_group)
-    n_c, s_c = weighted_effective_counts(per_group["n_comp"], per_group["s_comp"], w_group)
-    est = estimate(n_o, s_o, n_c, s_c, k, method="ml", confidence=CONFIDENCE, u=u,
-                   interval=interval)
+    if labels is not None:
+        est = estimate_clustered(label_clusters(labels, k, weights=w_class[labels.k]), k,
+                                 "ml", CONFIDENCE, interval=interval)
+    else:
+        w_group = w_class[counts.k] if len(counts.k) else np.zeros(0)
+        n_o, s_o = weighted_effective_counts(per_group["n_ord"], per_group["s_ord"], w_group)
+        n_c, s_c = weighted_effective_counts(per_group["n_comp"], per_group["s_comp"],
+                                             w_group)
+        est = estimate(n_o, s_o, n_c, s_c, k, method="ml", confidence=CONFIDENCE,
+                       interval=interval)
     return {f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
             for f in ("accuracy", "se", "ci_low", "ci_high")}
 
@@ -124,6 +160,23 @@ def _ipw_estimates(counts, per_group: dict, progress, k: int, u: np.ndarray,
 def _cell(values: dict[str, list | None], j: int) -> dict:
     """System j's fields out of per-method column lists."""
     return {f: (_clean(v[j]) if v is not None else None) for f, v in values.items()}
+
+
+def _has_data(method: str, n_ord: float, n_comp: float, k: int) -> bool:
+    """Whether ``method`` has labels to estimate from (contract 1 of issue 8): "comp" needs
+    complementary labels (none exist with K = 2), "ord" ordinary ones, the others either.
+    Without, the payload holds null: the estimators' no-data convention (0.5, [0, 1]) is
+    never shown as a figure."""
+    if method == "comp":
+        return k > 2 and n_comp > 0
+    if method == "ord":
+        return n_ord > 0
+    return n_ord + n_comp > 0
+
+
+def _method_cells(per_method: dict, j: int, n_ord: float, n_comp: float, k: int) -> dict:
+    return {m: (_cell(v, j) if _has_data(m, n_ord, n_comp, k) else None)
+            for m, v in per_method.items()}
 
 
 def _stratified(by_stratum: dict, strata: list, population: dict[str, int]) -> dict | None:
@@ -174,28 +227,65 @@ def _system_flags(overall: dict, j: int) -> list[str]:
     return []
 
 
+def _yes_share(study: Study, progress, k: int) -> dict:
+    """The yes-share check (estimators.checks) on answered first queries, as contract 1 of
+    issue 8 lays it out. With one query per item every query is a first one, so the class
+    counts are reused; otherwise one more count over first queries."""
+    if study.queries_per_item > 1:
+        first = study_first_query_answers(study=study)
+        yes = [first.get(cp.index, {}).get(Query.Answer.YES, 0) for cp in progress]
+        no = [first.get(cp.index, {}).get(Query.Answer.NO, 0) for cp in progress]
+    else:
+        yes = [cp.yes for cp in progress]
+        no = [cp.no for cp in progress]
+    answered = [y + n for y, n in zip(yes, no, strict=True)]
+    result = yes_share_test(yes, answered, k, uniform_classes=study.shuffle_options)
+    o = result.overall
+    return {
+        "expected": result.expected, "yes": o.yes, "answered": o.answered,
+        "share": _clean(o.share), "p_value": _clean(o.p_value), "flag": o.flag,
+        "level": result.level, "first_queries_only": study.queries_per_item > 1,
+        "classes": [{"index": cp.index, "name": cp.name, "yes": t.yes,
+                     "answered": t.answered, "share": _clean(t.share),
+                     "p_value": _clean(t.p_value), "flag": t.flag}
+                    for cp, t in zip(progress, result.classes, strict=True)],
+    }
+
+
+def _yes_share_flag(yes_share: dict) -> dict | None:
+    flagged = [c["name"] for c in yes_share["classes"] if c["flag"]]
+    if not (yes_share["flag"] or flagged):
+        return None
+    expected = yes_share["expected"]
+    where = (f"overall {100 * yes_share['share']:.1f} %" if yes_share["flag"] else
+             "for " + ", ".join(flagged))
+    return {"code": "yes_share_departs",
+            "message": f"Specialists answer 'yes' to a first query {where} of the time "
+                       f"(expected {100 * expected:.1f} %, one in {round(1 / expected)}). "
+                       "Unless something is wrong, every class is asked equally often "
+                       "whatever the answer, so this suggests that 'not sure' answers or "
+                       "routing depend on the true answer: the estimates may be biased."}
+
+
 def study_recompute(*, study_id: int) -> EstimateSnapshot:
     """Compute every AI system's Â_ord, Â_comp, IVW and ML (with SE, 95 % interval and
-    finite-sample bound), overall and per stratum, and store them as a snapshot."""
+    finite-sample bound), overall and per stratum, and store them as a snapshot. With
+    several queries per item every variance is clustered by item (estimators.clustered).
+    Cells without data are null (no figure is invented)."""
     started = time.perf_counter()
     study = Study.objects.get(pk=study_id)
     progress = study_class_progress(study=study)
     k = len(progress)
     systems = list(AISystem.objects.filter(study=study).order_by("ordinal"))
-    counts = study_label_counts(study=study, ordinals=[s.ordinal for s in systems])
+    ordinals = [s.ordinal for s in systems]
+    counts = study_label_counts(study=study, ordinals=ordinals)
     per_group = system_counts(counts, k)
     totals = {name: arr.sum(axis=0) for name, arr in per_group.items()}
-    design_effect = None
-    if study.queries_per_item > 1 and k > 2 and systems:
-        # several complementary labels per item share the item's AI answer: use the
-        # item-clustered variance through effective counts
-        u, m = study_complementary_by_item(study=study, ordinals=[s.ordinal for s in systems],
-                                           k=k)
-        n_eff, s_eff = effective_counts(totals["n_comp"], totals["s_comp"],
-                                        cluster_ratio_variance(u, m[:, None]))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            design_effect = np.where(n_eff > 0, totals["n_comp"] / n_eff, 1.0)
-        totals = {**totals, "n_comp": n_eff, "s_comp": s_eff}
+    # one label per item: each item is its own cluster and the sandwich is the model
+    # variance, so the per-item read is only needed with several queries per item
+    labels = (study_item_labels(study=study, ordinals=ordinals)
+              if study.queries_per_item > 1 and systems else None)
+    clusters = label_clusters(labels, k) if labels is not None else None
     strata = sorted(set(counts.strata.tolist()))
     payload: dict = {
         "k": k,
@@ -222,36 +312,50 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
         or bool(rates and min(rates) == 0 and max(rates) > 0),
     }
     payload["assumptions"] = _assumption_flags(progress, payload["completion_imbalance"])
-    ml_acc = np.zeros(0)
+    payload["yes_share"] = _yes_share(study, progress, k) if k >= 2 else None
+    if payload["yes_share"] is not None:
+        flag = _yes_share_flag(payload["yes_share"])
+        if flag is not None:
+            payload["assumptions"].append(flag)
+    pilots = []
     if systems:
         interval = study.interval_method
-        overall = _estimates_for(totals, k, tie_breaks(study, systems, "overall"), interval)
-        ipw = _ipw_estimates(counts, per_group, progress, k,
-                             tie_breaks(study, systems, "ipw"), interval)
+        overall = _estimates_for(totals, k, interval, clusters)
+        design_effect = (design_effects(clusters, k).joint if clusters is not None else None)
+        ipw = _ipw_estimates(counts, per_group, progress, k, interval, labels)
         by_stratum = {}
         for stratum in strata:
             mask = counts.strata == stratum
             stats = {name: arr[mask].sum(axis=0) for name, arr in per_group.items()}
-            by_stratum[stratum] = (stats, _estimates_for(
-                stats, k, tie_breaks(study, systems, f"stratum:{stratum}"), interval))
+            scope = (clusters.subset(labels.item_strata == stratum)
+                     if clusters is not None else None)
+            by_stratum[stratum] = (stats, _estimates_for(stats, k, interval, scope))
         stratified = _stratified(by_stratum, strata, study.stratum_sizes)
         ml_acc = np.asarray(overall["ml"]["accuracy"])
-        needed = complementary_labels_for_width(
-            study.target_ci_width, np.clip(ml_acc, 0.05, 0.99) if k > 2 else ml_acc, k,
+        needed = (complementary_labels_for_width(
+            study.target_ci_width, np.clip(ml_acc, 0.05, 0.99), k,
             n_ord=totals["n_ord"], n_comp=totals["n_comp"], confidence=CONFIDENCE,
-        )
+        ) if k > 2 else None)
         for j, system in enumerate(systems):
+            n_o, n_c = float(totals["n_ord"][j]), float(totals["n_comp"][j])
+            has = n_o + n_c > 0
+            if has:
+                pilots.append(float(ml_acc[j]))
             payload["systems"].append({
                 "id": system.pk,
                 "name": system.name,
                 "counts": {name: _clean(float(arr[j])) for name, arr in totals.items()},
-                "estimates": {method: _cell(values, j) for method, values in overall.items()},
-                "labels_needed": _clean(float(np.atleast_1d(needed)[j])),
-                "ipw": _cell(ipw, j),
+                "estimates": _method_cells(overall, j, n_o, n_c, k),
+                # complementary labels still needed for the target width: only from an
+                # estimate of this system's own labels (none with K = 2)
+                "labels_needed": (_clean(float(np.atleast_1d(needed)[j]))
+                                  if needed is not None and has else None),
+                "ipw": _cell(ipw, j) if has else None,
                 "stratified": ({**_cell(stratified["columns"], j),
-                                "weights": stratified["weights"]} if stratified else None),
+                                "weights": stratified["weights"]}
+                               if stratified and has else None),
                 "design_effect": (_clean(float(design_effect[j]))
-                                  if design_effect is not None else None),
+                                  if design_effect is not None and has else None),
                 "flags": _system_flags(overall, j),
                 "reference": {
                     "n": system.reference_n,
@@ -259,18 +363,14 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
                     if system.reference_n else None,
                 },
                 "strata": {
-                    stratum: {
-                        "n_ord": _clean(float(stats["n_ord"][j])),
-                        "n_comp": _clean(float(stats["n_comp"][j])),
-                        **_cell(per_method["ml"], j),  # ML flat, as the dashboard reads it
-                        "estimates": {m: _cell(v, j) for m, v in per_method.items()},
-                    }
+                    stratum: _stratum_cell(stats, per_method, j, k)
                     for stratum, (stats, per_method) in by_stratum.items()
                 },
             })
-    if study.target_ci_width:
-        # pilot: the typical system's ML estimate (0.8 before there is any system)
-        pilot = float(np.clip(np.median(ml_acc), 0.05, 0.99)) if len(ml_acc) else 0.8
+    payload["plan"] = None
+    if study.target_ci_width and pilots:
+        # pilot: the typical system's ML estimate — only once a system has labels
+        pilot = float(np.clip(np.median(pilots), 0.05, 0.99))
         payload["plan"] = {"target_width": study.target_ci_width, "pilot_accuracy": pilot,
                            **asdict(plan_labels(study.target_ci_width, pilot, k))}
     duration_ms = (time.perf_counter() - started) * 1000
@@ -279,3 +379,12 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
             study=study, n_answered=payload["n_answered"], duration_ms=duration_ms,
             payload=payload,
         )
+
+
+def _stratum_cell(stats: dict, per_method: dict, j: int, k: int) -> dict:
+    """System j within one stratum: its counts, the ML fields flat (as the dashboard reads
+    them; null without labels) and every method (null where it has no data)."""
+    n_o, n_c = float(stats["n_ord"][j]), float(stats["n_comp"][j])
+    ml = _cell(per_method["ml"], j) if n_o + n_c > 0 else dict.fromkeys(per_method["ml"])
+    return {"n_ord": _clean(n_o), "n_comp": _clean(n_c), **ml,
+            "estimates": _method_cells(per_method, j, n_o, n_c, k)}

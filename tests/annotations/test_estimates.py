@@ -90,32 +90,33 @@ def test_missing_predictions_add_nothing_to_the_complementary_estimate(simulated
     AISystem.objects.filter(study=simulated, name="silent").delete()
 
 
-def test_randomised_intervals_are_fixed_per_study_and_drawn_from_its_own_seed(simulated):
-    """The exact intervals' tie-breaks come from the study's interval seed: a recompute on
-    the same labels reproduces every interval; each system and scope gets its own draw;
-    the seed differs between studies and is not on any form."""
-    from django.forms import modelform_factory
-
-    from annotations.models import Study
-    from annotations.services.estimates import tie_breaks
+def test_intervals_depend_only_on_the_counts_not_on_a_coin_or_a_name(simulated):
+    """Recomputing reproduces every interval; a system re-imported under another name with
+    the same predictions gets exactly the same intervals (no per-system tie-break left)."""
+    from assistants.services import system_create
 
     first = study_recompute(study_id=simulated.pk).payload["systems"]
     again = study_recompute(study_id=simulated.pk).payload["systems"]
     assert [s["estimates"] for s in first] == [s["estimates"] for s in again]
-    systems = list(AISystem.objects.filter(study=simulated).order_by("ordinal"))
-    overall = tie_breaks(simulated, systems, "overall")
-    assert ((overall >= 0) & (overall < 1)).all() and len(set(overall)) == len(systems)
-    assert not np.allclose(overall, tie_breaks(simulated, systems, "ipw"))
-    assert np.array_equal(overall, tie_breaks(simulated, systems, "overall"))
-    other = make_study(k=3, n_items=5)
-    fresh = Study.objects.create(name="fresh seed")
-    assert len({simulated.interval_seed, other.interval_seed, fresh.interval_seed}) == 3
-    assert "interval_seed" not in modelform_factory(Study, fields="__all__").base_fields
+    strong = AISystem.objects.get(study=simulated, name="strong")
+    twin = system_create(study=simulated, name="strong, re-imported")
+    Prediction.objects.bulk_create([
+        Prediction(system=twin, item_id=p.item_id, raw=p.raw, option=p.option,
+                   position=p.position)
+        for p in Prediction.objects.filter(system=strong)])
+    from assistants.services import query_masks_refresh
+
+    query_masks_refresh(study=simulated)
+    rows = {s["name"]: s for s in study_recompute(study_id=simulated.pk).payload["systems"]}
+    assert rows["strong"]["counts"] == rows["strong, re-imported"]["counts"]
+    assert rows["strong"]["estimates"] == rows["strong, re-imported"]["estimates"]
+    assert rows["strong"]["strata"] == rows["strong, re-imported"]["strata"]
+    twin.delete()
 
 
 def test_a_conservative_study_gets_the_wider_non_randomised_intervals():
     """Few labels → exact intervals. The conservative study's interval contains the
-    default (randomised) one for every system and method, and is wider somewhere."""
+    default (mid-p) one for every system and method, and is wider somewhere."""
     from annotations.models import Study
 
     study = make_study(k=5, n_items=120, systems={"a": 0.95, "b": 0.6}, seed=43)
@@ -133,3 +134,157 @@ def test_a_conservative_study_gets_the_wider_non_randomised_intervals():
             assert other["ci_high"] >= est["ci_high"] - 1e-12
             wider += (other["ci_high"] - other["ci_low"]) > (est["ci_high"] - est["ci_low"]) + 1e-6
     assert wider > 0
+
+
+@pytest.mark.parametrize("queries", [1, 2])
+def test_k2_study_with_several_systems_recomputes(queries):
+    """K = 2: a "no" to class k is an ordinary label of the other class. With two or more
+    systems the counts must broadcast to every system (it raised IndexError); with two
+    queries per item too (through the item-clustered path)."""
+    study = make_study(k=2, n_items=60, systems={"a": 0.9, "b": 0.5, "c": 0.7}, seed=45,
+                       queries_per_item=queries)
+    study_simulate(study=study)
+    payload = study_recompute(study_id=study.pk).payload
+    assert [s["name"] for s in payload["systems"]] == ["a", "b", "c"]
+    yes_no = Query.objects.filter(study=study, answer__in=["yes", "no"]).count()
+    for row in payload["systems"]:
+        # every answered query is an ordinary label of the class it establishes
+        assert row["counts"]["n_ord"] == yes_no
+        assert row["counts"]["n_comp"] == 0
+        assert row["estimates"]["comp"] is None and row["labels_needed"] is None
+        truth = row["reference"]["accuracy"]
+        if queries == 1:
+            assert yes_no == 60
+            assert row["estimates"]["ml"]["accuracy"] == pytest.approx(truth)
+            assert row["estimates"]["ord"]["accuracy"] == pytest.approx(truth)
+        else:
+            assert row["design_effect"] is not None
+            ml = row["estimates"]["ml"]
+            assert ml["ci_low"] <= truth <= ml["ci_high"]
+
+
+def _answer_all(study, answer_for):
+    """Lease and answer every pending query through the real services; ``answer_for(query)``
+    gives the specialist's answer."""
+    from annotations.models import StudyMembership
+    from annotations.services.labels import label_submit, recompute_deferred
+    from annotations.services.routing import query_lease_next
+
+    specialists = [m.user for m in StudyMembership.objects.filter(
+        study=study, role="specialist").select_related("user")]
+    with recompute_deferred():
+        progressed = True
+        while progressed:
+            progressed = False
+            for user in specialists:
+                query = query_lease_next(study=study, user=user)
+                if query is not None:
+                    label_submit(query_id=query.pk, user=user, answer=answer_for(query))
+                    progressed = True
+
+
+@pytest.mark.parametrize("queries", [1, 2])
+def test_no_figure_is_invented_where_there_is_no_data(queries):
+    """Before any answer: every method of every system (overall and per stratum) is null,
+    as are IPW, stratified, labels needed and the plan. With only "yes" answers: the
+    ordinary and ML estimates exist, the complementary one is null."""
+    study = make_study(k=4, n_items=40, systems={"a": 0.8, "b": 0.5}, seed=46,
+                       queries_per_item=queries)
+    empty = study_recompute(study_id=study.pk).payload
+    for row in empty["systems"]:
+        assert set(row["estimates"]) == {"ord", "comp", "ivw", "ivw_pilot", "ivw_fixed", "ml"}
+        assert all(v is None for v in row["estimates"].values())
+        assert (row["labels_needed"], row["ipw"], row["stratified"]) == (None, None, None)
+    assert empty["plan"] is None
+    assert empty["yes_share"]["share"] is None and empty["yes_share"]["flag"] is False
+
+    def yes_only(query):  # "yes" where the class is the truth, else "not sure"
+        truth = query.item.position_of(query.item.gold_option)
+        return "yes" if query.k == truth else "unsure"
+
+    _answer_all(study, yes_only)
+    payload = study_recompute(study_id=study.pk).payload
+    for row in payload["systems"]:
+        assert row["counts"]["n_comp"] == 0 and row["counts"]["n_ord"] > 0
+        assert row["estimates"]["comp"] is None
+        for method in ("ord", "ml", "ivw"):
+            assert row["estimates"][method]["accuracy"] == pytest.approx(
+                row["counts"]["s_ord"] / row["counts"]["n_ord"])
+        assert row["labels_needed"] is not None  # from the system's own estimate
+        for cell in row["strata"].values():
+            assert cell["estimates"]["comp"] is None
+    assert payload["plan"] is not None
+
+
+def test_yes_share_is_reported_and_flags_truth_dependent_abstention():
+    """Every "yes" turned into "not sure": the yes share of answered first queries is 0
+    against 1/K, flagged overall and named in the assumptions; the counts in the payload
+    are the class counts of answered queries."""
+    study = make_study(k=3, n_items=150, systems={"a": 0.8}, seed=47)
+
+    def never_yes(query):
+        truth = query.item.position_of(query.item.gold_option)
+        return "unsure" if query.k == truth else "no"
+
+    _answer_all(study, never_yes)
+    payload = study_recompute(study_id=study.pk).payload
+    share = payload["yes_share"]
+    assert share["expected"] == pytest.approx(1 / 3)
+    assert share["yes"] == 0 and share["answered"] == sum(c["no"] for c in payload["classes"])
+    assert share["share"] == 0.0 and share["flag"] is True and share["p_value"] < 1e-6
+    assert [c["answered"] for c in share["classes"]] == [c["no"] for c in payload["classes"]]
+    codes = [a["code"] for a in payload["assumptions"]]
+    assert "yes_share_departs" in codes
+
+
+def test_uniform_answers_raise_no_yes_share_flag(simulated):
+    payload = EstimateSnapshot.objects.filter(study=simulated).latest().payload
+    share = payload["yes_share"]
+    assert share["answered"] == sum(c["yes"] + c["no"] for c in payload["classes"])
+    assert share["share"] == pytest.approx(share["yes"] / share["answered"])
+    assert not share["flag"] and not any(c["flag"] for c in share["classes"])
+    assert "yes_share_departs" not in [a["code"] for a in payload["assumptions"]]
+
+
+def test_several_queries_per_item_cluster_every_estimator_by_item():
+    """queries_per_item = 3: the payload's design effect equals the sandwich computed here
+    from the stored queries item by item; every estimator's SE is at least as large as
+    with the labels taken as independent, the ML one by √d; IPW with equal completion
+    equals ML; the point estimates are unchanged."""
+    from estimators.clustered import Clusters, ml_design_effect
+    from estimators.partitioned import estimate
+
+    study = make_study(k=4, n_items=400, queries_per_item=3, systems={"a": 0.85, "b": 0.5},
+                       seed=48, strata=2)
+    study_simulate(study=study)
+    payload = study_recompute(study_id=study.pk).payload
+    items = list(Item.objects.filter(study=study, is_quality_check=False).order_by("pk"))
+    index = {item.pk: i for i, item in enumerate(items)}
+    for row in payload["systems"]:
+        system = AISystem.objects.get(pk=row["id"])
+        preds = dict(Prediction.objects.filter(system=system).values_list("item_id",
+                                                                          "position"))
+        sums = np.zeros((len(items), 4))
+        for q in Query.objects.filter(study=study, status="answered",
+                                      is_quality_check=False):
+            pos = preds.get(q.item_id)
+            i = index[q.item_id]
+            if q.answer == "yes":
+                sums[i, 0] += 1
+                sums[i, 1] += pos == q.k
+            elif q.answer == "no":
+                sums[i, 2] += 1
+                sums[i, 3] += (4 - 2) / 3 if pos is None else float(pos != q.k)
+        c = Clusters(*(sums[:, [j]] for j in range(4)))
+        totals = [float(t[0]) for t in c.totals()]
+        ml = row["estimates"]["ml"]
+        want = ml_design_effect(c, 4, ml["accuracy"])[0]
+        assert row["design_effect"] == pytest.approx(want, rel=1e-9)
+        assert want > 1.05
+        plain = {m: estimate(*totals, 4, m) for m in ("ord", "comp", "ivw", "ml")}
+        assert ml["se"] == pytest.approx(float(plain["ml"].se) * np.sqrt(want), rel=1e-9)
+        for method, est in plain.items():
+            assert row["estimates"][method]["accuracy"] == pytest.approx(float(est.accuracy))
+        assert row["estimates"]["ivw"]["se"] > float(plain["ivw"].se)
+        assert row["ipw"]["se"] == pytest.approx(ml["se"], rel=1e-6)
+        assert row["stratified"]["se"] > 0

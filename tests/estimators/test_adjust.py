@@ -7,12 +7,11 @@ import numpy as np
 import pytest
 
 from estimators.adjust import (
-    cluster_ratio_variance,
-    effective_counts,
     ipw_class_weights,
     stratified_combine,
     weighted_effective_counts,
 )
+from estimators.clustered import proportion_design_effect
 from estimators.partitioned import estimate
 
 
@@ -36,19 +35,13 @@ def test_cluster_robust_variance_matches_the_spread_across_replicates():
         u, m = _clustered_study(rng, items, per_item, a, k)
         q = u.sum() / m.sum()
         estimates.append(q)
-        robust.append(cluster_ratio_variance(u, m))
+        robust.append(proportion_design_effect(m, u) * q * (1 - q) / m.sum())
         naive.append(q * (1 - q) / m.sum())
     empirical = np.var(estimates, ddof=1)
     assert np.mean(robust) == pytest.approx(empirical, rel=0.15)
     # the binomial variance is wrong here (an item's labels share one AI answer; its wrong
     # classes are drawn without replacement): off by more than the robust one's tolerance
     assert abs(np.mean(naive) / empirical - 1) > 0.2
-
-
-def test_effective_counts_keep_the_proportion_and_carry_the_variance():
-    n_eff, s_eff = effective_counts(900, 630, 0.7 * 0.3 / 300)
-    assert (n_eff, s_eff) == pytest.approx((300, 210))
-    assert effective_counts(50, 50, 0.0) == (50, 50)  # nothing to correct
 
 
 def test_ipw_removes_the_bias_of_unequal_completion():

@@ -1,0 +1,162 @@
+"""Item-clustered variance: the sandwich against explicit per-label loops and against the
+spread of simulated studies; coverage with several queries per item."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from estimators.clustered import (
+    Clusters,
+    design_effects,
+    estimate_clustered,
+    mixture_variance,
+    ml_design_effect,
+    per_item_sums,
+    proportion_design_effect,
+)
+from estimators.partitioned import estimate, ml_accuracy
+from estimators.simulation import clustered_coverage, simulate_routed_items
+
+
+def _routed_labels(rng, n_items: int, k: int, queries: int, accuracy: float):
+    """Item-level protocol written out label by label: a random class order per item,
+    queries in that order until the first "yes" (perfect specialists), the AI right with
+    probability A else a uniformly drawn wrong class. A missing prediction (5 %) scores
+    (K−2)/(K−1) in the complementary set. Returns a list of (item, kind, score)."""
+    labels = []
+    for i in range(n_items):
+        truth = int(rng.integers(k))
+        if rng.random() < 0.05:
+            pred = None
+        elif rng.random() < accuracy:
+            pred = truth
+        else:
+            pred = int(rng.choice([c for c in range(k) if c != truth]))
+        for asked in rng.permutation(k)[:queries]:
+            if asked == truth:
+                labels.append((i, "ord", float(pred == truth)))
+                break
+            labels.append((i, "comp", (k - 2) / (k - 1) if pred is None else float(pred != asked)))
+    return labels
+
+
+def _clusters(labels, n_items: int) -> Clusters:
+    n_o, s_o, n_c, s_c = (np.zeros((n_items, 1)) for _ in range(4))
+    for i, kind, score in labels:
+        if kind == "ord":
+            n_o[i] += 1
+            s_o[i] += score
+        else:
+            n_c[i] += 1
+            s_c[i] += score
+    return Clusters(n_o, s_o, n_c, s_c)
+
+
+def _brute_force(labels, n_items: int, k: int, a: float, w: float):
+    """Per-label scores of the joint log-likelihood at A, summed per item by a loop; the
+    observed information label by label; the mixture's per-item influence terms."""
+    q = (a + k - 2) / (k - 1)
+    per_item = [0.0] * n_items
+    info = 0.0
+    n_o = sum(1 for _, kind, _ in labels if kind == "ord")
+    n_c = len(labels) - n_o
+    a_o = sum(s for _, kind, s in labels if kind == "ord") / n_o
+    q_c = sum(s for _, kind, s in labels if kind == "comp") / n_c
+    influence = [0.0] * n_items
+    for i, kind, s in labels:
+        if kind == "ord":
+            per_item[i] += s / a - (1 - s) / (1 - a)
+            info += s / a**2 + (1 - s) / (1 - a) ** 2
+            influence[i] += w * (s - a_o) / n_o
+        else:
+            per_item[i] += (s / q - (1 - s) / (1 - q)) / (k - 1)
+            info += (s / q**2 + (1 - s) / (1 - q) ** 2) / (k - 1) ** 2
+            influence[i] += (1 - w) * (k - 1) * (s - q_c) / n_c
+    meat = sum(u * u for u in per_item)
+    return meat / info, sum(e * e for e in influence)
+
+
+@pytest.mark.parametrize(("k", "queries", "accuracy"), [(4, 3, 0.7), (10, 10, 0.9), (3, 2, 0.4)])
+def test_sandwich_equals_an_explicit_loop_over_labels(k, queries, accuracy):
+    rng = np.random.default_rng(k * 100 + queries)
+    n_items = 300
+    labels = _routed_labels(rng, n_items, k, queries, accuracy)
+    c = _clusters(labels, n_items)
+    a_hat = float(ml_accuracy(*c.totals(), k)[0])
+    want_d, want_var = _brute_force(labels, n_items, k, a_hat, 0.3)
+    assert ml_design_effect(c, k, a_hat)[0] == pytest.approx(want_d, rel=1e-10)
+    assert mixture_variance(c, k, 0.3)[0] == pytest.approx(want_var, rel=1e-10)
+
+
+def test_one_label_per_item_has_no_design_effect():
+    # each label its own cluster, 0/1 scores: the sandwich is the model variance exactly
+    rng = np.random.default_rng(2)
+    kind = rng.random(500) < 0.3
+    score = (rng.random(500) < 0.8).astype(float)
+    c = Clusters(kind[:, None] * 1.0, (kind * score)[:, None], (~kind)[:, None] * 1.0,
+                 ((~kind) * score)[:, None])
+    a_hat = ml_accuracy(*c.totals(), 5)
+    assert ml_design_effect(c, 5, a_hat)[0] == pytest.approx(1.0, rel=1e-12)
+    assert proportion_design_effect(c.n_ord, c.s_ord)[0] == pytest.approx(1.0, rel=1e-12)
+
+
+def test_design_effect_matches_the_spread_of_simulated_studies():
+    """Across 600 replicate studies (K = 4, all 4 queries, A = 0.7, 400 items) the ML
+    estimate's variance equals the mean sandwich variance within 12 %, while the model
+    variance of independent labels is about a third too small."""
+    rng = np.random.default_rng(5)
+    c = simulate_routed_items(rng, 600, 400, 0.7, 4, 4)
+    totals = c.totals()
+    a_hat = ml_accuracy(*totals, 4)
+    plain = estimate(*totals, 4, "ml")
+    clustered = estimate_clustered(c, 4, "ml")
+    spread = np.var(a_hat, ddof=1)
+    assert np.mean(np.asarray(clustered.se) ** 2) == pytest.approx(spread, rel=0.12)
+    assert np.mean(np.asarray(plain.se) ** 2) < 0.75 * spread
+    assert np.allclose(clustered.accuracy, plain.accuracy, rtol=1e-12)  # same estimate
+
+
+def test_simulated_routing_equals_the_label_by_label_protocol():
+    # the positional shortcut of simulate_routed_items against the loop above: labels per
+    # item and share of complementary hits agree (20 000 items each)
+    rng = np.random.default_rng(9)
+    k, queries, a = 5, 3, 0.6
+    fast = simulate_routed_items(rng, 1, 20_000, a, k, queries)
+    slow = _clusters(_routed_labels(rng, 20_000, k, queries, a), 20_000)
+    for x, y in ((fast.n_ord, slow.n_ord), (fast.n_comp, slow.n_comp)):
+        assert x.mean() == pytest.approx(y.mean(), abs=0.02)
+    hits = (fast.n_comp - fast.s_comp).sum() / fast.n_comp.sum()
+    assert hits == pytest.approx((1 - a) / (k - 1), abs=0.01)
+
+
+def test_per_item_sums_equal_add_at():
+    rng = np.random.default_rng(1)
+    item = rng.integers(0, 50, 2000)
+    values = rng.random((2000, 3))
+    want = np.zeros((50, 3))
+    np.add.at(want, item, values)
+    assert np.allclose(per_item_sums(item, 50, values), want)
+
+
+def test_perfect_score_uses_the_protocol_expectation():
+    # Â = 1: no error seen; d = Σ(n_o² + 2 n_o p + p)/Σ(n_o + p), p = n_c/(K−1)
+    n_o = np.array([[1.0], [1.0], [0.0]])
+    n_c = np.array([[3.0], [0.0], [2.0]])
+    c = Clusters(n_o, n_o.copy(), n_c, n_c.copy())
+    p = n_c / 4
+    want = float(((n_o**2 + 2 * n_o * p + p).sum()) / ((n_o + p).sum()))
+    assert design_effects(c, 5).joint[0] == pytest.approx(want)
+
+
+@pytest.mark.parametrize(("k", "queries", "accuracy"), [(4, 4, 0.7), (10, 10, 0.6)])
+def test_clustered_intervals_cover_with_several_queries_per_item(k, queries, accuracy):
+    """Fast configuration of the grid in docs/coverage.md (1 500 replicate studies of 300
+    items, Monte-Carlo SE 0.6 points): every estimator's clustered interval covers
+    93–97 %; taking labels as independent, ML covers visibly less."""
+    cell = clustered_coverage(k=k, queries=queries, accuracy=accuracy, n_items=300,
+                              reps=1500, seed=1)
+    for method, coverage in cell.coverage.items():
+        assert 0.93 <= coverage <= 0.97, (method, coverage)
+    assert cell.coverage_independent["ml"] < cell.coverage["ml"] - 0.015
+    assert cell.design_effect > 1.1

@@ -251,11 +251,9 @@ class MembershipInline(StudyInline, admin.TabularInline):
         if db_field.name == "study_class":
             study_id = request.resolver_match.kwargs.get("object_id")
             kwargs["queryset"] = StudyClass.objects.filter(study_id=study_id or 0)
-        if db_field.name == "user":
-            # Any active account may be added as a member, but the autocomplete lists only
-            # members of the researcher's studies and otherwise needs the exact username or
-            # e-mail address (PlatformUserAdmin.get_search_results).
-            kwargs["queryset"] = User.objects.filter(is_active=True)
+        # "user" is scoped by ScopedChoicesMixin to members of the researcher's studies:
+        # people from outside are added on the Members page (members_add), which never
+        # shows whether a name exists elsewhere.
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
@@ -649,16 +647,3 @@ class PlatformUserAdmin(UserAdmin):
             return qs
         members = StudyMembership.objects.filter(study_id__in=ids).values("user_id")
         return qs.filter(Q(pk__in=members) | Q(pk=request.user.pk))
-
-    def get_search_results(self, request, queryset, search_term):
-        """The member autocomplete also finds an account outside the researcher's studies,
-        but only by its exact username or e-mail address (to add a new member)."""
-        qs, duplicates = super().get_search_results(request, queryset, search_term)
-        term = search_term.strip()
-        if (researcher_study_ids(request) is None or not term
-                or request.path != reverse("admin:autocomplete")):
-            return qs, duplicates
-        exact = User.objects.filter(Q(username__iexact=term) | Q(email__iexact=term),
-                                    is_active=True)
-        return User.objects.filter(Q(pk__in=qs.values("pk")) | Q(pk__in=exact.values("pk"))
-                                   ).order_by("username"), False

@@ -1,4 +1,4 @@
-"""Researchers' guidelines (Markdown) rendered safely for the labelling page."""
+"""Markdown rendered safely: researchers' guidelines on the labelling page and the guides at /help/."""
 
 from __future__ import annotations
 
@@ -17,17 +17,31 @@ ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"}}
 URL_SCHEMES = {"http", "https", "mailto"}
 
 
-def guidelines_html(text: str) -> SafeString:
-    """Markdown → HTML restricted to ``ALLOWED_TAGS`` (raw HTML in the source is escaped by
-    the sanitiser's tag stripping; links get ``rel="noopener noreferrer"``). Headings # and
-    ## become h3/h4 so that they sit under the page's own headings."""
-    if not text.strip():
-        return mark_safe("")
+def markdown_html(text: str, *, tags: set[str] | None = None,
+                  attributes: dict[str, set[str]] | None = None, heading_shift: int = 0) -> str:
+    """Markdown → sanitised HTML, the one renderer of the app (researchers' guidelines and
+    the guides served at /help/). Whatever the source holds, nh3 keeps only ``tags`` and
+    ``attributes`` (None: nh3's defaults) and http(s)/mailto links, with
+    ``rel="noopener noreferrer"``. ``heading_shift`` moves headings down that many levels
+    (largest first, so no heading is shifted twice)."""
     html = markdown.markdown(text, extensions=["tables", "sane_lists", "fenced_code"],
                              output_format="html")
-    for level in (2, 1):  # shift headings down two levels, largest last to avoid collisions
-        html = html.replace(f"<h{level}>", f"<h{level + 2}>").replace(
-            f"</h{level}>", f"</h{level + 2}>")
-    clean = nh3.clean(html, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES,
-                      url_schemes=URL_SCHEMES, link_rel="noopener noreferrer")
-    return mark_safe(clean)  # noqa: S308 - sanitised by nh3 just above
+    for level in range(6 - heading_shift, 0, -1) if heading_shift else ():
+        html = html.replace(f"<h{level}>", f"<h{level + heading_shift}>").replace(
+            f"</h{level}>", f"</h{level + heading_shift}>")
+    options: dict = {"url_schemes": URL_SCHEMES, "link_rel": "noopener noreferrer"}
+    if tags is not None:
+        options["tags"] = tags
+    if attributes is not None:
+        options["attributes"] = attributes
+    return nh3.clean(html, **options)
+
+
+def guidelines_html(text: str) -> SafeString:
+    """A study's or class's guidelines for the labelling page: ``ALLOWED_TAGS`` only;
+    headings # and ## become h3/h4 so that they sit under the page's own headings."""
+    if not text.strip():
+        return mark_safe("")
+    clean = markdown_html(text, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES,
+                          heading_shift=2)
+    return mark_safe(clean)  # noqa: S308 - sanitised by nh3 in markdown_html

@@ -42,15 +42,12 @@ def _rewrite_links(html: str) -> str:
 
 @lru_cache(maxsize=8)
 def _render(path: Path, mtime: float) -> tuple[str, str]:
-    import markdown
-    import nh3
+    from annotations.guidelines import markdown_html
 
     text = path.read_text(encoding="utf-8")
     title = next((line.lstrip("# ").strip() for line in text.splitlines()
                   if line.startswith("# ")), path.stem)
-    raw = markdown.markdown(text, extensions=["tables", "fenced_code", "sane_lists"])
-    safe = nh3.clean(raw, url_schemes={"http", "https", "mailto"})
-    return title, _rewrite_links(safe)
+    return title, _rewrite_links(markdown_html(text))
 
 
 def guide_html(page: str) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""Markdown rendered safely: researchers' guidelines on the labelling page and the guides at /help/."""
+"""Markdown rendered safely: guidelines on the labelling page and the guides at /help/."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from django.db.models import Count, F, Max, Q
 
 from annotations.errors import DomainError, ImportFailed
 from annotations.models import Item, Query, Study
-from annotations.services.bulk import gc_paused, rows_insert, rows_update
+from annotations.services.bulk import IN_LIST_MAX, gc_paused, rows_insert, rows_update
 from annotations.services.records import read_records
 from assistants.models import MAX_SYSTEMS_PER_STUDY, AISystem, Prediction
 
@@ -18,9 +18,6 @@ PREDICTION_FIELDS = {"item_id", "system", "prediction", "prediction_index"}
 # Input fields stored in a column: read_records refuses objects there and over-long text.
 PREDICTION_COLUMNS = {"item_id": Item._meta.get_field("external_id"),
                       "system": AISystem._meta.get_field("name")}
-# Above this many rows an import reads the study's items and predictions whole instead of
-# listing ids in an IN (...) clause (SQLite allows at most 32 766 parameters per statement).
-IN_LIST_MAX = 5000
 
 
 @dataclass(frozen=True)

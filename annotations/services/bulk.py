@@ -18,6 +18,9 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 BATCH = 2000
+# Above this many rows an import reads the study's rows whole instead of listing ids in an
+# IN (...) clause (SQLite allows at most 32 766 parameters per statement).
+IN_LIST_MAX = 5000
 
 
 @contextmanager

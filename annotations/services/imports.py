@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotations.errors import ImportFailed, InvalidStudy
 from annotations.models import Item, Query, Study
-from annotations.services.bulk import gc_paused, rows_insert, rows_update
+from annotations.services.bulk import IN_LIST_MAX, gc_paused, rows_insert, rows_update
 from annotations.services.item_options import option_order_for, options_conflict
 from annotations.services.records import parse_bool, parse_json_cell, read_records
 from annotations.services.routing import (
@@ -26,11 +26,6 @@ ITEM_FIELDS = {"id", "text", "options", "stratum", "gold", "quality_check", "met
 # Input fields stored in a column: read_records refuses objects there and over-long text.
 ITEM_COLUMNS = {"id": Item._meta.get_field("external_id"), "text": Item._meta.get_field("text"),
                 "stratum": Item._meta.get_field("stratum")}
-
-
-# Above this many rows an import reads the study's rows whole instead of listing ids in an
-# IN (...) clause (SQLite allows at most 32 766 parameters per statement).
-IN_LIST_MAX = 5000
 
 
 @dataclass(frozen=True)

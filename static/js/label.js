@@ -27,7 +27,13 @@
     if (tag === "summary" && event.key === "Enter") return;  // opens the guidelines
     const key = event.key === "Enter" ? "Enter" : event.key.toLowerCase();
     const button = work() && work().querySelector('button[data-key="' + key + '"]:not(:disabled)');
-    if (button) { event.preventDefault(); button.click(); }
+    if (button) {
+      event.preventDefault();
+      // htmx enables swapped-in forms when the swap settles (some ms later): a key pressed
+      // in between would submit the form natively (a full page load). Enable it now.
+      if (window.htmx) htmx.process(button.closest("form") || button);
+      button.click();
+    }
   });
   ["mousemove", "click", "scroll"].forEach(function (name) {
     document.addEventListener(name, function () { lastActivity = Date.now(); }, { passive: true });

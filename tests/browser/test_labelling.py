@@ -160,6 +160,26 @@ def test_undo_with_z_gives_the_query_back_and_skip_with_s_hands_it_on(page, live
     assert query_lease_next(study=study, user=specialist(study, 0, 1)).public_id == first
 
 
+def test_a_key_pressed_before_the_swap_settles_stays_on_the_page(page, live_server):
+    """htmx enables a swapped-in form only when the swap settles: "z" pressed just after an
+    answer's swap submitted the undo form natively (a full page load, seen in CI). A long
+    settle delay makes that window deterministic here."""
+    study = make_study(k=3, n_items=30, seed=60, specialists_per_class=2)
+    user = specialist(study, 0)
+    _open(page, live_server, study, user)
+    page.evaluate("htmx.config.defaultSettleDelay = 3000")
+    page.evaluate("window.stillTheSamePage = true")
+    page.keyboard.press("Enter")
+    first = _card_id(page)
+    page.wait_for_timeout(READ_MS)
+    page.keyboard.press("n")
+    expect(page.get_by_test_id("recorded")).to_have_text("Recorded: No")
+    page.keyboard.press("z")
+    expect(page.get_by_test_id("message")).to_contain_text("Undone")
+    expect(page.locator(f'article.query[data-query-id="{first}"]')).to_be_visible()
+    assert page.evaluate("window.stillTheSamePage") is True
+
+
 def test_question_mark_opens_the_shortcuts_and_escape_closes_them(page, live_server):
     study = make_study(k=3, n_items=6, seed=59)
     user = specialist(study, 0)

@@ -4,15 +4,15 @@
     .venv/bin/python bench/bench_imports.py --db sqlite --items 50000
 
 PostgreSQL: a scratch database (``BENCH_DATABASE_URL``, default
-postgres://postgres@127.0.0.1:5432/oversight_bench_s3a) created, migrated and dropped.
+postgres://postgres@127.0.0.1:5432/oversight_bench_imports) created, migrated and dropped.
 SQLite: a scratch file under /tmp. Each backend runs in its own process. The import
 services are the ones the admin, the API and the commands call (one transaction each);
 the figures are wall-clock seconds including parsing the JSONL bytes.
 Budget (issue 8): both imports inside gunicorn's 30 s worker timeout.
-Measured 2026-11-23 on the shared 2-core machine, load average 7–9 (other jobs running):
-  PostgreSQL: items 20.0–28.9 s, predictions 11.2–18.3 s
-              (before the bulk paths: 58.8 s and 53.6 s)
-  SQLite:     items 20.8–25.6 s, predictions 11.0–17.5 s (before: items 477 s)
+Measured 2026-11-23 on the 2-core machine, idle: PostgreSQL items 14.4 s, predictions
+7.0 s; SQLite items 15.0 s, predictions 8.7 s. At load average 7–9 (other jobs running):
+PostgreSQL items 20.0–28.9 s, predictions 11.2–18.3 s (before the bulk paths: 58.8 s and
+53.6 s); SQLite items 20.8–25.6 s, predictions 11.0–17.5 s (before: items 477 s).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("BENCH_DATABASE_URL",
-                        "postgres://postgres@127.0.0.1:5432/oversight_bench_s3a")
+                        "postgres://postgres@127.0.0.1:5432/oversight_bench_imports")
 PG = ["-h", "127.0.0.1", "-U", "postgres"]
 
 

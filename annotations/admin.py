@@ -33,9 +33,8 @@ from annotations.services.imports import (
     item_create,
     item_update,
     items_import,
-    study_stratum_sizes_refresh,
 )
-from annotations.services.running import study_classes_change_check
+from annotations.services.running import items_answered, items_delete, study_classes_change_check
 from annotations.services.studies import (
     member_password_reset,
     members_add,
@@ -579,16 +578,20 @@ class ItemAdmin(ResearcherScopedAdmin):
     search_fields = ["external_id", "text"]
     readonly_fields = ["option_order", "class_order", "routed_at"]
 
+    def has_delete_permission(self, request, obj=None):
+        # an item whose answers the estimates count is never deleted (items_delete)
+        if obj is not None and items_answered(Item.objects.filter(pk=obj.pk)):
+            return False
+        return super().has_delete_permission(request, obj)
+
     def delete_queryset(self, request, queryset):
-        studies = set(Study.objects.filter(items__in=queryset))
-        super().delete_queryset(request, queryset)
-        for study in studies:
-            study_stratum_sizes_refresh(study=study)
+        try:
+            items_delete(items=queryset)
+        except DomainError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
 
     def delete_model(self, request, obj):
-        study = obj.study
-        super().delete_model(request, obj)
-        study_stratum_sizes_refresh(study=study)
+        items_delete(items=Item.objects.filter(pk=obj.pk))
 
     def save_model(self, request, obj, form, change):
         # through the services: the shuffle drawn and routing on add; the running-study

@@ -14,6 +14,7 @@ from annotations.models import EstimateSnapshot, Item, Query, StudyMembership, U
 from annotations.services.estimates import study_recompute
 from annotations.services.labels import label_submit, query_masks
 from annotations.services.routing import query_lease_next
+from annotations.services.running import items_delete
 from annotations.services.studies import membership_add
 from assistants.models import AISystem, Prediction
 from assistants.services import prediction_set, query_masks_refresh
@@ -294,3 +295,28 @@ def test_bulk_inserts_are_guarded_too(two):
         rows_insert(Prediction, [{"system_id": system.pk, "item_id": foreign.pk,
                                   "option": 0, "position": 0, "raw": "0"}])
     assert Prediction.objects.count() == before
+
+
+def test_an_item_with_answers_cannot_be_deleted_and_one_without_can(two):
+    """Deleting an item deleted its answered queries with it: labels the estimates had
+    counted were lost without a word."""
+    mine, _ = two
+    answered = Item.objects.get(study=mine, queries__status=Query.Status.ANSWERED)
+    unanswered = Item.objects.filter(study=mine).exclude(pk=answered.pk).first()
+    client = _researcher(mine)
+    page = client.get(f"/admin/annotations/item/{answered.pk}/change/")
+    assert b"deletelink" not in page.content  # no Delete button on its page
+    refused = client.post(f"/admin/annotations/item/{answered.pk}/delete/", {"post": "yes"})
+    assert refused.status_code == 403
+    listed = client.post("/admin/annotations/item/", {
+        "action": "delete_selected", "post": "yes",
+        "_selected_action": [answered.pk, unanswered.pk]})
+    assert listed.status_code == 403
+    assert Item.objects.filter(pk=answered.pk).exists()
+    assert Query.objects.filter(item=answered, status=Query.Status.ANSWERED).count() == 1
+    assert Item.objects.filter(pk=unanswered.pk).exists()  # all or nothing
+    with pytest.raises(DomainError, match="have answered queries"):
+        items_delete(items=Item.objects.filter(study=mine))
+    assert Item.objects.filter(study=mine).count() == 4
+    ok = client.post(f"/admin/annotations/item/{unanswered.pk}/delete/", {"post": "yes"})
+    assert ok.status_code == 302 and not Item.objects.filter(pk=unanswered.pk).exists()

@@ -27,7 +27,7 @@ from annotations.services.recompute import (  # noqa: F401 - the scheduling live
     background_recomputes_join,
     study_recompute_schedule,
 )
-from annotations.services.routing import RANK_MAX, lease_length, study_rng
+from annotations.services.routing import RANK_MAX, lease_length, leases_return, study_rng
 
 _recompute_deferred: ContextVar[bool] = ContextVar("recompute_deferred", default=False)
 
@@ -225,7 +225,8 @@ def label_undo(*, study: Study, user) -> Query:
               "follow_up_deleted": follow_up.pk if follow_up is not None else None}
     if follow_up is not None:
         follow_up.delete()
-    _leases_release(study=study, user=user, now=now)
+    leases_return(Query.objects.select_for_update().filter(
+        study=study, holder=user, status=Query.Status.LEASED), reason="undo")
     last.status = Query.Status.LEASED
     last.holder = user
     last.answer = ""
@@ -245,19 +246,4 @@ def label_undo(*, study: Study, user) -> Query:
     if not last.is_quality_check and not _recompute_deferred.get():
         transaction.on_commit(lambda: study_recompute_schedule(study.pk))
     return last
-
-
-def _leases_release(*, study: Study, user, now) -> None:
-    """Return the user's current leases in the study to their pool (as on expiry: routed
-    queries become pending again with a ``reclaimed`` row; quality checks are dropped)."""
-    held = list(Query.objects.select_for_update()
-                .filter(study=study, holder=user, status=Query.Status.LEASED)
-                .values_list("pk", "is_quality_check"))
-    routed = [pk for pk, qc in held if not qc]
-    QueryEvent.objects.bulk_create(
-        QueryEvent(query_id=pk, kind=QueryEvent.Kind.RECLAIMED,
-                   detail={"holder": user.pk, "reason": "undo"}) for pk in routed)
-    Query.objects.filter(pk__in=routed).update(status=Query.Status.PENDING, holder=None,
-                                               lease_expires_at=None, rendered_at=None)
-    Query.objects.filter(pk__in=[pk for pk, qc in held if qc]).delete()
 

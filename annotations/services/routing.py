@@ -138,24 +138,28 @@ def leases_reclaim(
     if k is not None:
         expired = expired.filter(k=k)
     with transaction.atomic():
-        rows = list(
-            expired.select_for_update(skip_locked=True).values_list(
-                "pk", "holder_id", "is_quality_check"
-            )
-        )
-        if not rows:
-            return 0
-        routed = [pk for pk, _, qc in rows if not qc]
-        checks = [pk for pk, _, qc in rows if qc]
-        QueryEvent.objects.bulk_create(
-            QueryEvent(query_id=pk, kind=QueryEvent.Kind.RECLAIMED, detail={"holder": holder})
-            for pk, holder, qc in rows
-            if not qc
-        )
-        Query.objects.filter(pk__in=routed).update(
-            status=Query.Status.PENDING, holder=None, lease_expires_at=None
-        )
-        Query.objects.filter(pk__in=checks).delete()
+        return leases_return(expired.select_for_update(skip_locked=True))
+
+
+def leases_return(leases, *, reason: str | None = None) -> int:
+    """Give the (locked) leased queries ``leases`` back to their pools, as on expiry: routed
+    queries become pending again, same k, with a ``reclaimed`` audit row (``reason`` in its
+    detail when given); quality checks are dropped (made per specialist on demand). Call
+    inside a transaction. Returns how many leases ended."""
+    rows = list(leases.values_list("pk", "holder_id", "is_quality_check"))
+    if not rows:
+        return 0
+    routed = [pk for pk, _, qc in rows if not qc]
+    extra = {"reason": reason} if reason else {}
+    QueryEvent.objects.bulk_create(
+        QueryEvent(query_id=pk, kind=QueryEvent.Kind.RECLAIMED,
+                   detail={"holder": holder, **extra})
+        for pk, holder, qc in rows if not qc
+    )
+    Query.objects.filter(pk__in=routed).update(
+        status=Query.Status.PENDING, holder=None, lease_expires_at=None, rendered_at=None
+    )
+    Query.objects.filter(pk__in=[pk for pk, _, qc in rows if qc]).delete()
     return len(rows)
 
 

@@ -4,6 +4,7 @@ item and prediction imports and label exports from the study page."""
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
@@ -19,6 +20,7 @@ from annotations.errors import DomainError
 from annotations.inputs import StorableJSONFormField
 from annotations.models import (
     EstimateSnapshot,
+    ImportJob,
     Item,
     Query,
     Study,
@@ -26,14 +28,17 @@ from annotations.models import (
     StudyMembership,
     User,
 )
-from annotations.selectors import study_setup_checklist
+from annotations.selectors import (
+    import_job_progress,
+    read_while_sqlite_busy,
+    study_events,
+    study_import_jobs,
+    study_setup_checklist,
+)
 from annotations.services.estimates import study_recompute
 from annotations.services.exports import labels_export
-from annotations.services.imports import (
-    item_create,
-    item_update,
-    items_import,
-)
+from annotations.services.import_jobs import import_job_submit, import_jobs_expire
+from annotations.services.imports import item_create, item_update
 from annotations.services.running import items_answered, items_delete, study_classes_change_check
 from annotations.services.studies import (
     member_password_reset,
@@ -285,6 +290,10 @@ class UploadForm(forms.Form):
         if not upload.name.lower().endswith((".csv", ".jsonl", ".ndjson")):
             raise forms.ValidationError(f"“{upload.name}” is neither a .csv nor a .jsonl file; "
                                         f"rename it to say which it is.")
+        limit = settings.OVERSIGHT_IMPORT_MAX_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(f"“{upload.name}” has {upload.size:,} bytes; at most "
+                                        f"{limit:,} fit in one import: split the file.")
         return upload
 
 
@@ -299,8 +308,27 @@ def staff_may_create_studies(request: HttpRequest) -> bool:
     return request.user.is_active and request.user.is_staff
 
 
+class StaffCreatesStudiesMixin:
+    """For the admins of a study type: any active staff account sees the module, the list
+    (empty until they create a study) and the Add button; rows are still checked one by one
+    (``obj`` given) by the researcher scoping."""
+
+    def has_module_permission(self, request):
+        return staff_may_create_studies(request) or super().has_module_permission(request)
+
+    def has_view_permission(self, request, obj=None):
+        if obj is None and staff_may_create_studies(request):
+            return True
+        return super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        if obj is None and staff_may_create_studies(request):
+            return True
+        return super().has_change_permission(request, obj)
+
+
 @admin.register(Study)
-class StudyAdmin(ResearcherScopedAdmin):
+class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
     study_field = "pk"
     list_display = ["name", "status", "k_classes", "queries_per_item", "gold_rate",
                     "created_at", "links"]
@@ -328,22 +356,9 @@ class StudyAdmin(ResearcherScopedAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("classes")
 
-    def has_module_permission(self, request):
-        return staff_may_create_studies(request) or super().has_module_permission(request)
-
     def has_add_permission(self, request):
         return (staff_may_create_studies(request) or is_researcher(request)
                 or request.user.has_perm("annotations.add_study"))
-
-    def has_view_permission(self, request, obj=None):
-        if obj is None and staff_may_create_studies(request):
-            return True  # the list (empty until they create a study) and the Add button
-        return super().has_view_permission(request, obj)
-
-    def has_change_permission(self, request, obj=None):
-        if obj is None and staff_may_create_studies(request):
-            return True  # rows are still checked one by one (obj given)
-        return super().has_change_permission(request, obj)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         if obj is None:
@@ -391,9 +406,12 @@ class StudyAdmin(ResearcherScopedAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         study = self.get_object(request, object_id)
+        if study is not None and study.kind == Study.Kind.ASSISTED:
+            return redirect("admin:annotations_assistedstudy_change", study.pk)
         context = dict(extra_context or {})
         if study is not None:
             context["setup"] = study_setup_checklist(study=study)
+            context["study_events"] = study_events(study=study)
         return super().change_view(request, object_id, form_url, extra_context=context)
 
     @admin.display(description="K")
@@ -417,7 +435,7 @@ class StudyAdmin(ResearcherScopedAdmin):
     def open_studies(self, request, queryset):
         for study in queryset:
             try:
-                routed = study_open(study=study)
+                routed = study_open(study=study, by=request.user)
             except DomainError as exc:
                 self.message_user(request, f"{study}: {exc.message}", messages.ERROR)
             else:
@@ -428,7 +446,7 @@ class StudyAdmin(ResearcherScopedAdmin):
     def close_studies(self, request, queryset):
         for study in queryset:
             try:
-                study_close(study=study)
+                study_close(study=study, by=request.user)
             except DomainError as exc:
                 self.message_user(request, f"{study}: {exc.message}", messages.ERROR)
             else:
@@ -448,6 +466,8 @@ class StudyAdmin(ResearcherScopedAdmin):
                  name="annotations_study_import_items"),
             path("<int:study_id>/import-predictions/", wrap(self.import_predictions_view),
                  name="annotations_study_import_predictions"),
+            path("<int:study_id>/import-jobs/<int:job_id>/", wrap(self.import_job_view),
+                 name="annotations_study_import_job"),
             path("<int:study_id>/export/", wrap(self.export_view),
                  name="annotations_study_export"),
             path("<int:study_id>/open/", wrap(self.open_view), name="annotations_study_open"),
@@ -474,10 +494,10 @@ class StudyAdmin(ResearcherScopedAdmin):
         if request.method == "POST":
             try:
                 if opening:
-                    routed = study_open(study=study)
+                    routed = study_open(study=study, by=request.user)
                     note = f"Opened: {routed} items routed."
                 else:
-                    study_close(study=study)
+                    study_close(study=study, by=request.user)
                     note = "Closed."
             except DomainError as exc:
                 self.message_user(request, exc.message, messages.ERROR)
@@ -533,32 +553,49 @@ class StudyAdmin(ResearcherScopedAdmin):
                           created=created, error=error,
                           login_url=request.build_absolute_uri(reverse("login")))
 
-    def _import_view(self, request, study_id: int, title: str, service,
-                     kind: str) -> HttpResponse:
+    def _import_view(self, request, study_id: int, kind: str) -> HttpResponse:
+        """The upload form; a valid upload becomes an import job (services/import_jobs.py)
+        and the browser goes to its page, which follows the job to its end."""
         study = self._study_or_403(request, study_id)
         form = UploadForm(request.POST or None, request.FILES or None)
         errors: list[str] = []
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
             try:
-                result = service(study=study, source=upload.file, name=upload.name,
-                                 update=form.cleaned_data["update"])
+                job, _ = import_job_submit(study=study, kind=kind, data=upload.read(),
+                                           name=upload.name, user=request.user,
+                                           update=form.cleaned_data["update"])
             except DomainError as exc:
                 errors = getattr(exc, "errors", [exc.message])
             else:
-                self.message_user(request, f"Imported {upload.name}: {result.summary()}")
-                return redirect("admin:annotations_study_change", study.pk)
+                return redirect("admin:annotations_study_import_job", study.pk, job.pk)
+        title = "Import items" if kind == ImportJob.Kind.ITEMS else "Import AI predictions"
         return self._page(request, "admin/annotations/import.html", study,
-                          f"{title} — {study.name}", form=form, errors=errors, kind=kind)
+                          f"{title} — {study.name}", form=form, errors=errors, kind=kind,
+                          jobs=study_import_jobs(study=study, kind=kind)[:5])
 
     def import_items_view(self, request, study_id: int):
-        return self._import_view(request, study_id, "Import items", items_import, "items")
+        return self._import_view(request, study_id, ImportJob.Kind.ITEMS)
 
     def import_predictions_view(self, request, study_id: int):
-        from assistants.services import predictions_import
+        return self._import_view(request, study_id, ImportJob.Kind.PREDICTIONS)
 
-        return self._import_view(request, study_id, "Import AI predictions",
-                                 predictions_import, "predictions")
+    def import_job_view(self, request, study_id: int, job_id: int):
+        """A job's page: its progress bar (htmx polls this view for the fragment every
+        second until the job ends), then its summary or its errors."""
+        study = self._study_or_403(request, study_id)
+        job = read_while_sqlite_busy(lambda: (
+            import_jobs_expire(study=study),
+            get_object_or_404(ImportJob.objects.select_related("created_by"), pk=job_id,
+                              study=study))[1])
+        context = {"job": job, "progress": import_job_progress(job=job), "poll_url": request.path,
+                   "errors": job.errors, "form": UploadForm()}
+        if getattr(request, "htmx", False):
+            return render(request, "admin/annotations/_import_job.html",
+                          {**context, "study": study})
+        kind = "items" if job.kind == ImportJob.Kind.ITEMS else "AI predictions"
+        return self._page(request, "admin/annotations/import_job.html", study,
+                          f"Import of {kind} from {job.name}", **context)
 
     def export_view(self, request, study_id: int):
         study = self._study_or_403(request, study_id)
@@ -650,3 +687,7 @@ class PlatformUserAdmin(UserAdmin):
             return qs
         members = StudyMembership.objects.filter(study_id__in=ids).values("user_id")
         return qs.filter(Q(pk__in=members) | Q(pk=request.user.pk))
+
+
+# The study types' admin screens register themselves.
+from annotations import admin_assisted, admin_critique  # noqa: E402, F401

@@ -77,6 +77,11 @@ class MemberForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["study_class"].choices = [("", "—")] + [
             (c.index, c.name) for c in study.classes.order_by("index")]
+        if study.kind == Study.Kind.CRITIQUE:  # annotators instead of class specialists
+            self.fields["role"].choices = [
+                (StudyMembership.Role.ANNOTATOR, "Annotator (answers and critiques)"),
+                *[c for c in self.fields["role"].choices
+                  if c[0] != StudyMembership.Role.SPECIALIST]]
 
     def clean(self):
         data = super().clean()

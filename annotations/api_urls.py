@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from annotations import api
 
@@ -8,6 +8,9 @@ urlpatterns = [
     path("studies/<int:study_id>/items/", api.ItemListApi.as_view(), name="api-items"),
     path("studies/<int:study_id>/predictions/", api.PredictionListApi.as_view(),
          name="api-predictions"),
+    path("studies/<int:study_id>/import-jobs/", api.ImportJobListApi.as_view(),
+         name="api-import-jobs"),
+    path("import-jobs/<int:job_id>/", api.ImportJobDetailApi.as_view(), name="api-import-job"),
     path("studies/<int:study_id>/queries/next/", api.QueryNextApi.as_view(),
          name="api-query-next"),
     path("studies/<int:study_id>/estimates/", api.StudyEstimatesApi.as_view(),
@@ -18,4 +21,5 @@ urlpatterns = [
     path("queries/<str:query_id>/heartbeat/", api.QueryHeartbeatApi.as_view(),
          name="api-heartbeat"),
     path("queries/<str:query_id>/skip/", api.QuerySkipApi.as_view(), name="api-skip"),
+    path("", include("annotations.critique_api_urls")),  # critique studies (issue 10)
 ]

@@ -165,3 +165,104 @@ def line_chart_svg(series: dict[str, list[tuple[float, float]]], *, title: str, 
         out.append(f'<text x="{right + 34}" y="{ly}">{name}</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    return [lo + i / (n - 1) * (hi - lo) for i in range(n)]
+
+
+def xy_chart(series: list[dict], *, x_label: str, y_label: str,
+             x_range: tuple[float, float] = (0.0, 1.0),
+             y_range: tuple[float, float] = (0.0, 1.0), diagonal: bool = False,
+             width: int = 480, height: int = 280, x_format: str = "{:.1f}",
+             y_format: str = "{:.2f}") -> dict | None:
+    """Lines of points with optional vertical interval bars, for the dashboards' curves
+    (accuracy against a threshold or a share, a reliability diagram with ``diagonal``).
+
+    ``series``: [{"name", "color", "points": [{"x", "y", "low"?, "high"?, "title"}],
+    "dashed"?: bool, "step"?: bool}]; a point with y None is left out (no data), and
+    values are clipped to the ranges. Text sizes are in the SVG's units (it scales to the
+    screen). None when no series has a point."""
+    left, right, top, bottom = 46, width - 12, 12, height - 40
+    (x0, x1), (y0, y1) = x_range, y_range
+    x1 = x1 if x1 > x0 else x0 + 1
+    y1 = y1 if y1 > y0 else y0 + 1
+
+    def sx(v: float) -> float:
+        return left + (min(max(v, x0), x1) - x0) / (x1 - x0) * (right - left)
+
+    def sy(v: float) -> float:
+        return bottom - (min(max(v, y0), y1) - y0) / (y1 - y0) * (bottom - top)
+
+    lines = []
+    for s in series:
+        pts = [p for p in s["points"] if p.get("y") is not None and p.get("x") is not None]
+        coords, dots, bars = [], [], []
+        for i, p in enumerate(pts):
+            x, y = sx(p["x"]), sy(p["y"])
+            if s.get("step") and i:
+                coords.append(f"{x:.1f},{sy(pts[i - 1]['y']):.1f}")
+            coords.append(f"{x:.1f},{y:.1f}")
+            dots.append({"x": f"{x:.1f}", "y": f"{y:.1f}", "title": p.get("title", "")})
+            if p.get("low") is not None and p.get("high") is not None:
+                bars.append({"x": f"{x:.1f}", "y1": f"{sy(p['low']):.1f}",
+                             "y2": f"{sy(p['high']):.1f}", "title": p.get("title", "")})
+        lines.append({"name": s["name"], "color": s["color"], "points": " ".join(coords),
+                      "dots": dots, "bars": bars, "dashed": bool(s.get("dashed")),
+                      "markers": s.get("markers", True)})
+    if not any(line["dots"] for line in lines):
+        return None
+    return {
+        "width": width, "height": height, "left": left, "right": right, "top": top,
+        "bottom": bottom, "lines": lines, "x_label": x_label, "y_label": y_label,
+        "xticks": [{"x": f"{sx(v):.1f}", "label": x_format.format(v)}
+                   for v in _ticks(x0, x1)],
+        "yticks": [{"y": f"{sy(v):.1f}", "label": y_format.format(v)}
+                   for v in _ticks(y0, y1)],
+        "diagonal": ({"x1": sx(max(x0, y0)), "y1": sy(max(x0, y0)), "x2": sx(min(x1, y1)),
+                      "y2": sy(min(x1, y1))} if diagonal else None),
+    }
+
+
+def bar_chart(groups: list[dict], *, legend: list[dict], x_label: str,
+              x_range: tuple[float, float] = (0.0, 1.0), width: int = 480,
+              bar_height: int = 14, x_format: str = "{:.1f}",
+              reference: dict | None = None) -> dict | None:
+    """Horizontal bars with interval whiskers, in groups (one group per arm, one bar per
+    series within it, e.g. "AI right" / "AI wrong"). ``groups``: [{"name", "bars": [{"value",
+    "low", "high", "color", "title"}]}]; a value None draws no bar (no data). Group names
+    sit above their bars so the plot keeps the full width on a phone. ``reference``: an
+    optional dashed vertical line {"value", "title"}."""
+    margin = 16
+    plot_w = width - 2 * margin
+
+    def sx(v: float) -> float:
+        lo, hi = x_range
+        return margin + (min(max(v, lo), hi) - lo) / ((hi - lo) or 1) * plot_w
+
+    rows, y = [], 8
+    for g in groups:
+        label_y = y + 14
+        y += 22
+        bars = []
+        for b in g["bars"]:
+            bar = {"y": y, "h": bar_height, "color": b["color"], "title": b.get("title", ""),
+                   "mid": y + bar_height / 2, "value": b.get("value")}
+            if b.get("value") is not None:
+                bar["x"], bar["w"] = margin, max(0.0, sx(b["value"]) - margin)
+            if b.get("low") is not None and b.get("high") is not None:
+                bar["lo"], bar["hi"] = sx(b["low"]), sx(b["high"])
+            bars.append(bar)
+            y += bar_height + 4
+        rows.append({"name": g["name"], "label_y": label_y, "bars": bars})
+        y += 8
+    if not rows or not any(b.get("value") is not None for r in rows for b in r["bars"]):
+        return None
+    axis_y = y
+    lo, hi = x_range
+    return {"width": width, "height": axis_y + 38, "left": margin, "right": margin + plot_w,
+            "axis_y": axis_y, "rows": rows, "legend": legend, "x_label": x_label,
+            "ticks": [{"x": f"{sx(v):.1f}", "label": x_format.format(v)}
+                      for v in _ticks(lo, hi)],
+            "reference": ({"x": sx(reference["value"]), "title": reference.get("title", "")}
+                          if reference and reference.get("value") is not None else None)}

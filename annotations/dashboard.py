@@ -8,7 +8,7 @@ older snapshots stored for it."""
 from __future__ import annotations
 
 from annotations import selectors
-from annotations.charts import convergence_chart, interval_chart
+from annotations.charts import SYSTEM_PALETTE, convergence_chart, interval_chart, xy_chart
 from annotations.models import Study
 
 ESTIMATOR_CHOICES = [
@@ -84,6 +84,25 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "correct": ("Correct", "Quality checks (items with a known answer) answered right."),
     "wrong": ("Wrong", "Quality checks answered wrong."),
     "qc_accuracy": ("Accuracy", "Correct ÷ (correct + wrong) on quality checks."),
+    "band": ("Confidence band", "A range of the AI system's own stated confidence. Unless "
+             "the researcher fixed the edges, each band holds about a third of the system's "
+             "items."),
+    "band_items": ("Items", "How many of the study's items the system gave a confidence "
+                   "in this band, and their share of all its items with a confidence."),
+    "mean_confidence": ("Mean confidence", "The system's average stated confidence in this "
+                        "band. A well-calibrated system is about as accurate as it is "
+                        "confident."),
+    "band_accuracy": ("Accuracy in band", "The chosen estimator's accuracy on this band's "
+                      "items, from the specialists' answers alone (no gold label), with its "
+                      "95 % interval."),
+    "threshold": ("To humans if confidence ≤", "Items on which the AI's confidence is at "
+                  "or below this value would go to humans instead of the AI."),
+    "human_share": ("Share to humans", "The share of the system's items (with a confidence) "
+                    "that would go to humans at this threshold."),
+    "kept_accuracy": ("AI accuracy on the rest", "The estimated accuracy the AI keeps on the "
+                      "items above the threshold, with its 95 % interval. If it rises as "
+                      "more goes to humans, the AI's confidence tells its right answers from "
+                      "its wrong ones."),
 }
 
 
@@ -127,6 +146,43 @@ def _without_placeholders(systems: list[dict], k: int | None) -> list[dict]:
             for s in systems]
 
 
+def _band_cell(cell: dict, method: str, k: int | None) -> dict | None:
+    return estimate_cell({"counts": cell.get("counts"), "estimates": cell.get("estimates")},
+                         method, k)
+
+
+def band_context(systems: list[dict], method: str, k: int | None) -> dict | None:
+    """Per system with confidence bands: its band rows and curve points with the chosen
+    estimator's cell (None without data), and the curve chart — the AI's accuracy on the
+    items it keeps against the share sent to humans, one colour per system."""
+    banded = [s for s in systems if s.get("bands")]
+    if not banded:
+        return None
+    tables, series = [], []
+    for i, s in enumerate(banded):
+        bands = s["bands"]
+        rows = [{**r, "cell": _band_cell(r, method, k)} for r in bands["rows"]]
+        curve = [{**p, "cell": _band_cell(p, method, k)} for p in bands["curve"]]
+        tables.append({"name": s["name"], "rows": rows, "curve": curve,
+                       "n_items": bands.get("n_items")})
+        points = []
+        for p in curve:
+            cell = p["cell"]
+            where = ("everything to the AI" if p["threshold"] is None
+                     else f"confidence ≤ {p['threshold']:.2f} to humans")
+            title = (f"{s['name']}, {where}: AI accuracy on the rest "
+                     + (f"{cell['accuracy']:.3f} [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]"
+                        if cell else "no data"))
+            points.append({"x": p["human_share"], "y": cell["accuracy"] if cell else None,
+                           "low": cell["ci_low"] if cell else None,
+                           "high": cell["ci_high"] if cell else None, "title": title})
+        series.append({"name": s["name"], "color": SYSTEM_PALETTE[i % len(SYSTEM_PALETTE)],
+                       "points": points})
+    chart = xy_chart(series, x_label="share of items sent to humans →",
+                     y_label="AI accuracy on the items it keeps")
+    return {"tables": tables, "chart": chart}
+
+
 def dashboard_context(study: Study, method: str = "ml") -> dict:
     """Everything the dashboard template needs, from the latest snapshot and the recompute
     health."""
@@ -157,6 +213,7 @@ def dashboard_context(study: Study, method: str = "ml") -> dict:
                         for h, v in (s.get("strata") or {}).items()]}
             for s in systems
         ]
+        context["bands"] = band_context(systems, method, k)
         context["yes_share"] = payload.get("yes_share")
         context["has_skips"] = any("skipped" in c for c in payload.get("classes", []))
         context["interval_chart"] = interval_chart(_without_placeholders(systems, k))

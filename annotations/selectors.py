@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 from django.db.models import Case, Count, F, IntegerField, Q, QuerySet, Sum, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotations.models import (
@@ -18,6 +20,7 @@ from annotations.models import (
     RecomputeState,
     Study,
     StudyClass,
+    StudyEvent,
     StudyMembership,
     User,
 )
@@ -61,12 +64,38 @@ def studies_for_user(*, user: User) -> list[tuple[Study, set[str], StudyMembersh
     return sorted(by_study.values(), key=lambda t: t[0].name)
 
 
+def row_id_possible(row_id: int) -> bool:
+    """Whether a database row can have this id (ids come from URLs; SQLite refuses integers
+    beyond 64 bits, and foreign-key lookups are not range-checked by Django)."""
+    return 0 < row_id < 2**63
+
+
+def specialist_membership_of(*, user: User, study_id: int) -> StudyMembership | None:
+    """The user's specialist membership of study ``study_id`` with its study and class, in
+    one statement (the labelling views read it once per request and pass it down); None if
+    they are not a specialist there (also for an id no database row can have: the id comes
+    from the URL, and SQLite refuses integers beyond 64 bits)."""
+    if not row_id_possible(study_id):
+        return None
+    return (
+        StudyMembership.objects.select_related("study", "study_class")
+        .filter(user=user, study_id=study_id, role=Role.SPECIALIST)
+        .first()
+    )
+
+
 def specialist_membership(*, user: User, study: Study) -> StudyMembership | None:
     return (
         StudyMembership.objects.select_related("study_class")
         .filter(user=user, study=study, role=Role.SPECIALIST)
         .first()
     )
+
+
+def study_events(*, study: Study) -> list[StudyEvent]:
+    """The study's audit trail (opened, closed…), oldest first, with the actors."""
+    return list(StudyEvent.objects.filter(study=study).select_related("actor")
+                .order_by("at", "pk"))
 
 
 def study_classes(*, study: Study) -> list[StudyClass]:
@@ -110,18 +139,24 @@ def query_for_specialist(*, query: Query, study: Study | None = None) -> QueryFo
     )
 
 
-def specialist_progress(*, user: User, study: Study, since=None) -> dict[str, int]:
+def specialist_progress(*, user: User, study: Study, since=None,
+                        membership: StudyMembership | None = None) -> dict[str, int]:
     """What the labelling page counts: ``answered`` (all of this user's answers in the
-    study), ``session`` (those since ``since``) and ``remaining`` in their class.
+    study), ``session`` (those since ``since``) and ``remaining`` in their class. Pass the
+    specialist ``membership`` when it is at hand (read once per request); otherwise it is
+    read here. Two statements: the user's counts, the class's counts.
 
     ``remaining`` = pending routed queries of the class − quality checks of the class that
     are leased or answered, floored at 0. Quality checks are made on demand, outside the
     pool; counted this way a check moves the figure exactly as a routed query does (−1 when
     handed out, 0 when answered, +1 when skipped or expired), so it cannot be recognised by
     it. The price: the figure undercounts the pool by the checks issued so far."""
-    membership = specialist_membership(user=user, study=study)
-    answered = Query.objects.filter(study=study, answered_by=user)
-    session = answered.filter(answered_at__gte=since) if since is not None else answered
+    if membership is None:
+        membership = specialist_membership(user=user, study=study)
+    mine = Query.objects.filter(study=study, answered_by=user).aggregate(
+        answered=Count("id"),
+        session=Count("id", filter=Q(answered_at__gte=since)) if since is not None
+        else Count("id"))
     remaining = 0
     if membership is not None:
         counts = Query.objects.filter(study=study, k=membership.study_class.index).aggregate(
@@ -130,7 +165,7 @@ def specialist_progress(*, user: User, study: Study, since=None) -> dict[str, in
                          & ~Q(status=Query.Status.PENDING)),
         )
         remaining = max(0, counts["pending"] - counts["checks"])
-    return {"answered": answered.count(), "session": session.count(), "remaining": remaining}
+    return {"answered": mine["answered"], "session": mine["session"], "remaining": remaining}
 
 
 # --- counts for the estimators -------------------------------------------------------------
@@ -179,6 +214,321 @@ def study_label_counts(*, study: Study, ordinals: list[int]) -> LabelCounts:
 
 
 @dataclass(frozen=True)
+class BandCounts:
+    """The groups of :class:`LabelCounts` split by confidence band (``assistants.banding``):
+    ``n[g, b, j]`` answered queries of group g whose item banded system j puts in band
+    b + 1; ``match`` / ``present`` of them where system j predicted class k / anything."""
+
+    n: np.ndarray
+    match: np.ndarray
+    present: np.ndarray
+
+
+def _band_mask_sql(band: int) -> str:
+    """SQL for the mask of systems whose band index (three bit planes) is ``band``."""
+    planes = [f"COALESCE({connection.ops.quote_name(f'band_bit{plane}')}, 0)"
+              for plane in range(3)]
+    return " & ".join(p if band >> plane & 1 else f"~{p}" for plane, p in enumerate(planes))
+
+
+# Grouping by the bit planes themselves adds at most (bands + 1) ** banded systems groups
+# per (stratum, k, answer) and no expression: the cheap strategy while that stays small.
+GROUPED_BAND_COMBOS_MAX = 64
+
+
+def study_label_counts_banded(*, study: Study, ordinals: list[int], banded: list[int],
+                              n_bands: int, strategy: str | None = None
+                              ) -> tuple[LabelCounts, BandCounts]:
+    """:func:`study_label_counts` and, in the same single pass, the counts per
+    confidence band (1..``n_bands``) of the ``banded`` systems' ordinals.
+
+    Three ways to the same numbers (``strategy``; None: "arrays" on PostgreSQL, else by
+    size). "grouped": the GROUP BY also takes the three bit planes, whose distinct values
+    are few when few systems are banded, and each group's band per system is decoded here —
+    the plain aggregation's cost.
+    "sums": each band's mask is built once per row from the planes (a fenced subquery), then
+    bit sums of mask, mask ∧ match and mask ∧ present per banded system — a cost that grows
+    with banded systems × bands. "arrays" (the default on PostgreSQL): each answered
+    query's group and bit columns are read once (on PostgreSQL a few packed int8 per query
+    in one bytea, by binary COPY) and counted in numpy (:func:`_band_tallies`) — about the
+    plain aggregation's cost whatever the systems and bands. Counts are floats, groups in
+    the order of ``ORDER BY stratum, k, answer`` in every strategy."""
+    if strategy is None:
+        strategy = ("arrays" if connection.vendor == "postgresql"
+                    else "grouped" if (n_bands + 1) ** len(banded) <= GROUPED_BAND_COMBOS_MAX
+                    else "sums")
+    if strategy == "arrays":
+        return _banded_arrays(study, ordinals, banded, n_bands)
+    if strategy == "grouped":
+        return _banded_grouped(study, ordinals, banded, n_bands)
+    return _banded_sums(study, ordinals, banded, n_bands)
+
+
+def _banded_query(sql: str, params: list) -> list[tuple]:
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # compiling hundreds of sums costs PostgreSQL's JIT seconds; it saves nothing
+            cursor.execute("SET LOCAL jit = off")
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _answered_sql() -> str:
+    q = connection.ops.quote_name
+    return (f"FROM {Query._meta.db_table} WHERE {q('study_id')} = %s AND {q('status')} = %s "
+            f"AND NOT {q('is_quality_check')}")
+
+
+def _banded_grouped(study: Study, ordinals: list[int], banded: list[int],
+                    n_bands: int) -> tuple[LabelCounts, BandCounts]:
+    q = connection.ops.quote_name
+    planes = [f"COALESCE({q(f'band_bit{plane}')}, 0)" for plane in range(3)]
+    sums = "".join(f", SUM(({q('match_mask')} >> {o}) & 1), SUM(({q('present_mask')} >> {o}) "
+                   f"& 1)" for o in ordinals)
+    sql = (f"SELECT {q('stratum')}, {q('k')}, {q('answer')}, {', '.join(planes)}, COUNT(*)"
+           f"{sums} {_answered_sql()} GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3")
+    rows = _banded_query(sql, [study.pk, Query.Status.ANSWERED])
+    keys = list(dict.fromkeys((r[0], r[1], r[2]) for r in rows))  # the SQL's order
+    group = {key: g for g, key in enumerate(keys)}
+    s, b = len(ordinals), len(banded)
+    n, match, present = np.zeros(len(keys)), np.zeros((len(keys), s)), np.zeros((len(keys), s))
+    band_n = np.zeros((len(keys), n_bands, b))
+    band_m, band_p = np.zeros_like(band_n), np.zeros_like(band_n)
+    column = {o: j for j, o in enumerate(ordinals)}
+    for row in rows:
+        g = group[(row[0], row[1], row[2])]
+        data = np.asarray(row[6:], dtype=float)
+        n[g] += data[0]
+        match[g] += data[1::2]
+        present[g] += data[2::2]
+        for j, o in enumerate(banded):
+            band = sum(((row[3 + plane] >> o) & 1) << plane for plane in range(3))
+            if 1 <= band <= n_bands:
+                band_n[g, band - 1, j] += data[0]
+                band_m[g, band - 1, j] += data[1 + 2 * column[o]]
+                band_p[g, band - 1, j] += data[2 + 2 * column[o]]
+    counts = LabelCounts(strata=np.array([k[0] for k in keys], dtype=object),
+                         k=np.array([k[1] for k in keys], dtype=int),
+                         answer=np.array([k[2] for k in keys], dtype=object),
+                         n=n, match=match, present=present)
+    return counts, BandCounts(n=band_n, match=band_m, present=band_p)
+
+
+def _banded_sums(study: Study, ordinals: list[int], banded: list[int],
+                 n_bands: int) -> tuple[LabelCounts, BandCounts]:
+    q = connection.ops.quote_name
+    masks = ", ".join(f"{_band_mask_sql(b)} AS b{b}" for b in range(1, n_bands + 1))
+    inner = (f"SELECT {q('stratum')} AS st, {q('k')} AS k, {q('answer')} AS an, "
+             f"{q('match_mask')} AS m, {q('present_mask')} AS p"
+             f"{', ' + masks if masks else ''} {_answered_sql()}"
+             f"{' OFFSET 0' if connection.vendor == 'postgresql' else ''}")
+    sums = [f"SUM((m >> {o}) & 1), SUM((p >> {o}) & 1)" for o in ordinals]
+    sums += [f"SUM((b{b} >> {o}) & 1), SUM(((b{b} & m) >> {o}) & 1), "
+             f"SUM(((b{b} & p) >> {o}) & 1)"
+             for b in range(1, n_bands + 1) for o in banded]
+    sql = (f"SELECT st, k, an, COUNT(*){''.join(', ' + x for x in sums)} FROM ({inner}) t "
+           "GROUP BY st, k, an ORDER BY st, k, an")
+    rows = _banded_query(sql, [study.pk, Query.Status.ANSWERED])
+    s, b = len(ordinals), len(banded)
+    data = np.array([r[3:] for r in rows], dtype=float).reshape(len(rows), 1 + 2 * s
+                                                                  + 3 * n_bands * b)
+    base = data[:, 1:1 + 2 * s].reshape(len(rows), s, 2)
+    bands = data[:, 1 + 2 * s:].reshape(len(rows), n_bands, b, 3)
+    counts = LabelCounts(
+        strata=np.array([r[0] for r in rows], dtype=object),
+        k=np.array([r[1] for r in rows], dtype=int),
+        answer=np.array([r[2] for r in rows], dtype=object),
+        n=data[:, 0].copy(), match=base[:, :, 0].copy(), present=base[:, :, 1].copy(),
+    )
+    return counts, BandCounts(n=bands[..., 0].copy(), match=bands[..., 1].copy(),
+                              present=bands[..., 2].copy())
+
+
+@dataclass(frozen=True)
+class AnsweredColumns:
+    """A study's answered queries (quality checks excluded), one entry per query: ``group``
+    its (stratum, k, answer) group, an index into ``strata`` / ``k`` / ``answer`` (the
+    groups that have queries, in the SQL strategies' ORDER BY); ``codes`` uint8 (queries,
+    systems in the ``ordinals`` order asked for): present | match << 1 | band index << 2."""
+
+    strata: np.ndarray
+    k: np.ndarray
+    answer: np.ndarray
+    group: np.ndarray
+    codes: np.ndarray
+
+
+# The bit columns read, in the order of their bit in a code (band index: bits 2..4).
+CODE_COLUMNS = ("present_mask", "match_mask", "band_bit0", "band_bit1", "band_bit2")
+
+
+def _banded_arrays(study: Study, ordinals: list[int], banded: list[int],
+                   n_bands: int) -> tuple[LabelCounts, BandCounts]:
+    try:
+        columns = study_answered_columns(study=study, ordinals=ordinals)
+    except OperationalError:  # a group's bytea past 1 GB (some 60 million queries)
+        return _banded_sums(study, ordinals, banded, n_bands)
+    n, match, present, band_n, band_m, band_p = _band_tallies(
+        columns.group, len(columns.k), columns.codes, [ordinals.index(o) for o in banded],
+        n_bands)
+    counts = LabelCounts(strata=columns.strata, k=columns.k, answer=columns.answer,
+                         n=n, match=match, present=present)
+    return counts, BandCounts(n=band_n, match=band_m, present=band_p)
+
+
+def _band_tallies(group: np.ndarray, n_groups: int, codes: np.ndarray, banded: list[int],
+                  n_bands: int) -> tuple[np.ndarray, ...]:
+    """(n, match, present, band_n, band_match, band_present) as floats, shaped like
+    :class:`LabelCounts` / :class:`BandCounts`, from each query's ``group`` and per-system
+    ``codes`` (:class:`AnsweredColumns`; ``banded``: their columns with bands). One
+    ``bincount`` per system over group × code gives every count of that system."""
+    n = np.bincount(group, minlength=n_groups).astype(float)
+    tally = np.empty((codes.shape[1], n_groups, 32))
+    offset = group.astype(np.int64) * 32
+    for j in range(codes.shape[1]):
+        tally[j] = np.bincount(offset + codes[:, j], minlength=n_groups * 32).reshape(-1, 32)
+    code = np.arange(32)
+    match = tally[:, :, (code >> 1 & 1) == 1].sum(axis=2).T
+    present = tally[:, :, (code & 1) == 1].sum(axis=2).T
+    per_band = tally[banded].reshape(len(banded), n_groups, 8, 4)  # band, then match/present
+    band = per_band[:, :, 1:n_bands + 1].transpose(1, 2, 0, 3)  # (groups, bands, banded, 4)
+    return (n, match, present, band.sum(axis=3), band[..., 2:].sum(axis=3),
+            band[..., 1::2].sum(axis=3))
+
+
+def _spread_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lookup tables (little-endian uint64) from mask bytes to eight codes' bytes: byte i of
+    an entry holds bit i of the mask byte(s), at the column's bit of a code. Indexed by
+    (present byte << 8 | match byte), (band_bit0 byte << 8 | band_bit1 byte), band_bit2
+    byte: three lookups per eight systems instead of five."""
+    v = np.arange(256, dtype=np.uint64)
+    spread = [sum((v >> i & 1) << 8 * i for i in range(8)) << c
+              for c in range(len(CODE_COLUMNS))]
+    return ((spread[0][:, None] | spread[1][None, :]).ravel().astype("<u8"),
+            (spread[2][:, None] | spread[3][None, :]).ravel().astype("<u8"),
+            spread[4].astype("<u8"))
+
+
+SPREAD = _spread_tables()
+
+
+def _system_codes(columns: np.ndarray, ordinals: list[int]) -> np.ndarray:
+    """(queries, systems) uint8 codes (:class:`AnsweredColumns`) from the five bit columns
+    (``columns``: uint64 (queries, 5), in :data:`CODE_COLUMNS` order), eight systems at a
+    time by table lookups (:func:`_spread_tables`)."""
+    n_bytes = max(ordinals, default=0) // 8 + 1
+    raw = np.ascontiguousarray(columns, dtype="<u8").view(np.uint8).reshape(-1, 5, 8)
+    pairs, bands, last = SPREAD
+    codes = np.empty((len(columns), n_bytes), dtype="<u8")
+    for byte in range(n_bytes):
+        first = raw[:, 0, byte].astype(np.intp) << 8 | raw[:, 1, byte]
+        second = raw[:, 2, byte].astype(np.intp) << 8 | raw[:, 3, byte]
+        codes[:, byte] = pairs[first] | bands[second] | last[raw[:, 4, byte]]
+    codes = codes.view(np.uint8)  # byte 8·t + i: system 8·t + i
+    if ordinals == list(range(len(ordinals))):
+        return codes[:, :len(ordinals)]
+    return codes[:, ordinals]
+
+
+def study_answered_columns(*, study: Study, ordinals: list[int]) -> AnsweredColumns:
+    """The study's answered queries as :class:`AnsweredColumns` for the systems
+    ``ordinals``: on PostgreSQL one row per group holding its queries' bit columns packed
+    into a few int8 each (``COPY … (FORMAT BINARY)``, decoded by numpy), elsewhere a plain
+    read."""
+    read = _answered_copied if connection.vendor == "postgresql" else _answered_fetched
+    keys, sizes, columns = read(study, ordinals)
+    return AnsweredColumns(
+        strata=np.array([key[0] for key in keys], dtype=object),
+        k=np.array([key[1] for key in keys], dtype=int),
+        answer=np.array([key[2] for key in keys], dtype=object),
+        group=np.repeat(np.arange(len(keys)), sizes),
+        codes=_system_codes(columns, ordinals))
+
+
+# (stratum, k, answer) of each group in ORDER BY order, its number of queries, and the
+# queries' CODE_COLUMNS as uint64 (queries, 5), group after group.
+Answered = tuple[list[tuple[str, int, str]], list[int], np.ndarray]
+
+
+def _answered_fetched(study: Study, ordinals: list[int]) -> Answered:
+    """:data:`Answered` read row by row (SQLite)."""
+    q = connection.ops.quote_name
+    select = ", ".join([q("stratum"), q("k"), q("answer"),
+                        *(f"COALESCE({q(c)}, 0)" for c in CODE_COLUMNS)])
+    rows = _banded_query(f"SELECT {select} {_answered_sql()} ORDER BY 1, 2, 3",
+                         [study.pk, Query.Status.ANSWERED])
+    sizes: dict[tuple[str, int, str], int] = {}
+    for r in rows:
+        sizes[r[:3]] = sizes.get(r[:3], 0) + 1
+    columns = np.array([r[3:] for r in rows], dtype=np.int64).reshape(-1, len(CODE_COLUMNS))
+    return list(sizes), list(sizes.values()), columns.view(np.uint64)
+
+
+def _packing(widths: list[int]) -> list[tuple[int, int]]:
+    """(word, shift) of fields of ``widths`` bits laid in order into 64-bit words."""
+    out, word, used = [], 0, 0
+    for width in widths:
+        if used + width > 64:
+            word, used = word + 1, 0
+        out.append((word, used))
+        used += width
+    return out
+
+
+def _answered_copied(study: Study, ordinals: list[int]) -> Answered:
+    """:data:`Answered` from one statement: per (stratum, k, answer) group, the low bits of
+    :data:`CODE_COLUMNS` that hold ``ordinals``, packed by the server into as few int8 per
+    query as fit (:func:`_packing`; two for 20 systems) and concatenated into one bytea
+    (``string_agg``: under 1 GB a group), sent by binary COPY — a COPY row per query would
+    cost psycopg microseconds a row."""
+    q = connection.ops.quote_name
+    width = max(ordinals, default=0) + 1
+    layout = _packing([width] * len(CODE_COLUMNS))
+    words: list[list[str]] = [[] for _ in range(layout[-1][0] + 1)]
+    mask = (1 << width) - 1 - (1 << 64 if width == 64 else 0)  # as a signed int8
+    for column, (word, shift) in zip(CODE_COLUMNS, layout, strict=True):
+        words[word].append(f"((COALESCE({q(column)}, 0) & {mask}) << {shift})")
+    record = " || ".join(f"int8send({' | '.join(terms)})" for terms in words)  # (| & << alike)
+    sql = (f"COPY (SELECT {q('stratum')}, {q('k')}, {q('answer')}, "
+           f"string_agg({record}, ''::bytea) {_answered_sql()} GROUP BY 1, 2, 3 "
+           "ORDER BY 1, 2, 3) TO STDOUT (FORMAT BINARY)")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL jit = off")
+        with cursor.cursor.copy(sql, [study.pk, Query.Status.ANSWERED]) as copy:
+            raw = b"".join(copy)
+    keys, sizes, chunks = [], [], []
+    for stratum, k, answer, packed in _copy_tuples(raw):
+        keys.append((bytes(stratum).decode(), int.from_bytes(k, "big", signed=True),
+                     bytes(answer).decode()))
+        sizes.append(len(packed) // (8 * len(words)))
+        chunks.append(packed)
+    data = np.frombuffer(b"".join(chunks), dtype=">u8").astype(np.uint64).reshape(-1, len(words))
+    columns = np.column_stack([data[:, word] >> np.uint64(shift) & np.uint64(mask % (1 << 64))
+                               for word, shift in layout]).reshape(-1, len(CODE_COLUMNS))
+    return keys, sizes, columns
+
+
+COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+
+
+def _copy_tuples(raw: bytes) -> Iterator[list[memoryview]]:
+    """The tuples of ``COPY … TO STDOUT (FORMAT BINARY)`` output (no NULL field)."""
+    if raw[:11] != COPY_SIGNATURE or raw[15:19] != bytes(4):
+        raise ValueError("unexpected COPY output")
+    view, pos = memoryview(raw), 19
+    while (n_fields := int.from_bytes(view[pos:pos + 2], "big", signed=True)) != -1:
+        pos += 2
+        fields = []
+        for _ in range(n_fields):
+            size = int.from_bytes(view[pos:pos + 4], "big", signed=True)
+            if size < 0:
+                raise ValueError("unexpected NULL in COPY output")
+            fields.append(view[pos + 4:pos + 4 + size])
+            pos += 4 + size
+        yield fields
+
+
+@dataclass(frozen=True)
 class ItemLabels:
     """Every answered 'yes'/'no' query of a study (labels on axis 0), for the item-clustered
     variance: the label's item as an index 0..n_items−1, its class k and answer, and per AI
@@ -191,12 +541,15 @@ class ItemLabels:
     yes: np.ndarray  # bool: 'yes' (else 'no')
     match: np.ndarray  # (labels, systems) 0/1
     present: np.ndarray
+    band: np.ndarray | None = None  # (labels, systems) confidence band index, 0 = none
 
 
-def study_item_labels(*, study: Study, ordinals: list[int]) -> ItemLabels:
+def study_item_labels(*, study: Study, ordinals: list[int],
+                      bands: bool = False) -> ItemLabels:
     """The study's answered 'yes'/'no' queries (quality checks excluded) as integer arrays
     read straight from the cursor (a list of int tuples becomes one numpy array in C), mask
-    bits unpacked in numpy; each item's stratum from a second, distinct query."""
+    bits unpacked in numpy; each item's stratum from a second, distinct query. ``bands``:
+    also each label's confidence band per system (``ItemLabels.band``)."""
     answered = Query.objects.filter(study=study, status=Query.Status.ANSWERED,
                                     is_quality_check=False,
                                     answer__in=[Query.Answer.YES, Query.Answer.NO])
@@ -204,11 +557,15 @@ def study_item_labels(*, study: Study, ordinals: list[int]) -> ItemLabels:
                                     output_field=IntegerField()))
               .values_list("item_id", "k", "is_yes", "match_mask", "present_mask")
               .order_by())
+    if bands:
+        labels = labels.annotate(b0=Coalesce("band_bit0", 0), b1=Coalesce("band_bit1", 0),
+                                 b2=Coalesce("band_bit2", 0)).values_list(
+            "item_id", "k", "is_yes", "match_mask", "present_mask", "b0", "b1", "b2")
     sql, params = labels.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    data = np.array(rows, dtype=np.int64).reshape(-1, 5)
+    data = np.array(rows, dtype=np.int64).reshape(-1, 8 if bands else 5)
     items, index = np.unique(data[:, 0], return_inverse=True)
     # the stratum the counts use (the query's copy of its item's)
     strata = dict(answered.values_list("item_id", "stratum").distinct().order_by())
@@ -219,6 +576,8 @@ def study_item_labels(*, study: Study, ordinals: list[int]) -> ItemLabels:
         k=data[:, 1].astype(int), yes=data[:, 2] == 1,
         match=((data[:, 3:4] >> bits) & 1).astype(np.int8),
         present=((data[:, 4:5] >> bits) & 1).astype(np.int8),
+        band=(sum(((data[:, 5 + plane:6 + plane] >> bits) & 1) << plane for plane in range(3))
+              .astype(np.int8) if bands else None),
     )
 
 
@@ -466,3 +825,86 @@ def study_setup_checklist(*, study: Study) -> SetupChecklist:
                           managers=managers, items=items["items"],
                           quality_checks=items["checks"], routed=items["routed"],
                           systems=systems, missing=missing)
+
+
+# --- import jobs -----------------------------------------------------------------------------
+# The bar's percent at the end of reading the file and at the end of writing (bench_imports:
+# reading is about a quarter of an import's time); committing shows 99, success 100.
+IMPORT_READ_PERCENT = 25
+IMPORT_WRITTEN_PERCENT = 98
+
+
+@dataclass(frozen=True)
+class ImportJobProgress:
+    """What the job page and the API show of a job's progress. ``percent`` runs over the
+    phases (reading: 0 to 25, writing: 25 to 98, committing: 99); None for a failed job."""
+
+    status: str
+    phase: str
+    done: int
+    total: int
+    percent: int | None
+
+
+def read_while_sqlite_busy(read, *, tries: int = 50, pause: float = 0.1):
+    """``read()``, retried for up to ``tries × pause`` seconds while SQLite reports the
+    table locked: an import job writing in this process's import thread holds SQLite's
+    table lock for its statement (shared-cache in-memory databases: for its transaction);
+    a poll of the job (its admin page, the API) waits instead of failing with a 500. Other
+    databases never raise it."""
+    import time
+
+    from django.db import OperationalError
+
+    for attempt in range(tries):
+        try:
+            return read()
+        except OperationalError as exc:
+            if "locked" not in str(exc) or attempt == tries - 1:
+                raise
+            time.sleep(pause)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def import_job_progress(*, job) -> ImportJobProgress:
+    """A job's progress: its row, or — SQLite, while it runs — the figures its runner keeps
+    in the cache (the import's transaction holds the database's write lock there)."""
+    from django.core.cache import cache
+
+    from annotations.models import ImportJob
+    from annotations.services.import_jobs import progress_key
+
+    phase, done, total = job.phase, job.done, job.total
+    if job.status == ImportJob.Status.RUNNING and connection.vendor != "postgresql":
+        try:
+            cached = cache.get(progress_key(job.pk))
+        except Exception:  # noqa: BLE001 - Redis down: the row's figures
+            cached = None
+        if cached:
+            phase, done, total = cached
+    done = min(done, total) if total else done
+    if job.status == ImportJob.Status.SUCCEEDED:
+        percent = 100
+    elif job.status == ImportJob.Status.FAILED:
+        percent = None
+    else:
+        share = done / total if total else 0.0
+        if phase == "reading":
+            percent = round(IMPORT_READ_PERCENT * share)
+        elif phase == "writing":
+            percent = round(IMPORT_READ_PERCENT
+                            + (IMPORT_WRITTEN_PERCENT - IMPORT_READ_PERCENT) * share)
+        elif phase == "committing":
+            percent = 99
+        else:
+            percent = 0
+    return ImportJobProgress(status=job.status, phase=phase, done=done, total=total,
+                             percent=percent)
+
+
+def study_import_jobs(*, study: Study, kind: str | None = None) -> QuerySet:
+    """The study's import jobs, newest first (without their files)."""
+    from annotations.models import ImportJob
+
+    jobs = ImportJob.objects.filter(study=study).select_related("created_by")
+    return jobs.filter(kind=kind) if kind else jobs

@@ -40,7 +40,17 @@ class ItemOutputSerializer(serializers.Serializer):
     stratum = serializers.CharField()
     metadata = serializers.DictField()
     quality_check = serializers.BooleanField(source="is_quality_check")
-    gold = serializers.IntegerField(source="gold_option", allow_null=True)
+    gold = serializers.SerializerMethodField(
+        help_text="The right option's text (the class name for items without options).")
+    gold_index = serializers.IntegerField(
+        source="gold_option", allow_null=True,
+        help_text="The right option's 0-based index in options (hidden from specialists).")
+
+    def get_gold(self, obj) -> str | None:
+        if obj.gold_option is None:
+            return None
+        options = obj.options or self.context.get("class_names", {}).get(obj.study_id, [])
+        return options[obj.gold_option] if obj.gold_option < len(options) else None
 
 
 class ItemInputSerializer(serializers.Serializer):
@@ -48,7 +58,16 @@ class ItemInputSerializer(serializers.Serializer):
     text = serializers.CharField()
     options = serializers.ListField(child=serializers.CharField(), required=False)
     stratum = serializers.CharField(required=False, allow_blank=True)
-    gold = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    # JSON values as sent (3.0 stays a number): the import service applies the rule
+    gold = serializers.JSONField(
+        required=False, allow_null=True,
+        help_text="The right option's text (for items without options: the class name); a "
+        "number is read as its text (3 and 3.0 mean the option \"3\"), never as an index. "
+        "Hidden from specialists.")
+    gold_index = serializers.JSONField(
+        required=False, allow_null=True,
+        help_text="Instead of gold: the right option's 0-based index in options (2, 2.0 or "
+        "\"2\"); anything else is an error.")
     quality_check = serializers.BooleanField(required=False)
     metadata = serializers.DictField(required=False)
 
@@ -66,6 +85,10 @@ class PredictionInputSerializer(serializers.Serializer):
         required=False, allow_null=True,
         help_text="Instead of prediction: the 0-based index of the original option (3, 3.0 "
         "or \"3\"); anything else is an error.")
+    confidence = serializers.JSONField(
+        required=False, allow_null=True,
+        help_text="Optional: the system's confidence in this answer, a number from 0 to 1 "
+        "(the dashboard then estimates its accuracy per confidence band).")
 
 
 class PredictionOutputSerializer(serializers.Serializer):
@@ -74,6 +97,7 @@ class PredictionOutputSerializer(serializers.Serializer):
     option = serializers.IntegerField(allow_null=True)
     position = serializers.IntegerField(allow_null=True)
     raw = serializers.CharField()
+    confidence = serializers.FloatField(allow_null=True)
 
 
 class ImportOutputSerializer(serializers.Serializer):
@@ -153,7 +177,7 @@ class SnapshotOutputSerializer(serializers.Serializer):
         "yes_share {expected, yes, answered, share, p_value, flag, level, "
         "first_queries_only, classes [{index, name, yes, answered, share, p_value, flag}]}; "
         "plan {target_width, pilot_accuracy, ordinary_only, complementary_only, "
-        "routed_queries} or null before any label; strata; systems: "
+        "routed_queries, items, design_effect} or null before any label; strata; systems: "
         "per system id, name, counts {n_ord, s_ord, n_comp, s_comp}, estimates per method "
         "(ord, comp, ivw, ivw_pilot, ivw_fixed, ml; each {accuracy, accuracy_clipped, se, "
         "ci_low, ci_high, bound, bound_valid, weight} or null without data), ipw {accuracy, "
@@ -162,3 +186,68 @@ class SnapshotOutputSerializer(serializers.Serializer):
         "flags [few_labels_for_guarantee], labels_needed or null, reference {n, accuracy} and "
         "strata {name: {n_ord, n_comp, ML fields, estimates per method}}."
     )
+
+
+class ImportJobOutputSerializer(serializers.Serializer):
+    """An import job: poll ``url`` until ``status`` is succeeded or failed."""
+
+    id = serializers.IntegerField()
+    url = serializers.SerializerMethodField(help_text="This job (GET it to follow it).")
+    study = serializers.IntegerField(source="study_id")
+    kind = serializers.CharField(help_text="items or predictions")
+    name = serializers.CharField(help_text="The file's name ('request' for a JSON body).")
+    format = serializers.CharField(source="fmt")
+    update = serializers.BooleanField()
+    status = serializers.ChoiceField(choices=["queued", "running", "succeeded", "failed"])
+    phase = serializers.SerializerMethodField(
+        help_text="While running: waiting (another import of the study), reading (records "
+        "of the file's lines), writing (rows) or committing.")
+    done = serializers.SerializerMethodField()
+    total = serializers.SerializerMethodField()
+    percent = serializers.SerializerMethodField(help_text="0–100 over both phases; null "
+                                                "when failed.")
+    summary = serializers.DictField(
+        help_text="When succeeded: the import's counts, as the synchronous import returns "
+        "them, and 'text', the one-line summary.")
+    errors = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="When failed: every problem as 'file:line: field: message' (nothing was "
+        "written).")
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+    def _progress(self, obj):
+        from annotations.selectors import import_job_progress
+
+        cache = self.context.setdefault("_progress", {})
+        if obj.pk not in cache:
+            cache[obj.pk] = import_job_progress(job=obj)
+        return cache[obj.pk]
+
+    def get_url(self, obj) -> str:
+        from django.urls import reverse
+
+        path = reverse("api-import-job", args=[obj.pk])
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
+
+    def get_phase(self, obj) -> str:
+        return self._progress(obj).phase
+
+    def get_done(self, obj) -> int:
+        return self._progress(obj).done
+
+    def get_total(self, obj) -> int:
+        return self._progress(obj).total
+
+    def get_percent(self, obj) -> int | None:
+        return self._progress(obj).percent
+
+
+class ImportJobInputSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["items", "predictions"])
+    file = serializers.FileField(help_text="CSV (with a header row) or JSONL, UTF-8; the name "
+                                 "ends in .csv, .jsonl or .ndjson.")
+    update = serializers.BooleanField(required=False, default=False,
+                                      help_text="Rewrite existing ids.")

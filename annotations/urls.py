@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from annotations import views
 
@@ -17,4 +17,5 @@ urlpatterns = [
     path("studies/<int:study_id>/plan/", views.plan, name="plan"),
     path("help/img/<str:name>", views.help_image, name="help-image"),
     path("help/<slug:page>/", views.help_page, name="help-page"),
+    path("", include("annotations.critique_urls")),  # critique studies (issue 10)
 ]

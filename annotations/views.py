@@ -14,7 +14,7 @@ from annotations import selectors
 from annotations.dashboard import dashboard_context
 from annotations.errors import DomainError, LeaseExpired
 from annotations.guidelines import guidelines_html
-from annotations.models import Query, Study
+from annotations.models import Query, Study, StudyMembership
 from annotations.services.labels import label_submit
 from annotations.services.labels import label_undo as label_undo_service
 from annotations.services.routing import (
@@ -35,11 +35,14 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "annotations/home.html", {"rows": rows})
 
 
-def _specialist_study(request: HttpRequest, study_id: int) -> Study:
-    study = get_object_or_404(Study, pk=study_id)
-    if selectors.specialist_membership(user=request.user, study=study) is None:
+def _specialist(request: HttpRequest, study_id: int) -> StudyMembership:
+    """The user's specialist membership of the study, with the study and class: read once
+    per request (one statement) and passed down to the services, selectors and page."""
+    membership = selectors.specialist_membership_of(user=request.user, study_id=study_id)
+    if membership is None:
+        get_object_or_404(Study, pk=study_id)
         raise PermissionDenied("You are not a specialist in this study.")
-    return study
+    return membership
 
 
 def _session_since(request: HttpRequest, study: Study):
@@ -49,21 +52,22 @@ def _session_since(request: HttpRequest, study: Study):
     return timezone.datetime.fromisoformat(request.session[key])
 
 
-def _render_query(request: HttpRequest, study: Study, query: Query | None,
+def _render_query(request: HttpRequest, membership: StudyMembership, query: Query | None,
                   message: str = "", *, full: bool = False, recorded: str = "",
                   expired: bool = False) -> HttpResponse:
     """The work area (or the whole page with ``full``): progress, the message, the
     confirmation of the answer just recorded (its label only: "Recorded: No"), the query
     (marked rendered: the minimum answer time counts from now) or the next-query button."""
+    study = membership.study
     context = {"study": study, "message": message, "recorded": recorded, "expired": expired,
                "progress": selectors.specialist_progress(
-                   user=request.user, study=study, since=_session_since(request, study))}
+                   user=request.user, study=study, membership=membership,
+                   since=_session_since(request, study))}
     if query is not None:
         query_mark_rendered(query=query)
         context["q"] = selectors.query_for_specialist(query=query, study=study)
     template = "annotations/label.html" if full else "annotations/_query.html"
     if full:
-        membership = selectors.specialist_membership(user=request.user, study=study)
         context["membership"] = membership
         context["study_guidelines"] = guidelines_html(study.guidelines)
         context["class_guidelines"] = guidelines_html(membership.study_class.guidelines)
@@ -75,73 +79,73 @@ EXPIRED = ("Your time on this query ran out, so it went back to the pool for ano
            "specialist and your answer was not recorded. Press Enter for the next query.")
 
 
-def _lease_next(request: HttpRequest, study: Study) -> tuple[Query | None, str]:
+def _lease_next(request: HttpRequest, membership: StudyMembership) -> tuple[Query | None, str]:
     """Lease the specialist's next query; the message says why there is none."""
     try:
-        query = query_lease_next(study=study, user=request.user)
+        query = query_lease_next(study=membership.study, user=request.user,
+                                 membership=membership)
     except DomainError as exc:
         return None, exc.message
     return query, "" if query is not None else NO_QUERIES_LEFT
 
 
-def _respond(request: HttpRequest, study: Study, query: Query | None, message: str,
-             **extra) -> HttpResponse:
+def _respond(request: HttpRequest, membership: StudyMembership, query: Query | None,
+             message: str, **extra) -> HttpResponse:
     """htmx gets the work fragment; a plain form post (no JavaScript) is redirected to the
     labelling page, which resumes the lease just taken, with the message flashed."""
     if request.htmx:
-        return _render_query(request, study, query, message=message, **extra)
+        return _render_query(request, membership, query, message=message, **extra)
     for text in (extra.get("recorded") and f"Recorded: {extra['recorded']}", message):
         if text:
             messages.info(request, text)
-    return redirect("label", study_id=study.pk)
+    return redirect("label", study_id=membership.study_id)
 
 
-def _refused(request: HttpRequest, study: Study, exc: DomainError) -> HttpResponse:
+def _current_lease(request: HttpRequest, membership: StudyMembership) -> Query | None:
+    """The lease the specialist still holds in an open study (of their class), if any."""
+    if membership.study.status != Study.Status.OPEN:
+        return None
+    return query_current_lease(study=membership.study, user=request.user,
+                               k=membership.study_class.index)
+
+
+def _refused(request: HttpRequest, membership: StudyMembership,
+             exc: DomainError) -> HttpResponse:
     """A refused answer, skip or undo: say why and show what the specialist can do now (the
     query they still hold, or the next-query button)."""
     if isinstance(exc, LeaseExpired):
-        return _respond(request, study, None, EXPIRED, expired=True)
-    current = None
-    membership = selectors.specialist_membership(user=request.user, study=study)
-    if study.status == Study.Status.OPEN and membership is not None:
-        current = query_current_lease(study=study, user=request.user,
-                                      k=membership.study_class.index)
-    return _respond(request, study, current, exc.message)
+        return _respond(request, membership, None, EXPIRED, expired=True)
+    return _respond(request, membership, _current_lease(request, membership), exc.message)
 
 
 @require_GET
 @login_required
 def label_page(request: HttpRequest, study_id: int) -> HttpResponse:
     """The labelling page: resumes the specialist's current lease, if any."""
-    study = _specialist_study(request, study_id)
-    query = None
-    if study.status == Study.Status.OPEN:
-        membership = selectors.specialist_membership(user=request.user, study=study)
-        query = query_current_lease(study=study, user=request.user,
-                                    k=membership.study_class.index)
-    return _render_query(request, study, query, full=True)
+    membership = _specialist(request, study_id)
+    return _render_query(request, membership, _current_lease(request, membership), full=True)
 
 
 @require_POST
 @login_required
 def label_next(request: HttpRequest, study_id: int) -> HttpResponse:
-    study = _specialist_study(request, study_id)
-    query, message = _lease_next(request, study)
-    return _respond(request, study, query, message)
+    membership = _specialist(request, study_id)
+    query, message = _lease_next(request, membership)
+    return _respond(request, membership, query, message)
 
 
 @require_POST
 @login_required
 def label_answer(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
     """Store the answer, then hand out the next query in the same response."""
-    study = _specialist_study(request, study_id)
+    membership = _specialist(request, study_id)
     try:
         result = label_submit(public_id=public_id, user=request.user,
                               answer=request.POST.get("answer", ""))
     except DomainError as exc:
-        return _refused(request, study, exc)
-    query, message = _lease_next(request, study)
-    return _respond(request, study, query, message,
+        return _refused(request, membership, exc)
+    query, message = _lease_next(request, membership)
+    return _respond(request, membership, query, message,
                     recorded=Query.Answer(result.query.answer).label)
 
 
@@ -149,13 +153,13 @@ def label_answer(request: HttpRequest, study_id: int, public_id: str) -> HttpRes
 @login_required
 def label_skip(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
     """Hand the query back to the class pool, then hand out the next one."""
-    study = _specialist_study(request, study_id)
+    membership = _specialist(request, study_id)
     try:
         query_skip(public_id=public_id, user=request.user)
     except DomainError as exc:
-        return _refused(request, study, exc)
-    query, message = _lease_next(request, study)
-    return _respond(request, study, query,
+        return _refused(request, membership, exc)
+    query, message = _lease_next(request, membership)
+    return _respond(request, membership, query,
                     message or "Skipped: the query went back to the pool for someone else.")
 
 
@@ -163,26 +167,26 @@ def label_skip(request: HttpRequest, study_id: int, public_id: str) -> HttpRespo
 @login_required
 def label_undo(request: HttpRequest, study_id: int) -> HttpResponse:
     """Take back the last answer; its query is shown again under a fresh lease."""
-    study = _specialist_study(request, study_id)
+    membership = _specialist(request, study_id)
     try:
-        query = label_undo_service(study=study, user=request.user)
+        query = label_undo_service(study=membership.study, user=request.user)
     except DomainError as exc:
-        return _refused(request, study, exc)
-    return _respond(request, study, query,
+        return _refused(request, membership, exc)
+    return _respond(request, membership, query,
                     "Undone: your last answer was removed. Answer this query again.")
 
 
 @require_POST
 @login_required
 def label_heartbeat(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
-    study = _specialist_study(request, study_id)
+    membership = _specialist(request, study_id)
     try:
         query = query_heartbeat(public_id=public_id, user=request.user)
     except DomainError as exc:
         return HttpResponse(exc.message, status=409)
     return render(request, "annotations/_lease.html",
-                  {"study": study, "q": {"id": query.public_id,
-                                         "lease_expires_at": query.lease_expires_at}})
+                  {"study": membership.study, "q": {"id": query.public_id,
+                                                    "lease_expires_at": query.lease_expires_at}})
 
 
 def _dashboard_study(request: HttpRequest, study_id: int) -> Study:
@@ -199,6 +203,10 @@ def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     URL). The live region polls with ``since=<snapshot id>&health=<token>`` and gets 204
     (nothing to swap) until a newer snapshot exists or the recompute's health changes."""
     study = _dashboard_study(request, study_id)
+    if study.kind == Study.Kind.ASSISTED:  # one dashboard link for every study kind
+        from annotations.views_assisted_dashboard import assisted_dashboard
+
+        return assisted_dashboard(request, study_id)
     method = request.GET.get("method", "ml")
     if request.htmx and not request.htmx.history_restore_request:
         if request.GET.get("since") is not None:
@@ -256,5 +264,6 @@ def plan(request: HttpRequest, study_id: int) -> HttpResponse:
         elif not 0 < pilot < 1:
             context["error"] = "pilot accuracy: must lie strictly between 0 and 1"
         else:
-            context["plan"] = plan_labels(width, pilot, study.classes.count())
+            context["plan"] = plan_labels(width, pilot, study.classes.count(),
+                                          queries_per_item=study.queries_per_item)
     return render(request, "annotations/_plan.html", context)

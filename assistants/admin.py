@@ -3,15 +3,17 @@ from django.core.exceptions import ValidationError
 
 from annotations.admin import ResearcherScopedAdmin
 from annotations.errors import DomainError
-from assistants.models import AISystem, Prediction
+from assistants.models import AISystem, ConfidenceBands, Prediction
 from assistants.services import prediction_set, predictions_delete
 
 
 @admin.register(AISystem)
 class AISystemAdmin(ResearcherScopedAdmin):
-    list_display = ["name", "study", "ordinal", "reference_n", "reference_correct"]
+    list_display = ["name", "study", "ordinal", "reference_n", "reference_correct",
+                    "band_edges"]
     list_filter = ["study"]
-    readonly_fields = ["ordinal", "reference_n", "reference_correct"]
+    readonly_fields = ["ordinal", "reference_n", "reference_correct", "band_edges",
+                       "band_stats"]
 
     def has_add_permission(self, request):
         return False
@@ -21,12 +23,12 @@ class AISystemAdmin(ResearcherScopedAdmin):
 class PredictionAdmin(ResearcherScopedAdmin):
     study_field = "system__study"
     fixed_fields = ("system", "item")
-    list_display = ["item", "system", "option", "position", "raw"]
+    list_display = ["item", "system", "option", "position", "raw", "confidence"]
     list_filter = ["system__study", "system"]
     raw_id_fields = ["item"]
     list_select_related = ["item", "system"]
-    fields = ["system", "item", "option", "position", "raw"]
-    readonly_fields = ["position", "raw"]
+    fields = ["system", "item", "option", "position", "raw", "confidence"]
+    readonly_fields = ["position", "raw", "confidence"]
 
     def save_model(self, request, obj, form, change):
         # through the service: position from the item's shuffle, masks and accuracy refreshed
@@ -43,3 +45,22 @@ class PredictionAdmin(ResearcherScopedAdmin):
         n = predictions_delete(predictions=queryset)
         self.message_user(request, f"{n} predictions deleted; masks refreshed.",
                           messages.SUCCESS)
+
+
+@admin.register(ConfidenceBands)
+class ConfidenceBandsAdmin(ResearcherScopedAdmin):
+    """How a partitioned study bands its AI systems' confidences (the dashboard's accuracy
+    per band). Saved through the service: every system and answered query is re-banded and
+    the estimates recomputed."""
+
+    list_display = ["study", "scheme", "n_bands", "edges"]
+    fields = ["study", "scheme", "n_bands", "edges"]
+
+    def save_model(self, request, obj, form, change):
+        from assistants.banding import confidence_bands_set
+
+        try:
+            confidence_bands_set(study=obj.study, scheme=obj.scheme, n_bands=obj.n_bands,
+                                 edges=obj.edges)
+        except DomainError as exc:
+            raise ValidationError(exc.message) from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -11,10 +12,12 @@ from django.db.models import Count, F, Max, Q
 from annotations.errors import DomainError, ImportFailed
 from annotations.models import Item, Query, Study
 from annotations.services.bulk import IN_LIST_MAX, gc_paused, rows_insert, rows_update
-from annotations.services.records import read_records
+from annotations.services.progress import progress_phase
+from annotations.services.records import option_index, option_text, read_records
+from assistants.banding import systems_bands_refresh
 from assistants.models import MAX_SYSTEMS_PER_STUDY, AISystem, Prediction
 
-PREDICTION_FIELDS = {"item_id", "system", "prediction", "prediction_index"}
+PREDICTION_FIELDS = {"item_id", "system", "prediction", "prediction_index", "confidence"}
 # Input fields stored in a column: read_records refuses objects there and over-long text.
 PREDICTION_COLUMNS = {"item_id": Item._meta.get_field("external_id"),
                       "system": AISystem._meta.get_field("name")}
@@ -56,39 +59,31 @@ def system_create(*, study: Study, name: str, description: str = "") -> AISystem
         )
 
 
-def prediction_text(value) -> str:
-    """The text a ``prediction`` value stands for: strings stripped; JSON numbers as they
-    would be written (an integral float 3.0 is "3", so it matches an option "3")."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value).strip()
+# The prediction rule shares its readers with the items' gold (annotations.services.records).
+prediction_text = option_text
+prediction_index = option_index
 
 
-def prediction_index(value, n_options: int) -> int | None:
-    """A ``prediction_index`` value: a 0-based option index (integers, integral floats such
-    as 3.0 and their text). None when empty; ValueError when not an index of the item."""
+def prediction_confidence(value) -> float | None:
+    """A ``confidence`` value: a number from 0 to 1 (JSON number or its text). None when
+    empty; ValueError otherwise (the message names the problem)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, bool):
-        raise ValueError(f"'{value}' is not an option index")
-    number = value
+        raise ValueError(f"'{value}' is not a number")
     if isinstance(value, str):
         try:
-            number = float(value.strip()) if "." in value else int(value.strip())
+            number = float(value.strip())
         except ValueError:
-            raise ValueError(f"'{value}' is not a whole number") from None
-    if isinstance(number, float):
-        if not number.is_integer():
-            raise ValueError(f"'{value}' is not a whole number")
-        number = int(number)
-    if not isinstance(number, int):
-        raise ValueError(f"'{value}' is not a whole number")
-    if not 0 <= number < n_options:
-        raise ValueError(f"{number} is outside 0..{n_options - 1}")
+            raise ValueError(f"'{value}' is not a number") from None
+    elif isinstance(value, int | float):
+        number = float(value)
+    else:
+        raise ValueError(f"{value!r} is not a number")
+    if not math.isfinite(number):
+        raise ValueError(f"'{value}' is not a finite number")
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"{value} is outside 0..1 (a share, not a percentage)")
     return number
 
 
@@ -119,7 +114,9 @@ def predictions_import(
     stored raw and scored as a wrong answer; the result counts these per system
     (``unparseable``), and empty predictions (``missing``). ``prediction_index`` is the
     0-based index of the original option (integers, 3.0 or "3"); a value that is not an
-    index of the item is an error. A row gives one of the two, not both.
+    index of the item is an error. A row gives one of the two, not both. ``confidence``
+    (optional) is the system's own confidence in its answer, a number from 0 to 1: the
+    dashboard then estimates its accuracy per confidence band (``assistants.banding``).
     Unknown item ids, duplicates and bad indexes are errors naming file, line and field;
     existing (system, item) pairs are errors unless ``update``. Unknown system names create
     the system. Answered queries' masks are refreshed in the same transaction."""
@@ -141,7 +138,7 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
         if unknown:
             errors.append(
                 f"{where}: {sorted(unknown)[0]}: unknown field (expected item_id, "
-                f"system, prediction or prediction_index)"
+                f"system, prediction or prediction_index, and optionally confidence)"
             )
             continue
         item_id = str(rec.get("item_id") or "").strip()
@@ -164,9 +161,14 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
             errors.append(f"{where}: prediction_index: give prediction (option text) or "
                           f"prediction_index (option index), not both")
             continue
-        rows.append((line, item_id, system, text, index))
+        try:
+            confidence = prediction_confidence(rec.get("confidence"))
+        except ValueError as exc:
+            errors.append(f"{where}: confidence: {exc}")
+            continue
+        rows.append((line, item_id, system, text, index, confidence))
     items = _items_by_external_id(study, {r[1] for r in rows})
-    for line, item_id, _, _, _ in rows:
+    for line, item_id, *_ in rows:
         if item_id not in items:
             errors.append(f"{label}:{line}: item_id: unknown item '{item_id}' in study '{study}'")
     systems = {s.name: s for s in AISystem.objects.filter(study=study)}
@@ -178,10 +180,10 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
         )
     if errors:
         raise ImportFailed(errors)
-    parsed: list[tuple[int, str, str, int, int | None, int | None, str]] = []
+    parsed: list[tuple[int, str, str, int, int | None, int | None, str, float | None]] = []
     unparseable: dict[str, int] = {}
     missing: dict[str, int] = {}
-    for line, item_id, system_name, text, index in rows:
+    for line, item_id, system_name, text, index, confidence in rows:
         item_pk, options, order = items[item_id]
         options = options or class_names
         if prediction_text(index):
@@ -199,7 +201,7 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
                 tally[system_name] = tally.get(system_name, 0) + 1
         position = order.index(option) if option is not None and option in order else None
         parsed.append((line, item_id, system_name, item_pk, option, position,
-                       "" if text is None and index is None else raw))
+                       "" if text is None and index is None else raw, confidence))
     if errors:
         raise ImportFailed(errors)
     for system_name in new_names:
@@ -210,24 +212,26 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
         existing_qs = existing_qs.filter(item_id__in=[v[0] for v in items.values()])
     existing = {(s, i): pk for pk, s, i in existing_qs.values_list("pk", "system_id", "item_id")}
     new: list[dict] = []
-    changed: list[tuple[int, int | None, int | None, str]] = []
-    for line, item_id, system_name, item_pk, option, position, raw in parsed:
+    changed: list[tuple[int, int | None, int | None, str, float | None]] = []
+    for line, item_id, system_name, item_pk, option, position, raw, confidence in parsed:
         system = systems[system_name]
         found = existing.get((system.pk, item_pk))
         if found is None:
             new.append({"system_id": system.pk, "item_id": item_pk, "option": option,
-                        "position": position, "raw": raw})
+                        "position": position, "raw": raw, "confidence": confidence})
         elif not update:
             errors.append(
                 f"{label}:{line}: item_id: '{item_id}' already has a prediction "
                 f"from '{system_name}' (rewriting existing ids is off)"
             )
         else:
-            changed.append((found, option, position, raw))
+            changed.append((found, option, position, raw, confidence))
     if errors:
         raise ImportFailed(errors)
+    progress_phase("writing", total=len(new) + len(changed))
     rows_insert(Prediction, new, batch_size=5000)  # PostgreSQL: COPY
-    rows_update(Prediction, ["option", "position", "raw"], changed)
+    rows_update(Prediction, ["option", "position", "raw", "confidence"], changed)
+    systems_bands_refresh(study=study)
     query_masks_refresh(study=study)
     systems_reference_refresh(study=study)
     return PredictionImportResult(created=len(new), updated=len(changed),
@@ -251,7 +255,7 @@ def prediction_set(*, system: AISystem, item: Item, option: int | None) -> Predi
         defaults={"option": option, "position": item.position_of(option),
                   "raw": "" if option is None else str(option)},
     )
-    query_masks_refresh(study=item.study, item_ids=[item.pk])
+    _masks_refresh(item.study, [item.pk])
     systems_reference_refresh(study=item.study)
     return prediction
 
@@ -262,16 +266,27 @@ def predictions_delete(*, predictions) -> int:
     rows = list(predictions.values_list("pk", "item_id", "item__study_id"))
     Prediction.objects.filter(pk__in=[r[0] for r in rows]).delete()
     for study in Study.objects.filter(pk__in={r[2] for r in rows}):
-        query_masks_refresh(study=study, item_ids=[r[1] for r in rows if r[2] == study.pk])
+        _masks_refresh(study, [r[1] for r in rows if r[2] == study.pk])
         systems_reference_refresh(study=study)
     return len(rows)
 
 
+def _masks_refresh(study: Study, item_ids: list[int]) -> None:
+    """After predictions of ``item_ids`` changed: their queries' masks — or every answered
+    query's, when the change moved a system's confidence-band edges."""
+    if systems_bands_refresh(study=study):
+        query_masks_refresh(study=study)
+    else:
+        query_masks_refresh(study=study, item_ids=item_ids)
+
+
 def query_masks_refresh(*, study: Study, item_ids: list[int] | None = None) -> int:
-    """Recompute match/present masks of the study's answered queries (of ``item_ids`` only,
-    if given) in one UPDATE. Only the study's own systems count (ordinals are per study)
-    and bits combine by OR: BIT_OR on PostgreSQL, elsewhere SUM(DISTINCT) of the powers
-    of two, which is the same number."""
+    """Recompute match/present masks and confidence-band bits (``assistants.banding``) of
+    the study's answered queries (of ``item_ids`` only, if given) in one UPDATE. Only the
+    study's own systems count (ordinals are per study) and bits combine by OR: BIT_OR on
+    PostgreSQL, elsewhere SUM(DISTINCT) of the powers of two, which is the same number."""
+    from assistants.banding import BAND_FIELDS, band_case_sql
+
     q = connection.ops.quote_name
     query_t, pred_t, sys_t = (
         Query._meta.db_table,
@@ -285,13 +300,24 @@ def query_masks_refresh(*, study: Study, item_ids: list[int] | None = None) -> i
         f"ON s.{q('id')} = p.{q('system_id')} WHERE p.{q('item_id')} = {query_t}.{q('item_id')} "
         f"AND s.{q('study_id')} = {query_t}.{q('study_id')}"
     )
+    edges = dict(AISystem.objects.filter(study=study).values_list("ordinal", "band_edges"))
+    band_sql, band_params = band_case_sql(edges, ordinal=f"s.{q('ordinal')}",
+                                          confidence=f"p.{q('confidence')}")
+    band_sets, set_params = [], []
+    for plane, column in enumerate(BAND_FIELDS):
+        if band_params:
+            band_sets.append(f"{q(column)} = ({sub} AND ((({band_sql}) >> {plane}) & 1) = 1)")
+            set_params.extend(band_params)
+        else:
+            band_sets.append(f"{q(column)} = NULL")
     sql = (
         f"UPDATE {query_t} SET "
         f"{q('match_mask')} = ({sub} AND p.{q('position')} = {query_t}.{q('k')}), "
-        f"{q('present_mask')} = ({sub} AND p.{q('position')} IS NOT NULL) "
+        f"{q('present_mask')} = ({sub} AND p.{q('position')} IS NOT NULL), "
+        f"{', '.join(band_sets)} "
         f"WHERE {q('study_id')} = %s AND {q('status')} = %s"
     )
-    params: list = [study.pk, Query.Status.ANSWERED]
+    params: list = [*set_params, study.pk, Query.Status.ANSWERED]
     total = 0
     with connection.cursor() as cur:
         if item_ids is None:

@@ -16,26 +16,21 @@ double assignments.
 from __future__ import annotations
 
 import argparse
-import http.client
 import io
 import json
-import multiprocessing
 import random
-import statistics
 import sys
 import time
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _scratch import (  # noqa: E402
-    PORT,
-    api_call,
-    percentile,
+    LoopClient,
+    clients_gather,
+    clients_run,
+    loop_client_run,
     scratch_database,
-    start_server,
-    stop_server,
 )
 
 
@@ -53,7 +48,7 @@ def seed(args: argparse.Namespace) -> tuple[int, list[str]]:
     rng = random.Random(1)
     lines = [json.dumps({"id": f"i{i}", "text": f"item {i}", "stratum": f"s{i % 4}"})
              for i in range(args.items)]
-    lines += [json.dumps({"id": f"g{i}", "text": f"gold {i}", "gold": rng.randrange(args.k),
+    lines += [json.dumps({"id": f"g{i}", "text": f"gold {i}", "gold_index": rng.randrange(args.k),
                           "quality_check": True}) for i in range(args.gold_items)]
     items_import(study=study, source=io.StringIO("\n".join(lines)), name="bench.jsonl",
                  fmt="jsonl")
@@ -75,79 +70,33 @@ def seed(args: argparse.Namespace) -> tuple[int, list[str]]:
 
 
 @dataclass
-class Specialist:
-    """One simulated specialist, run in its own process (so that client-side GIL waits do
-    not inflate the measured latencies): next query → think → answer, until ``stop_at``."""
+class Specialist(LoopClient):
+    """A specialist: next query → think → answer yes / no / unsure."""
 
-    token: str
-    study_id: int
-    stop_at: float
-    think: float  # seconds, mean
-    warmup: int
-    next_ms: list[float] = field(default_factory=list)
-    answer_ms: list[float] = field(default_factory=list)
-    received: list[str] = field(default_factory=list)  # public query ids
-    answered: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    def next_path(self) -> str:
+        return f"/api/studies/{self.study_id}/queries/next/"
 
-    def call(self, conn, path: str, body: dict | None = None) -> tuple[int, dict | None, float]:
-        return api_call(conn, "POST", path, self.token, body or {})
+    def answer_path(self, task_id: str) -> str:
+        return f"/api/queries/{task_id}/answer/"
 
-    def run(self) -> Specialist:
-        conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
-        rng = random.Random(self.token)
-        done = 0
-        while time.monotonic() < self.stop_at:
-            status, data, ms = self.call(conn, f"/api/studies/{self.study_id}/queries/next/")
-            done += 1
-            measured = done > self.warmup  # the first calls open connections, warm caches
-            if measured:
-                self.next_ms.append(ms)
-            if status == 204:
-                break
-            if status != 200:
-                self.errors.append(f"next {status}: {data}")
-                break
-            self.received.append(data["id"])
-            if self.think:
-                time.sleep(self.think * rng.uniform(0.5, 1.5))
-            answer = rng.choice(["yes", "no", "no", "no", "unsure"])
-            status, data, ms = self.call(conn, f"/api/queries/{self.received[-1]}/answer/",
-                                         {"answer": answer})
-            if measured:
-                self.answer_ms.append(ms)
-            if status not in (200, 201):
-                self.errors.append(f"answer {status}: {data}")
-                break
-            self.answered.append(self.received[-1])
-        return self
-
-
-def _run_specialist(specialist: Specialist) -> Specialist:
-    return specialist.run()
+    def answer_body(self, task: dict, rng: random.Random) -> dict:
+        return {"answer": rng.choice(["yes", "no", "no", "no", "unsure"])}
 
 
 def run_mode(mode: str, url: str, study_id: int, tokens: list[str], args) -> None:
     from django.db import connection
 
     broker = args.broker if mode == "worker" else None
-    procs = start_server(url, workers=args.workers, threads=args.threads, broker=broker)
-    try:
+
+    def specialists() -> list[Specialist]:
         stop_at = time.monotonic() + args.seconds
-        specialists = [Specialist(t, study_id, stop_at, args.think / 1000, args.warmup)
-                       for t in tokens]
-        with multiprocessing.get_context("fork").Pool(len(tokens)) as pool:
-            clients = pool.map(_run_specialist, specialists)
-    finally:
-        stop_server(procs)
-    next_ms = [m for c in clients for m in c.next_ms]
-    answer_ms = [m for c in clients for m in c.answer_ms]
-    holders: dict[int, set[int]] = defaultdict(set)
-    for i, c in enumerate(clients):
-        for q in c.received:
-            holders[q].add(i)
-    doubles = sum(1 for h in holders.values() if len(h) > 1)
-    sent = [q for c in clients for q in c.answered]
+        return [Specialist(t, study_id, stop_at, args.think / 1000, args.warmup)
+                for t in tokens]
+
+    clients = clients_run(url, specialists, loop_client_run, workers=args.workers,
+                          threads=args.threads, broker=broker)
+    got = clients_gather(clients)
+    sent, doubles, errors = got.sent, got.doubles, got.errors
     with connection.cursor() as cur:
         cur.execute("SELECT count(*) FROM annotations_query WHERE public_id = ANY(%s) "
                     "AND status = 'answered'", [sent])
@@ -156,18 +105,13 @@ def run_mode(mode: str, url: str, study_id: int, tokens: list[str], args) -> Non
                     "ON q.id = e.query_id WHERE e.kind = 'answered' AND q.public_id = ANY(%s)",
                     [sent])
         events = cur.fetchone()[0]
-    errors = [e for c in clients for e in c.errors]
     print(f"\n[{mode}] {len(tokens)} specialists, {args.seconds} s, think {args.think} ms, "
           f"gunicorn {args.workers}×{args.threads} gthread")
-    for name, values in (("next query", next_ms), ("answer", answer_ms)):
-        print(f"  {name:<10} n={len(values):>6}  p50 {statistics.median(values):6.1f} ms  "
-              f"p95 {percentile(values, 95):6.1f} ms  p99 {percentile(values, 99):6.1f} ms  "
-              f"max {max(values):6.1f} ms")
+    got.latencies_print(("next query", "answer"))
     print(f"  throughput {len(sent) / args.seconds:.0f} answers/s; "
           f"double assignments {doubles}; answers sent {len(sent)} (distinct "
           f"{len(set(sent))}), stored {stored}, audit rows {events}; errors {len(errors)}")
-    for e in errors[:5]:
-        print("   ", e)
+    got.errors_print()
 
 
 def main() -> None:

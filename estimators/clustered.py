@@ -26,8 +26,9 @@ and 0/1 scores d = 1 exactly (each label's squared score equals its information)
 How the estimators use it (:func:`estimate_clustered`): the counts are divided by the
 design effect (effective counts n/d, S/d: the same proportions, so the same point estimates,
 and a log-likelihood divided by d), and every interval is built from them as usual — the
-likelihood-ratio interval of ℓ/d (a design-effect-adjusted likelihood ratio), the exact
-interval of the rounded effective counts where events are few. Per method: "ord" with the
+likelihood-ratio interval of ℓ/d (a design-effect-adjusted likelihood ratio), where events
+are few the exact interval of the nearest integer outcome, with that outcome's own ML
+estimate (:func:`estimators.intervals.lattice_outcome`). Per method: "ord" with the
 design effect of the ordinary proportion (1: an item has at most one "yes"), "comp" with
 that of the complementary proportion, "ml" with the joint one; the IVW mixtures with the
 sandwich variance of w Â_ord + (1 − w) Â_comp, whose per-item terms

@@ -134,10 +134,40 @@ def exact_where_needed(lo, hi, small, n_ord, s_ord, n_comp, s_comp, k: int,
     small = small.astype(bool)
     lo, hi = lo.copy(), hi.copy()
     if small.any():
+        *cells, lattice_mle = lattice_outcome(n_ord[small], s_ord[small], n_comp[small],
+                                              s_comp[small], k, mle[small])
         lo[small], hi[small] = exact_interval(
-            n_ord[small], s_ord[small], n_comp[small], s_comp[small], k, confidence,
-            mle[small], u=None if u is None else u_all[small])
+            *cells, k, confidence, lattice_mle, u=None if u is None else u_all[small])
     return lo, hi
+
+
+def lattice_outcome(n_ord, s_ord, n_comp, s_comp, k: int, mle=None) -> tuple[np.ndarray, ...]:
+    """The outcome of integer counts nearest to (n_o, S_o, n_c, S_c) and its ML estimate:
+    what the exact interval (defined on integer outcomes) is computed for. Integer counts
+    are returned as they are (with ``mle`` when given). Counts may be fractional: effective
+    counts n/d, S/d with several queries per item (:mod:`estimators.clustered`), or a
+    complementary sum holding missing predictions' (K−2)/(K−1). Then n' = round(n) and
+    S' = round(n'·S/n) — the proportion kept as closely as the lattice allows, whether
+    its rare events are successes or failures — and the ML estimate is that of the
+    rounded outcome, so that the observed outcome is tied with itself in the exact tails
+    (an estimate a rounding error off the outcome's own, e.g. 1 − 1e-16 for a perfect
+    score, would drop the observed outcome's mass from one tail or the other)."""
+    from estimators.partitioned import ml_accuracy
+
+    n_ord, s_ord, n_comp, s_comp = np.broadcast_arrays(
+        *(np.asarray(x, dtype=float) for x in (n_ord, s_ord, n_comp, s_comp)))
+    counts = np.stack([n_ord, s_ord, n_comp, s_comp])
+    integral = (counts == np.round(counts)).all(axis=0)
+    rounded = []
+    for n, s in ((n_ord, s_ord), (n_comp, s_comp)):
+        n_r = np.round(n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s_r = np.where(n > 0, np.round(n_r * s / np.where(n > 0, n, 1.0)), 0.0)
+        rounded += [np.where(integral, n, n_r), np.where(integral, s, np.clip(s_r, 0, n_r))]
+    lattice_mle = ml_accuracy(*rounded, k)
+    if mle is not None:
+        lattice_mle = np.where(integral, np.broadcast_to(mle, integral.shape), lattice_mle)
+    return (*rounded, lattice_mle)
 
 
 def confidence_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float, mle=None,
@@ -157,7 +187,8 @@ def confidence_interval(n_ord, s_ord, n_comp, s_comp, k: int, confidence: float,
     a_hat = ml_accuracy(n_ord, s_ord, n_comp, s_comp, k) if mle is None else np.broadcast_to(
         np.asarray(mle, dtype=float), n_ord.shape)
     if method == "exact":
-        return exact_interval(n_ord, s_ord, n_comp, s_comp, k, confidence, a_hat, u=u)
+        *cells, lattice_mle = lattice_outcome(n_ord, s_ord, n_comp, s_comp, k, a_hat)
+        return exact_interval(*cells, k, confidence, lattice_mle, u=u)
     if method == "asymptotic":
         return likelihood_ratio_interval(n_ord, s_ord, n_comp, s_comp, k, confidence,
                                          mle=a_hat)

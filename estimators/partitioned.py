@@ -105,8 +105,8 @@ def ml_accuracy(n_ord, s_ord, n_comp, s_comp, k: int) -> np.ndarray:
     """Closed-form maximiser of ℓ(A) = S_o log A + T_o log(1−A) + S_c log q + T_c log(1−q),
     q = (A+K−2)/(K−1): the root in [0, 1] of α A² + β A + γ with α = n_o + n_c,
     β = (K−2)(T_o+T_c) + (K−3) S_o − S_c, γ = −(K−2) S_o. Evaluated in the cancellation-free
-    form −2γ / (β + √(β²−4αγ)) when β > 0. Reduces to Â_ord when n_c = 0 and to
-    max(0, Â_comp) when n_o = 0 (K ≥ 3). No data → 0.5."""
+    form −2γ / (β + √(β²−4αγ)) when β > 0; exactly 1 when T_o + T_c = 0. Reduces to
+    Â_ord when n_c = 0 and to max(0, Â_comp) when n_o = 0 (K ≥ 3). No data → 0.5."""
     t = (n_ord - s_ord) + (n_comp - s_comp)
     alpha = n_ord + n_comp
     beta = (k - 2) * t + (k - 3) * s_ord - s_comp
@@ -120,6 +120,9 @@ def ml_accuracy(n_ord, s_ord, n_comp, s_comp, k: int) -> np.ndarray:
     a = np.where(beta > 0, stable, (-beta + root) / (2 * safe_alpha))
     if k == 2:  # the likelihood is then binomial in A with all labels ordinary-like
         a = np.where(has, (s_ord + s_comp) / safe_alpha, a)
+    # no label against the AI: the root is 1 exactly (fractional counts — effective counts,
+    # missing predictions — would otherwise leave it a rounding error below)
+    a = np.where(t <= 0, 1.0, a)
     return np.where(has, np.clip(a, 0.0, 1.0), NO_DATA_ACCURACY)
 
 

@@ -11,7 +11,9 @@ import time
 
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.views.decorators.http import require_GET
 
 from annotations.services.recompute import short_error
@@ -84,3 +86,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
     status = "down" if not ok else ("degraded" if not recompute["ok"] else "ok")
     return JsonResponse({"ok": ok, "status": status, **parts, "recompute": recompute},
                         status=200 if ok else 503)
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, which browsers ask for on pages without a ``<link rel="icon">`` (the
+    admin's): a redirect to the static icon."""
+    return redirect(static("img/favicon.svg"), permanent=True)

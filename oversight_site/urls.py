@@ -3,14 +3,18 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from oversight_site.health import healthz
+from oversight_site.health import favicon, healthz
 from oversight_site.throttling import ThrottledAdminAuthenticationForm, ThrottledLoginView
 
 admin.site.login_form = ThrottledAdminAuthenticationForm  # failed log-ins slow down, then lock
 
 urlpatterns = [
     path("", include("annotations.urls")),
+    path("", include("annotations.urls_assisted")),
+    path("", include("annotations.urls_assisted_dashboard")),
     path("healthz", healthz, name="healthz"),
+    # browsers ask for /favicon.ico on pages without a <link rel="icon"> (the admin's)
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -19,6 +23,7 @@ urlpatterns = [
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(),
          name="password_change_done"),
     path("api/", include("annotations.api_urls")),
+    path("api/", include("annotations.api_urls_assisted")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),

@@ -39,7 +39,7 @@ def make_items(n: int, k: int, *, seed: int = 0, checks: int = 0, strata: int = 
             "id": f"i{i}" if i < n else f"c{i - n}",
             "text": f"Question {i}",
             "options": [f"opt {i}.{j}" for j in range(k)],
-            "gold": int(rng.integers(0, k)),
+            "gold_index": int(rng.integers(0, k)),
             "stratum": f"s{i % strata}",
             "quality_check": i >= n,
         })
@@ -57,9 +57,9 @@ def predictions_for(items: list[dict], accuracies: dict[str, float], k: int, *,
             if rng.random() < missing:
                 pred: object = "garbled"
             elif rng.random() < acc:
-                pred = it["gold"]
+                pred = it["gold_index"]
             else:
-                pred = int(rng.choice([j for j in range(k) if j != it["gold"]]))
+                pred = int(rng.choice([j for j in range(k) if j != it["gold_index"]]))
             field = "prediction" if isinstance(pred, str) else "prediction_index"
             rows.append({"item_id": it["id"], "system": name, field: pred})
     return rows

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from django.db import connection, models, transaction
 from django.utils import timezone
 
+from annotations.services.progress import progress_advance
+
 BATCH = 2000
 # Above this many rows an import reads the study's rows whole instead of listing ids in an
 # IN (...) clause (SQLite allows at most 32 766 parameters per statement).
@@ -51,12 +53,15 @@ def rows_insert(model: type[models.Model], rows: Sequence[dict], *,
                 batch_size: int = BATCH) -> int:
     """Insert rows given as {attname: value} (missing fields take their defaults); returns
     how many. No primary keys come back: read them again when needed. Triggers and
-    constraints run as for any insert."""
+    constraints run as for any insert. Reports each batch to the import's progress."""
     if not rows:
         return 0
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     if connection.vendor not in ("postgresql", "sqlite"):
-        model._default_manager.bulk_create([model(**r) for r in rows], batch_size=batch_size)
+        for start in range(0, len(rows), batch_size):
+            batch = rows[start:start + batch_size]
+            model._default_manager.bulk_create([model(**r) for r in batch])
+            progress_advance(len(batch))
         return len(rows)
     now = timezone.now()
     plan = []
@@ -88,27 +93,33 @@ def rows_insert(model: type[models.Model], rows: Sequence[dict], *,
             adapt = connection.ops.adapt_datetimefield_value
             dates = [i for i, f in enumerate(fields) if isinstance(f, models.DateTimeField)]
             marks = ", ".join(["%s"] * len(fields))
-            prepared = []
-            for row in rows:
-                vals = values(row)
-                for i in dates:
-                    vals[i] = adapt(vals[i])
-                prepared.append(vals)
-            cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", prepared)
+            for start in range(0, len(rows), batch_size):
+                prepared = []
+                for row in rows[start:start + batch_size]:
+                    vals = values(row)
+                    for i in dates:
+                        vals[i] = adapt(vals[i])
+                    prepared.append(vals)
+                cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", prepared)
+                progress_advance(len(prepared))
             return len(rows)
         # COPY bypasses Django's cursor wrapper: map psycopg errors to django.db's here
         with connection.wrap_database_errors, cur.copy(
             f"COPY {table} ({columns}) FROM STDIN"
         ) as copy:
-            for row in rows:
+            for i, row in enumerate(rows, start=1):
                 copy.write_row(values(row))
+                if i % batch_size == 0:
+                    progress_advance(batch_size)
+            progress_advance(len(rows) % batch_size)
     return len(rows)
 
 
 def rows_update(model: type[models.Model], attnames: Sequence[str],
                 rows: Sequence[tuple]) -> int:
     """Set ``attnames`` of rows given as (pk, value, …) tuples. PostgreSQL: COPY into a
-    temporary table, then one UPDATE … FROM; other databases: a prepared UPDATE per row."""
+    temporary table, then one UPDATE … FROM; other databases: a prepared UPDATE per row.
+    Reports the rows to the import's progress when done."""
     if not rows:
         return 0
     meta = model._meta
@@ -128,6 +139,7 @@ def rows_update(model: type[models.Model], attnames: Sequence[str],
             cur.executemany(f"UPDATE {table} SET {sets} WHERE {q(meta.pk.column)} = %s",
                             [(*[adapt(f, v) for f, v in zip(fields, r[1:], strict=True)],
                               r[0]) for r in rows])
+        progress_advance(len(rows))
         return len(rows)
     now = timezone.now()
     converters = [_prepared(f, now) for f in fields]
@@ -145,4 +157,5 @@ def rows_update(model: type[models.Model], attnames: Sequence[str],
         cur.execute(f"UPDATE {table} AS m SET {assign} FROM {temp} AS t "
                     f"WHERE m.{q(meta.pk.column)} = t.id")
         cur.execute(f"DROP TABLE {temp}")
+    progress_advance(len(rows))
     return len(rows)

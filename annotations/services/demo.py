@@ -37,7 +37,7 @@ def _user(username: str, password: str, *, staff: bool = False, superuser: bool 
 def demo_items(n_items: int, n_checks: int, rng: np.random.Generator) -> tuple[list, list]:
     """Synthetic multiple-choice items (gold = original option 0..4) and predictions of the
     demo systems: right with their true accuracy, else a uniformly drawn wrong option; the
-    small model leaves 3 % of answers unparseable."""
+    small model leaves 3 % of answers unparseable. Each prediction states a confidence."""
     items, predictions = [], []
     for i in range(n_items + n_checks):
         subject = SUBJECTS[i % len(SUBJECTS)]
@@ -47,7 +47,7 @@ def demo_items(n_items: int, n_checks: int, rng: np.random.Generator) -> tuple[l
             "id": ext,
             "text": f"[{subject}] Demo question {i}: which statement is correct?",
             "options": [f"Statement {i}.{j}" for j in range(5)],
-            "gold": gold, "stratum": subject, "quality_check": i >= n_items,
+            "gold_index": gold, "stratum": subject, "quality_check": i >= n_items,
         })
         if i >= n_items:
             continue
@@ -59,7 +59,11 @@ def demo_items(n_items: int, n_checks: int, rng: np.random.Generator) -> tuple[l
             else:
                 pred = int(rng.choice([j for j in range(5) if j != gold]))
             field = "prediction" if isinstance(pred, str) else "prediction_index"
-            predictions.append({"item_id": ext, "system": name, field: pred})
+            # stated confidence (dashboard: accuracy per confidence band): informative for
+            # the two larger models, the same whether right or wrong for the small one
+            a, b = (3, 2) if name == "small-model" else (8, 2) if pred == gold else (4, 4)
+            predictions.append({"item_id": ext, "system": name, field: pred,
+                                "confidence": round(float(rng.beta(a, b)), 2)})
     return items, predictions
 
 

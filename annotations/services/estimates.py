@@ -18,11 +18,13 @@ from annotations.selectors import (
     study_first_query_answers,
     study_item_labels,
     study_label_counts,
+    study_label_counts_banded,
 )
 from assistants.models import AISystem
 from estimators.adjust import (
+    binomial_equivalent,
     ipw_class_weights,
-    stratified_combine,
+    stratified_estimate,
     weighted_effective_counts,
 )
 from estimators.checks import yes_share_test
@@ -64,7 +66,7 @@ def system_counts(counts, k: int) -> dict[str, np.ndarray]:
     'no' to class k is an ordinary label of the other class and is counted as such."""
     yes = (counts.answer == Query.Answer.YES)[:, None]
     no = (counts.answer == Query.Answer.NO)[:, None]
-    n = counts.n[:, None]
+    n = counts.n[:, None] if counts.n.ndim == 1 else counts.n  # per system: a band's counts
     if k == 2:
         n_ord = np.broadcast_to((yes * n) + (no * n), counts.match.shape)
         s_ord = yes * counts.match + no * (counts.present - counts.match)
@@ -78,12 +80,14 @@ def system_counts(counts, k: int) -> dict[str, np.ndarray]:
     return {"n_ord": n_ord, "s_ord": s_ord, "n_comp": n_comp, "s_comp": s_comp}
 
 
-def label_clusters(labels: ItemLabels, k: int, weights: np.ndarray | None = None) -> Clusters:
+def label_clusters(labels: ItemLabels, k: int, weights: np.ndarray | None = None,
+                   include: np.ndarray | None = None) -> Clusters:
     """Per-item sums of the labels (METHODS.md M1's z and w, as in :func:`system_counts`),
     each label weighted by ``weights`` (per label; None: 1): the clusters of the
     item-clustered variance. Three sparse products (items × labels) @ (labels × systems)
     of the mask bits: Σ over "yes" of the match bit, Σ over "no" of the match and present
-    bits."""
+    bits. ``include`` (labels × systems, 0/1): only those labels count for that system (a
+    confidence band)."""
     n = len(labels.yes)
     weight = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
     rows = np.arange(n)
@@ -93,11 +97,18 @@ def label_clusters(labels: ItemLabels, k: int, weights: np.ndarray | None = None
                                  shape=(labels.n_items, n))
 
     on_yes, on_no = over(labels.yes), over(~labels.yes)
-    yes_match = np.asarray(on_yes @ labels.match, dtype=float)
-    no_match = np.asarray(on_no @ labels.match, dtype=float)
-    no_present = np.asarray(on_no @ labels.present, dtype=float)
-    n_yes = np.asarray(on_yes.sum(axis=1), dtype=float)
-    n_no = np.asarray(on_no.sum(axis=1), dtype=float)
+    match, present = labels.match, labels.present
+    if include is not None:
+        match, present = match * include, present * include
+    yes_match = np.asarray(on_yes @ match, dtype=float)
+    no_match = np.asarray(on_no @ match, dtype=float)
+    no_present = np.asarray(on_no @ present, dtype=float)
+    if include is None:
+        n_yes = np.asarray(on_yes.sum(axis=1), dtype=float)
+        n_no = np.asarray(on_no.sum(axis=1), dtype=float)
+    else:
+        n_yes = np.asarray(on_yes @ include, dtype=float)
+        n_no = np.asarray(on_no @ include, dtype=float)
     if k == 2:  # a "no" is an ordinary label of the other class
         zeros = np.zeros_like(n_yes)
         return Clusters(n_ord=n_yes + n_no, s_ord=yes_match + no_present - no_match,
@@ -114,11 +125,14 @@ def _columns(est) -> dict[str, list | None]:
 
 
 def _estimates_for(stats: dict[str, np.ndarray], k: int, interval: str,
-                   clusters: Clusters | None = None) -> dict[str, dict[str, list]]:
+                   clusters: Clusters | None = None,
+                   effects=None) -> dict[str, dict[str, list]]:
     """Every method for every system of one scope: from the counts ``stats``, or, with
-    several queries per item, from ``clusters`` (item-clustered variance)."""
+    several queries per item, from ``clusters`` (item-clustered variance; ``effects``
+    their design effects when already computed)."""
     out = {}
-    effects = design_effects(clusters, k) if clusters is not None else None
+    if clusters is not None and effects is None:
+        effects = design_effects(clusters, k)
     for method in METHODS:
         if clusters is not None:
             est = estimate_clustered(clusters, k, method, CONFIDENCE, interval=interval,
@@ -179,20 +193,23 @@ def _method_cells(per_method: dict, j: int, n_ord: float, n_comp: float, k: int)
             for m, v in per_method.items()}
 
 
-def _stratified(by_stratum: dict, strata: list, population: dict[str, int]) -> dict | None:
-    """Per-stratum ML estimates combined with the strata's shares of the study's items."""
+def _stratified(by_stratum: dict, strata: list, population: dict[str, int], k: int,
+                interval: str) -> dict | None:
+    """Per-stratum ML estimates combined with the strata's shares of the study's items
+    (estimators.adjust.stratified_estimate: the interval from binomial-equivalent counts,
+    each stratum's design effect included)."""
     if len(strata) < 2:
         return None
     weights = np.array([population.get(h, 0) for h in strata], float)
     if weights.sum() <= 0:
         return None
     acc = np.array([by_stratum[h][1]["ml"]["accuracy"] for h in strata], float)
-    se = np.array([by_stratum[h][1]["ml"]["se"] for h in strata], float)
-    combined, combined_se = stratified_combine(acc, se, weights)
-    z = stats.norm.ppf(0.5 + CONFIDENCE / 2)
-    columns = {"accuracy": combined.tolist(), "se": combined_se.tolist(),
-               "ci_low": np.clip(combined - z * combined_se, 0, 1).tolist(),
-               "ci_high": np.clip(combined + z * combined_se, 0, 1).tolist()}
+    n_eq = np.array([binomial_equivalent(acc[i], by_stratum[h][0]["n_ord"],
+                                         by_stratum[h][0]["n_comp"], k, by_stratum[h][2])
+                     for i, h in enumerate(strata)], float)
+    est = stratified_estimate(acc, n_eq, weights, k, CONFIDENCE, interval=interval)
+    columns = {f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
+               for f in ("accuracy", "se", "ci_low", "ci_high")}
     return {"columns": columns,
             "weights": {h: float(w) for h, w in zip(strata, weights / weights.sum(),
                                                     strict=True)}}
@@ -272,18 +289,32 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
     finite-sample bound), overall and per stratum, and store them as a snapshot. With
     several queries per item every variance is clustered by item (estimators.clustered).
     Cells without data are null (no figure is invented)."""
+    from annotations.services.band_estimates import (
+        band_payload,
+        banded_systems,
+        bands_scheme,
+        n_bands_of,
+    )
+
     started = time.perf_counter()
     study = Study.objects.get(pk=study_id)
     progress = study_class_progress(study=study)
     k = len(progress)
     systems = list(AISystem.objects.filter(study=study).order_by("ordinal"))
     ordinals = [s.ordinal for s in systems]
-    counts = study_label_counts(study=study, ordinals=ordinals)
+    n_bands = n_bands_of(systems)
+    band_counts = None
+    if n_bands:  # confidences: the per-band counts come out of the same aggregation
+        counts, band_counts = study_label_counts_banded(
+            study=study, ordinals=ordinals, n_bands=n_bands,
+            banded=[systems[j].ordinal for j in banded_systems(systems)])
+    else:
+        counts = study_label_counts(study=study, ordinals=ordinals)
     per_group = system_counts(counts, k)
     totals = {name: arr.sum(axis=0) for name, arr in per_group.items()}
     # one label per item: each item is its own cluster and the sandwich is the model
     # variance, so the per-item read is only needed with several queries per item
-    labels = (study_item_labels(study=study, ordinals=ordinals)
+    labels = (study_item_labels(study=study, ordinals=ordinals, bands=bool(n_bands))
               if study.queries_per_item > 1 and systems else None)
     clusters = label_clusters(labels, k) if labels is not None else None
     strata = sorted(set(counts.strata.tolist()))
@@ -320,8 +351,9 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
     pilots = []
     if systems:
         interval = study.interval_method
-        overall = _estimates_for(totals, k, interval, clusters)
-        design_effect = (design_effects(clusters, k).joint if clusters is not None else None)
+        effects = design_effects(clusters, k) if clusters is not None else None
+        overall = _estimates_for(totals, k, interval, clusters, effects)
+        design_effect = effects.joint if effects is not None else None
         ipw = _ipw_estimates(counts, per_group, progress, k, interval, labels)
         by_stratum = {}
         for stratum in strata:
@@ -329,13 +361,17 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
             stats = {name: arr[mask].sum(axis=0) for name, arr in per_group.items()}
             scope = (clusters.subset(labels.item_strata == stratum)
                      if clusters is not None else None)
-            by_stratum[stratum] = (stats, _estimates_for(stats, k, interval, scope))
-        stratified = _stratified(by_stratum, strata, study.stratum_sizes)
+            scope_effects = design_effects(scope, k) if scope is not None else None
+            by_stratum[stratum] = (stats, _estimates_for(stats, k, interval, scope,
+                                                         scope_effects),
+                                   scope_effects.joint if scope_effects is not None else 1.0)
+        stratified = _stratified(by_stratum, strata, study.stratum_sizes, k, interval)
+        bands = (band_payload(systems=systems, counts=counts, band_counts=band_counts,
+                              labels=labels, k=k, interval=interval)
+                 if band_counts is not None else {})
         ml_acc = np.asarray(overall["ml"]["accuracy"])
-        needed = (complementary_labels_for_width(
-            study.target_ci_width, np.clip(ml_acc, 0.05, 0.99), k,
-            n_ord=totals["n_ord"], n_comp=totals["n_comp"], confidence=CONFIDENCE,
-        ) if k > 2 else None)
+        needed = (_labels_needed(study, ml_acc, totals, k, design_effect)
+                  if k > 2 else None)
         for j, system in enumerate(systems):
             n_o, n_c = float(totals["n_ord"][j]), float(totals["n_comp"][j])
             has = n_o + n_c > 0
@@ -364,21 +400,42 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
                 },
                 "strata": {
                     stratum: _stratum_cell(stats, per_method, j, k)
-                    for stratum, (stats, per_method) in by_stratum.items()
+                    for stratum, (stats, per_method, _) in by_stratum.items()
                 },
+                "bands": bands.get(system.pk),
             })
+    payload["confidence_bands"] = bands_scheme(study) if n_bands else None
     payload["plan"] = None
     if study.target_ci_width and pilots:
         # pilot: the typical system's ML estimate — only once a system has labels
         pilot = float(np.clip(np.median(pilots), 0.05, 0.99))
         payload["plan"] = {"target_width": study.target_ci_width, "pilot_accuracy": pilot,
-                           **asdict(plan_labels(study.target_ci_width, pilot, k))}
+                           **asdict(plan_labels(study.target_ci_width, pilot, k,
+                                                CONFIDENCE, study.queries_per_item))}
     duration_ms = (time.perf_counter() - started) * 1000
     with transaction.atomic():
         return EstimateSnapshot.objects.create(
             study=study, n_answered=payload["n_answered"], duration_ms=duration_ms,
             payload=payload,
         )
+
+
+def _labels_needed(study: Study, ml_acc: np.ndarray, totals: dict[str, np.ndarray], k: int,
+                   design_effect: np.ndarray | None) -> np.ndarray:
+    """Further "no" answers until each system's ML interval reaches the study's target
+    width. With several queries per item, in effective counts (÷ the system's design
+    effect), the further "no" answers coming with the "yes" answers of their items at the
+    collected ratio."""
+    ratio = 0.0
+    if design_effect is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(totals["n_comp"] > 0, totals["n_ord"]
+                             / np.where(totals["n_comp"] > 0, totals["n_comp"], 1.0), 0.0)
+    return complementary_labels_for_width(
+        study.target_ci_width, np.clip(ml_acc, 0.05, 0.99), k, n_ord=totals["n_ord"],
+        n_comp=totals["n_comp"], confidence=CONFIDENCE,
+        design_effect=1.0 if design_effect is None else design_effect,
+        ordinary_per_complementary=ratio)
 
 
 def _stratum_cell(stats: dict, per_method: dict, j: int, k: int) -> dict:

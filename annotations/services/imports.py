@@ -13,7 +13,14 @@ from annotations.errors import ImportFailed, InvalidStudy
 from annotations.models import Item, Query, Study
 from annotations.services.bulk import IN_LIST_MAX, gc_paused, rows_insert, rows_update
 from annotations.services.item_options import option_order_for, options_conflict
-from annotations.services.records import parse_bool, parse_json_cell, read_records
+from annotations.services.progress import progress_phase
+from annotations.services.records import (
+    option_index,
+    option_text,
+    parse_bool,
+    parse_json_cell,
+    read_records,
+)
 from annotations.services.routing import (
     first_queries_create,
     items_route,
@@ -22,7 +29,8 @@ from annotations.services.routing import (
     study_rng,
 )
 
-ITEM_FIELDS = {"id", "text", "options", "stratum", "gold", "quality_check", "metadata"}
+ITEM_FIELDS = {"id", "text", "options", "stratum", "gold", "gold_index", "quality_check",
+               "metadata"}
 # Input fields stored in a column: read_records refuses objects there and over-long text.
 ITEM_COLUMNS = {"id": Item._meta.get_field("external_id"), "text": Item._meta.get_field("text"),
                 "stratum": Item._meta.get_field("stratum")}
@@ -43,21 +51,28 @@ class ImportResult:
         return text + (f", {self.routed} routed." if self.routed else ".")
 
 
-def _option_index(value, options: list[str], what: str) -> int | None:
-    """An option given as 0-based index or as its text (or class name). None when empty."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, bool):
-        raise ValueError(f"{what} '{value}' is not an option")
-    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
-        idx = int(value)
-        if not 0 <= idx < len(options):
-            raise ValueError(f"{what} index {idx} is outside 0..{len(options) - 1}")
-        return idx
-    text = str(value).strip()
-    if text in options:
-        return options.index(text)
-    raise ValueError(f"{what} '{text}' is not one of the options")
+def gold_option(text, index, options: list[str]) -> tuple[int | None, str | None]:
+    """The gold option of an item record, by the same rule as predictions — never guessed:
+    ``gold`` is the right option's text (the class name for items without options),
+    matched exactly after trimming spaces (a JSON number is read as its text: 3 and 3.0
+    mean the option "3"); ``gold_index`` is its 0-based index in ``options`` (2, 2.0 or
+    "2"). Returns (index or None, None) or (None, "field: problem")."""
+    if option_text(text) and option_text(index):
+        return None, ("gold_index: give gold (the option's text) or gold_index (its index "
+                      "from 0), not both")
+    if option_text(index):
+        try:
+            return option_index(index, len(options)), None
+        except ValueError as exc:
+            return None, f"gold_index: {exc}"
+    raw = option_text(text)
+    if not raw:
+        return None, None
+    if raw in options:
+        return options.index(raw), None
+    hint = (" (an index from 0 goes in gold_index)"
+            if raw.isdigit() and int(raw) < len(options) else "")
+    return None, f"gold: '{raw}' is not one of the options{hint}"
 
 
 @transaction.atomic
@@ -72,7 +87,8 @@ def items_import(
     """Import items from CSV (options and metadata as JSON cells) or JSONL.
 
     Fields: id, text, options (list of K strings; empty → the class names), stratum, gold
-    (0-based index or option text; hidden), quality_check (bool; needs gold), metadata.
+    (the right option's text) or gold_index (its 0-based index) — hidden, never guessed
+    (``gold_option``) —, quality_check (bool; needs gold), metadata.
     Existing ids are an error unless ``update`` is set, which rewrites text, stratum, gold
     and metadata of existing items — never their options or quality-check flag, and never
     an item with answered queries (refused with the reason; a record identical to the
@@ -123,10 +139,9 @@ def _items_import(*, study: Study, source: IO | str, name: str | None, fmt: str 
         if (conflict := options_conflict(options, classes)) is not None:
             errors.append(f"{where}: options: {conflict}")
             continue
-        try:
-            gold = _option_index(rec.get("gold"), options or classes, "gold")
-        except ValueError as exc:
-            errors.append(f"{where}: gold: {exc}")
+        gold, problem = gold_option(rec.get("gold"), rec.get("gold_index"), options or classes)
+        if problem:
+            errors.append(f"{where}: {problem}")
             continue
         try:
             qc = parse_bool(rec.get("quality_check"))
@@ -212,6 +227,10 @@ def _items_write(study: Study, records: list[tuple[int, dict]], *, label: str, u
         to_update.append(item)
     if errors:
         raise ImportFailed(errors)
+    # rows to write: updated items, new items and, in an open study, their first queries
+    routing = study.status == Study.Status.OPEN
+    progress_phase("writing", total=len(to_update) + len(new) + (
+        sum(not r["is_quality_check"] for r in new) if routing else 0))
     if to_update:
         rows_update(Item, Item.CONTENT_FIELDS,
                     [(i.pk, *[getattr(i, f) for f in Item.CONTENT_FIELDS]) for i in to_update])

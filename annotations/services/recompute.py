@@ -13,6 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
@@ -36,6 +38,40 @@ def pending_key(study_id: int) -> str:
     return f"recompute-pending:{study_id}"
 
 
+def cost_key(study_id: int) -> str:
+    return f"recompute-cost:{study_id}"
+
+
+def recompute_cost_record(study_id: int, seconds: float) -> None:
+    """Remember how long the study's latest recompute took (cache; never raises)."""
+    from django.core.cache import cache
+
+    try:
+        cache.set(cost_key(study_id), float(seconds), timeout=3600)
+    except Exception as exc:  # noqa: BLE001 - Redis down: the plain debounce applies
+        log.warning("recompute of study %s: cost not recorded (%s)", study_id,
+                    short_error(exc))
+
+
+def recompute_delay(study_id: int) -> float:
+    """Seconds to wait before the next recompute of a study: the debounce, or, when its
+    last recompute took c seconds, c · (1/s − 1) with s = OVERSIGHT_RECOMPUTE_MAX_SHARE — so
+    while answers stream in, one study's recomputes take at most that share of a worker
+    and the answers' requests keep the rest of the machine (a 1 s analysis at s = 0.25
+    runs at most every 4 s). Never raises."""
+    from django.core.cache import cache
+
+    delay = settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS
+    share = settings.OVERSIGHT_RECOMPUTE_MAX_SHARE
+    try:
+        cost = float(cache.get(cost_key(study_id)) or 0.0)
+    except Exception:  # noqa: BLE001 - Redis down: the plain debounce
+        cost = 0.0
+    if 0 < share < 1:
+        delay = max(delay, cost * (1 / share - 1))
+    return delay
+
+
 def catch_up_grace_seconds() -> float:
     """How long a study may be behind before the sweeper steps in: long enough for the
     debounced task the answer scheduled to have run."""
@@ -47,6 +83,41 @@ def short_error(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
     return text[:ERROR_CHARS]
+
+
+# --- study kinds --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RecomputeKind:
+    """How the studies of one ``Study.kind`` recompute: ``recompute(study_id=…)`` writes
+    the snapshot; ``answered(study_ids)`` → {study id: the ``n_answered`` a fresh snapshot
+    would have}, the sweeper's check for answers whose on-commit hook never ran (None: no
+    such check). Partitioned studies are the default (``services.estimates``)."""
+
+    recompute: Callable[..., EstimateSnapshot]
+    answered: Callable[[list[int]], dict[int, int]] | None = None
+
+
+_KINDS: dict[str, RecomputeKind] = {}
+
+
+def recompute_kind_register(kind: str, recompute: Callable[..., EstimateSnapshot], *,
+                            answered: Callable[[list[int]], dict[int, int]] | None = None
+                            ) -> None:
+    """Make ``study_recompute_any`` and the sweeper handle studies of ``kind`` (idempotent;
+    each study type's module registers itself when imported)."""
+    _KINDS[kind] = RecomputeKind(recompute, answered)
+
+
+def study_recompute_any(*, study_id: int) -> EstimateSnapshot:
+    """Recompute a study of any kind into a new snapshot (the kind's registered recompute;
+    partitioned studies: ``services.estimates.study_recompute``)."""
+    kind = Study.objects.filter(pk=study_id).values_list("kind", flat=True).first()
+    entry = _KINDS.get(kind)
+    if entry is None:
+        from annotations.services.estimates import study_recompute
+
+        return study_recompute(study_id=study_id)
+    return entry.recompute(study_id=study_id)
 
 
 # --- state ---------------------------------------------------------------------------------
@@ -123,8 +194,7 @@ def recompute_enqueue(study_id: int, *, force: bool = False) -> bool:
 
     from annotations.tasks import study_recompute_task
 
-    delay = settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS
-    if settings.CELERY_TASK_ALWAYS_EAGER and delay <= 0:
+    if settings.CELERY_TASK_ALWAYS_EAGER and settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS <= 0:
         try:  # tests: the snapshot exists on return
             study_recompute_task.apply(args=(study_id,))
         except Exception as exc:  # noqa: BLE001 - recorded by the task
@@ -135,6 +205,7 @@ def recompute_enqueue(study_id: int, *, force: bool = False) -> bool:
             cache.set(pending_key(study_id), 1, timeout=PENDING_KEY_SECONDS)
         elif not cache.add(pending_key(study_id), 1, timeout=PENDING_KEY_SECONDS):
             return False
+        delay = recompute_delay(study_id)
         if settings.CELERY_TASK_ALWAYS_EAGER:
             # Embedded defaults (no broker): the in-process "worker" is a timer thread, so
             # the answer request does not wait for the recompute.
@@ -180,19 +251,26 @@ def _recompute_in_process(study_id: int) -> None:
 
 # --- catching up ---------------------------------------------------------------------------
 def _mark_studies_behind_by_count() -> list[int]:
-    """Open studies whose answered-query count differs from their latest snapshot's (an
-    answer whose on-commit hook never ran: the web process died right after the commit)
-    are marked as behind."""
+    """Open studies whose answered count (queries; ratings for assisted studies) differs
+    from their latest snapshot's (an answer whose on-commit hook never ran: the web process
+    died right after the commit) are marked as behind."""
     latest = EstimateSnapshot.objects.filter(study=OuterRef("pk")).order_by(
         "-computed_at", "-id").values("n_answered")[:1]
     rows = (
-        Study.objects.filter(status=Study.Status.OPEN)
+        Study.objects.filter(status=Study.Status.OPEN).exclude(kind__in=list(_KINDS))
         .annotate(n_answered=Count("queries", filter=Q(queries__status=Query.Status.ANSWERED,
                                                        queries__is_quality_check=False)),
                   n_snapshot=Subquery(latest))
         .values_list("pk", "n_answered", "n_snapshot")
     )
     behind = [pk for pk, n, n_snap in rows if n != (n_snap or 0)]
+    for kind, entry in _KINDS.items():  # other study types count their own answers
+        if entry.answered is None:
+            continue
+        snaps = dict(Study.objects.filter(status=Study.Status.OPEN, kind=kind)
+                     .annotate(n_snapshot=Subquery(latest)).values_list("pk", "n_snapshot"))
+        counts = entry.answered(list(snaps))
+        behind += [pk for pk, n_snap in snaps.items() if counts.get(pk, 0) != (n_snap or 0)]
     already = set(RecomputeState.objects.filter(study_id__in=behind, dirty_since__isnull=False)
                   .values_list("study_id", flat=True))
     for study_id in behind:

@@ -13,6 +13,7 @@ from django.db import models
 
 from annotations.errors import ImportFailed
 from annotations.inputs import NUL_MESSAGE, InputRejected, json_loads, nul_path, record_problem
+from annotations.services.progress import progress_advance, progress_phase
 
 FORMATS = ("csv", "jsonl")
 
@@ -30,6 +31,10 @@ def detect_format(name: str, fmt: str | None = None) -> str:
     raise ImportFailed([f"{name}: cannot tell the format from the name; say csv or jsonl"])
 
 
+# Progress is reported every this many records (services.progress).
+PROGRESS_EVERY = 500
+
+
 def read_records(
     source: IO[bytes] | IO[str] | str | Path, *, name: str | None = None, fmt: str | None = None,
     columns: dict[str, models.Field] | None = None,
@@ -38,7 +43,9 @@ def read_records(
     file and line for undecodable text or malformed JSON, and file, line and field for what
     cannot be stored (``annotations.inputs.record_problem``: NUL characters, JSON nested
     deeper than 64 levels; for ``columns`` — input name → model field — an object where
-    text belongs or text longer than the column)."""
+    text belongs or text longer than the column). Reports the phase "reading" (total: the
+    number of lines, an upper bound of the records) and the records read so far to the
+    current progress reporter, if any."""
     if isinstance(source, str | Path):
         name = name or str(source)
         with open(source, "rb") as fh:
@@ -56,9 +63,12 @@ def read_records(
             ) from exc
     else:
         text = raw
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    progress_phase("reading", total=max(lines - (fmt == "csv"), 0))
     if fmt == "csv":
         has_nul = "\x00" in text
         reader = csv.DictReader(io.StringIO(text, newline=""))
+        count = 0
         if not reader.fieldnames:
             raise ImportFailed([f"{name}:1: the file is empty (a header row is needed)"])
         try:
@@ -70,10 +80,14 @@ def read_records(
                 record = {k.strip(): v for k, v in row.items() if k}
                 if has_nul or columns:
                     _check_storable(record, columns, has_nul, f"{name}:{reader.line_num}")
+                count += 1
+                if count % PROGRESS_EVERY == 0:
+                    progress_advance(PROGRESS_EVERY)
                 yield reader.line_num, record
         except csv.Error as exc:
             raise ImportFailed([f"{name}:{reader.line_num}: malformed CSV ({exc})"]) from exc
         return
+    count = 0
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -92,6 +106,9 @@ def read_records(
         has_nul = "\\u0000" in line
         if has_nul or columns:
             _check_storable(record, columns, has_nul, f"{name}:{line_no}")
+        count += 1
+        if count % PROGRESS_EVERY == 0:
+            progress_advance(PROGRESS_EVERY)
         yield line_no, record
 
 
@@ -125,3 +142,41 @@ def parse_bool(value) -> bool:
     if text in ("1", "true", "yes", "y"):
         return True
     raise ValueError(f"'{value}' is not a yes/no value")
+
+
+def option_text(value) -> str:
+    """The text an option given by its text stands for (``prediction``, ``gold``): strings
+    stripped; JSON numbers as they would be written (an integral float 3.0 is "3", so it
+    matches an option "3"); None is empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def option_index(value, n_options: int) -> int | None:
+    """An option given by its 0-based index (``prediction_index``, ``gold_index``):
+    integers, integral floats such as 3.0 and their text. None when empty; ValueError when
+    not an index of an item with ``n_options`` options."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"'{value}' is not an option index")
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip()) if "." in value else int(value.strip())
+        except ValueError:
+            raise ValueError(f"'{value}' is not a whole number") from None
+    if isinstance(number, float):
+        if not number.is_integer():
+            raise ValueError(f"'{value}' is not a whole number")
+        number = int(number)
+    if not isinstance(number, int):
+        raise ValueError(f"'{value}' is not a whole number")
+    if not 0 <= number < n_options:
+        raise ValueError(f"{number} is outside 0..{n_options - 1}")
+    return number

@@ -13,11 +13,11 @@ import datetime as dt
 from collections.abc import Iterable
 
 import numpy as np
-from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
+from annotations import engine
 from annotations.errors import NotPermitted, StudyNotOpen
 from annotations.models import (
     Item,
@@ -108,10 +108,36 @@ def first_queries_create(*, study: Study,
 def lease_length(study: Study) -> dt.timedelta:
     """How long a lease (and each heartbeat) lasts: the study's ``lease_minutes``, unless the
     OVERSIGHT_LEASE_SECONDS setting overrides it (tests of expiry)."""
-    seconds = getattr(settings, "OVERSIGHT_LEASE_SECONDS", None)
-    if seconds:
-        return dt.timedelta(seconds=seconds)
-    return dt.timedelta(minutes=study.lease_minutes)
+    return engine.lease_seconds_override() or dt.timedelta(minutes=study.lease_minutes)
+
+
+def may_still_work(query: Query, user: User) -> None:
+    """The study is open and ``user`` is still a specialist of the query's class: closing a
+    study, removing a membership or moving a specialist to another class stops their
+    answers, heartbeats and skips at once."""
+    if query.study.status != Study.Status.OPEN:
+        raise StudyNotOpen(f"Study '{query.study}' is {query.study.status}; answers are no "
+                           "longer accepted.")
+    if getattr(query, "in_class_checked_for", None) == user.pk:
+        in_class = query.holder_in_class  # read with the query's lock (labels.label_submit)
+    else:
+        in_class = StudyMembership.objects.filter(
+            study_id=query.study_id, user=user, role=StudyMembership.Role.SPECIALIST,
+            study_class__index=query.k,
+        ).exists()
+    if not in_class:
+        raise NotPermitted("You no longer answer this class in this study; ask a researcher "
+                           "if this is a mistake.")
+
+
+# Partitioned queries as a kind of the task engine: quality checks are made per specialist
+# on demand, so a lease that ends drops them instead of returning them to a pool.
+QUERY_KIND = engine.task_kind_register(engine.TaskKind(
+    name="query", model=Query, event_model=QueryEvent, event_task_field="query",
+    lease_for=lambda query: lease_length(query.study), noun="query",
+    may_still_work=may_still_work, drop_on_return=Q(is_quality_check=True),
+    locked_related=("study",),
+))
 
 
 def _membership(study: Study, user: User) -> StudyMembership:
@@ -131,36 +157,17 @@ def leases_reclaim(
     """Return expired leases to their pool: the same query, the same class k (never redrawn).
     Expired quality-check queries are dropped (they are made per specialist on demand).
     Returns the number of queries reclaimed."""
-    now = now or timezone.now()
-    expired = Query.objects.filter(status=Query.Status.LEASED, lease_expires_at__lt=now)
-    if study is not None:
-        expired = expired.filter(study=study)
+    filters = {} if study is None else {"study": study}
     if k is not None:
-        expired = expired.filter(k=k)
-    with transaction.atomic():
-        return leases_return(expired.select_for_update(skip_locked=True))
+        filters["k"] = k
+    return engine.leases_reclaim(QUERY_KIND, now=now, **filters)
 
 
 def leases_return(leases, *, reason: str | None = None) -> int:
-    """Give the (locked) leased queries ``leases`` back to their pools, as on expiry: routed
-    queries become pending again, same k, with a ``reclaimed`` audit row (``reason`` in its
-    detail when given); quality checks are dropped (made per specialist on demand). Call
-    inside a transaction. Returns how many leases ended."""
-    rows = list(leases.values_list("pk", "holder_id", "is_quality_check"))
-    if not rows:
-        return 0
-    routed = [pk for pk, _, qc in rows if not qc]
-    extra = {"reason": reason} if reason else {}
-    QueryEvent.objects.bulk_create(
-        QueryEvent(query_id=pk, kind=QueryEvent.Kind.RECLAIMED,
-                   detail={"holder": holder, **extra})
-        for pk, holder, qc in rows if not qc
-    )
-    Query.objects.filter(pk__in=routed).update(
-        status=Query.Status.PENDING, holder=None, lease_expires_at=None, rendered_at=None
-    )
-    Query.objects.filter(pk__in=[pk for pk, _, qc in rows if qc]).delete()
-    return len(rows)
+    """Give the (locked) leased queries ``leases`` back to their pools, as on expiry (the
+    engine's ``leases_return``: routed queries pending again, same k, audited; quality
+    checks dropped). Call inside a transaction. Returns how many leases ended."""
+    return engine.leases_return(QUERY_KIND, leases, reason=reason)
 
 
 def _quality_check_lease(
@@ -201,7 +208,7 @@ def _quality_check_lease(
     if not rows:
         return None
     query = rows[0]
-    QueryEvent.objects.create(query=query, kind=QueryEvent.Kind.ISSUED, actor=user)
+    engine.task_event(QUERY_KIND, query, QueryEvent.Kind.ISSUED, actor=user)
     return query
 
 
@@ -217,13 +224,20 @@ def _draw_count_next(membership: StudyMembership) -> int:
 
 
 @transaction.atomic
-def query_lease_next(*, study: Study, user: User) -> Query | None:
+def query_lease_next(*, study: Study, user: User,
+                     membership: StudyMembership | None = None) -> Query | None:
     """Give a specialist a query of their class under a lease, or None if the pool is empty.
 
     A specialist's unexpired lease is resumed first. Otherwise the next pending query of
     their class in stored random order is locked with ``SELECT … FOR UPDATE SKIP LOCKED``,
-    so concurrent requests never get the same query."""
-    membership = _membership(study, user)
+    so concurrent requests never get the same query. ``membership``: the user's specialist
+    membership of ``study`` (with its class) when the caller read it in this request;
+    otherwise it is read here."""
+    if membership is None:
+        membership = _membership(study, user)
+    elif (membership.study_id, membership.user_id, membership.role) != (
+            study.pk, user.pk, StudyMembership.Role.SPECIALIST):
+        raise NotPermitted("You are not a specialist in this study.")
     if study.status != Study.Status.OPEN:
         raise StudyNotOpen(f"Study '{study}' is not open.")
     now = timezone.now()
@@ -238,7 +252,6 @@ def query_lease_next(*, study: Study, user: User) -> Query | None:
     for attempt in range(2):
         query = _pending_lease(study, k, user, now)
         if query is not None:
-            QueryEvent.objects.create(query=query, kind=QueryEvent.Kind.ISSUED, actor=user)
             return query
         if attempt == 0 and not leases_reclaim(now=now, study=study, k=k):
             break
@@ -246,26 +259,18 @@ def query_lease_next(*, study: Study, user: User) -> Query | None:
 
 
 def _pending_lease(study: Study, k: int, user: User, now: dt.datetime) -> Query | None:
-    """Lease the first pending query of class k in stored random order, in one statement:
-    ``UPDATE … WHERE id = (SELECT … ORDER BY rank LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING``.
-    The row lock makes concurrent requests skip to the next query (never the same one);
-    SQLite, which serialises writers, runs it without the lock clause. Queries this user
-    skipped are passed over (one probe of the (user, query) unique index per candidate)."""
-    table = Query._meta.db_table
+    """Lease (through the engine's one statement) the first pending routed query of class k
+    in stored random order, passing over queries this user skipped (one probe of the
+    (user, query) unique index per candidate) and follow-ups still held for their answer's
+    undo window (a pending query's ``lease_expires_at``: not before then; see
+    ``labels.label_undo``)."""
     skips = QuerySkip._meta.db_table
-    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked \
-        else ""
-    sql = (
-        f"UPDATE {table} SET status = %s, holder_id = %s, issued_at = %s, rendered_at = NULL, "
-        f"lease_expires_at = %s, times_issued = times_issued + 1 WHERE id = ("
-        f"SELECT id FROM {table} q WHERE study_id = %s AND k = %s AND status = %s "
-        f"AND NOT is_quality_check AND NOT EXISTS (SELECT 1 FROM {skips} s "
-        f"WHERE s.user_id = %s AND s.query_id = q.id) ORDER BY rank LIMIT 1{lock}) RETURNING *"
-    )
-    expires = now + lease_length(study)
-    rows = list(Query.objects.raw(sql, [Query.Status.LEASED, user.pk, now, expires, study.pk, k,
-                                        Query.Status.PENDING, user.pk]))
-    return rows[0] if rows else None
+    pool = ("q.study_id = %s AND q.k = %s AND NOT q.is_quality_check "
+            "AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= %s) AND NOT EXISTS "
+            f"(SELECT 1 FROM {skips} s WHERE s.user_id = %s AND s.query_id = q.id)")
+    return engine.lease_first(QUERY_KIND, pool_sql=pool,
+                              pool_params=[study.pk, k, now, user.pk],
+                              user=user, now=now, expires=now + lease_length(study))
 
 
 def query_current_lease(
@@ -273,13 +278,19 @@ def query_current_lease(
 ) -> Query | None:
     """The user's unexpired lease in the study (of class ``k`` if given: a lease of a class
     the specialist no longer answers is not resumed; it expires and returns to its pool)."""
-    now = now or timezone.now()
-    leases = Query.objects.filter(
-        study=study, holder=user, status=Query.Status.LEASED, lease_expires_at__gt=now
-    )
+    queries = Query.objects.filter(study=study)
     if k is not None:
-        leases = leases.filter(k=k)
-    return leases.order_by("issued_at").first()
+        queries = queries.filter(k=k)
+    return engine.lease_current(QUERY_KIND, queries, user=user, now=now)
+
+
+def query_for_holder(*, user: User, query_id: int | None = None,
+                     public_id: str | None = None) -> Query:
+    """The query (by database or public id) locked and checked to be held by ``user`` under
+    an unexpired lease, in an open study whose specialist of this class they still are."""
+    query = engine.task_locked(QUERY_KIND, pk=query_id, public_id=public_id)
+    return engine.task_for_holder(QUERY_KIND, query, user,
+                                  describe_answer=lambda q: q.answer)
 
 
 @transaction.atomic
@@ -288,12 +299,8 @@ def query_heartbeat(*, user: User, query_id: int | None = None,
     """Extend the lease of an active specialist (the page calls this while they work).
     Refused like an answer: only the holder, only an unexpired lease of an unanswered query,
     only while the study is open and the user still answers the query's class."""
-    from annotations.services.labels import _locked_query_for_holder, query_locked
-
-    query = _locked_query_for_holder(query_locked(query_id=query_id, public_id=public_id), user)
-    query.lease_expires_at = timezone.now() + lease_length(query.study)
-    query.save(update_fields=["lease_expires_at"])
-    return query
+    query = query_for_holder(user=user, query_id=query_id, public_id=public_id)
+    return engine.task_heartbeat(QUERY_KIND, query)
 
 
 @transaction.atomic
@@ -302,29 +309,12 @@ def query_skip(*, user: User, query_id: int | None = None, public_id: str | None
     to this user again (``QuerySkip``, excluded by the lease statement). A quality check is
     handed back the same way (its row stays, pending and never leased, so that the item is
     not offered to this user again). Audit row ``skipped`` in the same transaction."""
-    from annotations.services.labels import _locked_query_for_holder, query_locked
-
-    query = _locked_query_for_holder(query_locked(query_id=query_id, public_id=public_id), user)
+    query = query_for_holder(user=user, query_id=query_id, public_id=public_id)
     QuerySkip.objects.create(query=query, user=user, study_id=query.study_id, k=query.k,
                              is_quality_check=query.is_quality_check)
-    QueryEvent.objects.create(query=query, kind=QueryEvent.Kind.SKIPPED, actor=user)
-    query.status = Query.Status.PENDING
-    query.holder = None
-    query.lease_expires_at = None
-    query.rendered_at = None
-    query.save(update_fields=["status", "holder", "lease_expires_at", "rendered_at"])
-    return query
+    return engine.task_hand_back(QUERY_KIND, query, user=user)
 
 
 def query_mark_rendered(*, query: Query) -> None:
     """Record (once per lease) when the server first rendered the query to its holder."""
-    if query.rendered_at is None:
-        now = timezone.now()
-        updated = Query.objects.filter(pk=query.pk, rendered_at__isnull=True).update(
-            rendered_at=now
-        )
-        if updated:
-            query.rendered_at = now
-            QueryEvent.objects.create(
-                query=query, kind=QueryEvent.Kind.RENDERED, actor=query.holder
-            )
+    engine.task_mark_rendered(QUERY_KIND, query)

@@ -88,7 +88,7 @@ def study_simulate(*, study: Study, answers: int | None = None, error_rate: floa
                     active.remove(user)  # pool empty (or no truth for this item)
                     continue
                 answer = simulated_answer(query.item, query.k, rng, error_rate, unsure_rate)
-                label_submit(query_id=query.pk, user=user, answer=answer)
+                label_submit(query_id=query.pk, user=user, answer=answer, undoable=False)
                 counts[answer] += 1
                 done += 1
                 progressed = True

@@ -14,7 +14,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotations.errors import InvalidStudy, NotPermitted
-from annotations.models import Study, StudyClass, StudyMembership, User
+from annotations.models import Study, StudyClass, StudyEvent, StudyMembership, User
+from annotations.models.events import STUDY_EVENT_KINDS
 from annotations.services.routing import items_route
 
 
@@ -94,10 +95,34 @@ def researchers_staff_ensure(*, study: Study) -> int:
     ).update(is_staff=True)
 
 
+def study_event_record(*, study: Study, kind: str, by: User | None = None,
+                       detail: dict | None = None) -> StudyEvent:
+    """Add one row to the study's audit trail (``StudyEvent``) in the caller's transaction.
+    ``kind`` must be registered (``study_event_kind_register``; opened, items_routed,
+    closed, threshold_changed are built in); ``by`` is the acting user, None for the
+    system."""
+    if kind not in STUDY_EVENT_KINDS:
+        raise InvalidStudy(f"Unknown study event kind '{kind}'; register it first.",
+                           field="kind")
+    return StudyEvent.objects.create(study=study, kind=kind, actor=by, detail=detail or {})
+
+
 @transaction.atomic
-def study_open(*, study: Study) -> int:
+def study_open(*, study: Study, by: User | None = None) -> int:
     """Open a draft (or re-open-route an open) study and route every item not yet routed.
-    Returns the number routed. Refused for a closed study or K < 2."""
+    Returns the number routed. Refused for a closed study or K < 2. Audited in the same
+    transaction: ``opened`` (draft → open) or ``items_routed`` (an open study routing
+    items added since), with the number routed. Assisted studies open through
+    ``assisted_study_open`` (their sentences are routed instead), critique studies through
+    ``critique_study_open`` (their own tasks)."""
+    if study.kind == Study.Kind.ASSISTED:
+        from annotations.services.assisted.design import assisted_study_open
+
+        return assisted_study_open(study=study, by=by)
+    if study.kind == Study.Kind.CRITIQUE:
+        from annotations.services.critique.studies import critique_study_open
+
+        return critique_study_open(study=study, by=by)
     locked = Study.objects.select_for_update().get(pk=study.pk)
     study.status, study.opened_at = locked.status, locked.opened_at
     k = study.classes.count()
@@ -107,22 +132,32 @@ def study_open(*, study: Study) -> int:
     if study.status == Study.Status.CLOSED:
         raise InvalidStudy(f"Study '{study}' is closed; a closed study stays closed.",
                            field="status")
+    was = study.status
     study.status = Study.Status.OPEN
     study.opened_at = study.opened_at or timezone.now()
     study.save(update_fields=["status", "opened_at"])
-    return items_route(study=study)
+    routed = items_route(study=study)
+    if was != Study.Status.OPEN:
+        study_event_record(study=study, kind="opened", by=by,
+                           detail={"routed": routed, "from": was})
+    elif routed:
+        study_event_record(study=study, kind="items_routed", by=by, detail={"routed": routed})
+    return routed
 
 
 @transaction.atomic
-def study_close(*, study: Study) -> None:
-    """Close a study: no query is offered or answered any more. Closing twice is refused."""
+def study_close(*, study: Study, by: User | None = None) -> None:
+    """Close a study: no query is offered or answered any more. Closing twice is refused.
+    Audited (``closed``) in the same transaction."""
     locked = Study.objects.select_for_update().get(pk=study.pk)
     study.status, study.closed_at = locked.status, locked.closed_at
     if study.status == Study.Status.CLOSED:
         raise InvalidStudy(f"Study '{study}' is already closed.", field="status")
+    was = study.status
     study.status = Study.Status.CLOSED
     study.closed_at = timezone.now()
     study.save(update_fields=["status", "closed_at"])
+    study_event_record(study=study, kind="closed", by=by, detail={"from": was})
 
 
 # --- member accounts created by researchers ------------------------------------------------

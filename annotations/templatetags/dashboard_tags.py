@@ -11,15 +11,20 @@ from annotations.dashboard import GLOSSARY
 register = template.Library()
 
 
-@register.simple_tag
-def tip(key: str, label: str = "") -> str:
+def term_tip(short: str, meaning: str, label: str = "") -> str:
     """A term with its meaning: ``title`` for a mouse, and an "i" that opens on a tap or
-    a key press (``<details>``: no script needed)."""
-    short, meaning = GLOSSARY[key]
+    a key press (``<details>``: no script needed). Every dashboard's tooltip tag uses it
+    with its own glossary."""
     return format_html(
         '<span class="term" title="{}">{}</span><details class="tip"><summary '
         'aria-label="What does {} mean?">i</summary><span class="tip-text" role="note">{}'
         "</span></details>", meaning, label or short, label or short, meaning)
+
+
+@register.simple_tag
+def tip(key: str, label: str = "") -> str:
+    """A term of the partitioned dashboard's glossary with its meaning (``term_tip``)."""
+    return term_tip(*GLOSSARY[key], label)
 
 
 @register.simple_tag

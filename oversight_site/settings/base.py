@@ -95,8 +95,11 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Wait for the writer instead of failing at once when the dev server and the
-    # in-process tasks write together.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # in-process tasks write together. WAL: readers (pages, an import's progress) are not
+    # blocked while an import writes; IMMEDIATE: a transaction takes the write lock when it
+    # begins, so it waits its turn instead of failing when it starts writing after reading.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        timeout=20, init_command="PRAGMA journal_mode=WAL;", transaction_mode="IMMEDIATE")
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "annotations.User"
@@ -205,6 +208,9 @@ SPECTACULAR_SETTINGS = {
 # --- Platform ------------------------------------------------------------------------------
 # Seconds to wait before recomputing a study after an answer, gathering a burst into one run.
 OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = float(os.environ.get("OVERSIGHT_RECOMPUTE_DEBOUNCE", "0.3"))
+# The largest share of a worker one study's live recomputes may take while answers stream in:
+# after a recompute that took c seconds the next waits at least c · (1/share − 1).
+OVERSIGHT_RECOMPUTE_MAX_SHARE = float(os.environ.get("OVERSIGHT_RECOMPUTE_MAX_SHARE", "0.25"))
 OVERSIGHT_DASHBOARD_POLL_SECONDS = int(os.environ.get("OVERSIGHT_DASHBOARD_POLL_SECONDS", "1"))
 # seed_demo creates accounts with known passwords; production settings turn this off.
 OVERSIGHT_DEMO_ALLOWED = True
@@ -226,14 +232,40 @@ OVERSIGHT_THROTTLES = {
 # An answer to a query shown (HTML page or API "next query") less than this many ms ago is
 # refused (409 answered_too_soon): a held key must not answer queries nobody read.
 OVERSIGHT_MIN_ANSWER_MS = int(os.environ.get("OVERSIGHT_MIN_ANSWER_MS", "600"))
+# Imports run as jobs (annotations/services/import_jobs.py): the largest file accepted, the
+# task's time limit (a job running longer is stopped, nothing written), how often progress
+# is stored, and who runs the jobs: "celery" (a worker; the default with a broker),
+# "thread" (one background thread of the web process; the embedded default) or "request"
+# (the call that submits a job runs it before answering; the test settings).
+OVERSIGHT_IMPORT_MAX_BYTES = int(os.environ.get("OVERSIGHT_IMPORT_MAX_BYTES",
+                                                str(100 * 1024 * 1024)))
+OVERSIGHT_IMPORT_TIME_LIMIT = int(os.environ.get("OVERSIGHT_IMPORT_TIME_LIMIT", "1800"))
+OVERSIGHT_IMPORT_PROGRESS_SECONDS = float(os.environ.get("OVERSIGHT_IMPORT_PROGRESS_SECONDS",
+                                                         "0.5"))
+OVERSIGHT_IMPORT_RUNNER = os.environ.get("OVERSIGHT_IMPORT_RUNNER") or (
+    "thread" if CELERY_TASK_ALWAYS_EAGER else "celery")
+# An answer can be undone for this many seconds (0: never); follow-up queries it routed are
+# not handed out before the window closes, so undo never depends on whether the answered
+# query was routed or a quality check (annotations/services/labels.py, label_undo).
+OVERSIGHT_UNDO_SECONDS = int(os.environ.get("OVERSIGHT_UNDO_SECONDS", "30"))
 # Lease length in seconds instead of each study's lease_minutes (tests of expiry; unset in use).
 OVERSIGHT_LEASE_SECONDS = (int(os.environ["OVERSIGHT_LEASE_SECONDS"])
                            if os.environ.get("OVERSIGHT_LEASE_SECONDS") else None)
+
+# The AI rater / AI outputs (assistants.provider): any OpenAI-compatible chat endpoint. Empty
+# base URL or model = not configured (nothing is ever sent anywhere by default); a study's own
+# provider settings override these. The key is sent only to that endpoint, never logged.
+OVERSIGHT_AI_BASE_URL = os.environ.get("OVERSIGHT_AI_BASE_URL", "")
+OVERSIGHT_AI_MODEL = os.environ.get("OVERSIGHT_AI_MODEL", "")
+OVERSIGHT_AI_API_KEY = os.environ.get("OVERSIGHT_AI_API_KEY", "")
+OVERSIGHT_AI_TIMEOUT = float(os.environ.get("OVERSIGHT_AI_TIMEOUT", "60"))
+OVERSIGHT_AI_MAX_RETRIES = int(os.environ.get("OVERSIGHT_AI_MAX_RETRIES", "3"))
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # httpx2 logs every request of the AI provider client at INFO: one line per sample.
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
 }

@@ -7,6 +7,9 @@ from .base import DATABASES, REST_FRAMEWORK
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.0
+# Import jobs run in the call that submits them (the result exists on return), also in the
+# pass with a broker; tests of the thread and of the worker choose their runner.
+OVERSIGHT_IMPORT_RUNNER = "request"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -21,12 +21,16 @@
     if (event.repeat) return;
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const tag = (event.target.tagName || "").toLowerCase();
-    if (tag === "input" || tag === "textarea" || tag === "select") return;
+    // Typing goes to text fields; radio buttons and check boxes keep the keys (the rating
+    // page of assisted studies chooses with them).
+    const typing = tag === "input" && !["radio", "checkbox"].includes(event.target.type);
+    if (typing || tag === "textarea" || tag === "select") return;
     if (event.key === "?") { event.preventDefault(); toggleHelp(); return; }
     if (dialog() && dialog().open) return;  // Esc closes it (the browser's own handling)
     if (tag === "summary" && event.key === "Enter") return;  // opens the guidelines
     const key = event.key === "Enter" ? "Enter" : event.key.toLowerCase();
-    const button = work() && work().querySelector('button[data-key="' + key + '"]:not(:disabled)');
+    // A button, or the label of a radio button (clicking it chooses the option).
+    const button = work() && work().querySelector('[data-key="' + key + '"]:not(:disabled)');
     if (button) {
       event.preventDefault();
       // htmx enables swapped-in forms when the swap settles (some ms later): a key pressed
@@ -48,7 +52,8 @@
     const card = lease.closest("article.query");
     if (!card) return;
     card.classList.add("expired");
-    card.querySelectorAll("form.answers button, form.skip button").forEach(function (b) { b.disabled = true; });
+    card.querySelectorAll("form.answers button, form.answers input, form.answers textarea, form.skip button")
+      .forEach(function (b) { b.disabled = true; });
     const next = card.querySelector(".expired-next");
     if (next) {
       next.hidden = false;

@@ -253,6 +253,7 @@ def test_several_queries_per_item_cluster_every_estimator_by_item():
     equals ML; the point estimates are unchanged."""
     from estimators.clustered import Clusters, ml_design_effect
     from estimators.partitioned import estimate
+    from estimators.planning import complementary_labels_for_width, plan_labels
 
     study = make_study(k=4, n_items=400, queries_per_item=3, systems={"a": 0.85, "b": 0.5},
                        seed=48, strata=2)
@@ -288,3 +289,18 @@ def test_several_queries_per_item_cluster_every_estimator_by_item():
         assert row["estimates"]["ivw"]["se"] > float(plain["ivw"].se)
         assert row["ipw"]["se"] == pytest.approx(ml["se"], rel=1e-6)
         assert row["stratified"]["se"] > 0
+        # labels to target in effective counts: the collected labels and each further
+        # "no" (with the "yes" answers of its items at the collected ratio) count 1/d
+        n_o, _, n_c, _ = totals
+        effective = complementary_labels_for_width(
+            study.target_ci_width, min(max(ml["accuracy"], 0.05), 0.99), 4, n_ord=n_o,
+            n_comp=n_c, design_effect=want, ordinary_per_complementary=n_o / n_c)
+        raw = complementary_labels_for_width(study.target_ci_width,
+                                             min(max(ml["accuracy"], 0.05), 0.99), 4,
+                                             n_ord=n_o, n_comp=n_c)
+        assert row["labels_needed"] == pytest.approx(effective) and effective != raw
+    plan = payload["plan"]
+    expected = plan_labels(study.target_ci_width, plan["pilot_accuracy"], 4,
+                           queries_per_item=3)
+    assert plan["items"] == expected.items and plan["design_effect"] > 1.05
+    assert plan["routed_queries"] == expected.routed_queries

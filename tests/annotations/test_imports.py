@@ -30,13 +30,14 @@ def _csv(text: str) -> io.StringIO:
 
 
 def test_csv_items_import_with_json_cells(draft):
-    src = _csv('id,text,options,gold,stratum,metadata\n'
-               'x1,What?,"[""a"",""b"",""c""]",b,s1,"{""src"": 1}"\n'
-               'x2,Why?,"[""d"",""e"",""f""]",0,s2,\n')
+    src = _csv('id,text,options,gold,gold_index,stratum,metadata\n'
+               'x1,What?,"[""a"",""b"",""c""]",b,,s1,"{""src"": 1}"\n'
+               'x2,Why?,"[""d"",""e"",""f""]",,2,s2,\n')
     result = items_import(study=draft, source=src, name="items.csv")
     assert (result.created, result.updated) == (2, 0)
     x1 = Item.objects.get(study=draft, external_id="x1")
     assert (x1.gold_option, x1.stratum, x1.metadata) == (1, "s1", {"src": 1})
+    assert Item.objects.get(study=draft, external_id="x2").gold_option == 2
     assert sorted(x1.option_order) == [0, 1, 2]
 
 
@@ -44,7 +45,8 @@ def test_csv_items_import_with_json_cells(draft):
     ('{"id": "a", "text": "t", "options": ["x", "y"]}', "items.jsonl:1: options: 2 options but the study has K=3"),
     ('{"id": "a", "text": "t"}\n{"id": "a", "text": "u"}', "items.jsonl:2: id: 'a' repeats line 1"),
     ('{"id": "a"}', "items.jsonl:1: text: missing"),
-    ('{"id": "a", "text": "t", "gold": 7}', "items.jsonl:1: gold: gold index 7 is outside 0..2"),
+    ('{"id": "a", "text": "t", "gold": 7}', "items.jsonl:1: gold: '7' is not one of the options"),
+    ('{"id": "a", "text": "t", "gold_index": 7}', "items.jsonl:1: gold_index: 7 is outside 0..2"),
     ('{"id": "a", "text": "t", "colour": 1}', "items.jsonl:1: colour: unknown field"),
     ('{"id": "a", "text": "t", "quality_check": true}', "items.jsonl:1: gold: a quality-check item needs a gold answer"),
     ('{"id": "a", "text": "t"}\n{not json', "items.jsonl:2: invalid JSON"),
@@ -143,7 +145,7 @@ def test_import_commands_report_errors_and_export_round_trip(tmp_path, draft):
     with pytest.raises(CommandError, match=r"bad.csv:2: id: missing"):
         call_command("import_items", str(draft.pk), str(bad))
     good = tmp_path / "good.jsonl"
-    good.write_text("\n".join(json.dumps({"id": f"g{i}", "text": "t", "gold": i % 3})
+    good.write_text("\n".join(json.dumps({"id": f"g{i}", "text": "t", "gold_index": i % 3})
                               for i in range(6)))
     call_command("import_items", str(draft.pk), str(good), stdout=io.StringIO())
     preds = tmp_path / "p.csv"
@@ -193,7 +195,7 @@ def test_api_imports_are_atomic_and_name_the_bad_record():
     study = make_study(k=3, n_items=0, open_=False, seed=81)
     client = Client()
     client.force_login(role_user(study, "researcher"))
-    url = reverse("api-items", args=[study.pk])
+    url = reverse("api-items", args=[study.pk]) + "?wait=true"  # the synchronous form
     ok = client.post(url, [{"id": "a", "text": "first"}, {"id": "b", "text": "second"}],
                      content_type="application/json")
     assert ok.status_code == 201
@@ -203,7 +205,7 @@ def test_api_imports_are_atomic_and_name_the_bad_record():
     assert bad.status_code == 400 and "request:2" in bad.content.decode()
     assert sorted(Item.objects.filter(study=study).values_list("external_id", flat=True)) == [
         "a", "b"]
-    preds = client.post(reverse("api-predictions", args=[study.pk]),
+    preds = client.post(reverse("api-predictions", args=[study.pk]) + "?wait=true",
                         [{"item_id": "a", "system": "m1", "prediction_index": 1},
                          {"item_id": "zzz", "system": "m1", "prediction_index": 0}],
                         content_type="application/json")
@@ -328,7 +330,7 @@ def test_the_summary_reaches_the_command_the_api_and_the_admin(numeric, tmp_path
     membership_add(study=numeric, user=researcher, role=StudyMembership.Role.RESEARCHER)
     client = Client()
     client.force_login(researcher)
-    api = client.post(reverse("api-predictions", args=[numeric.pk]),
+    api = client.post(reverse("api-predictions", args=[numeric.pk]) + "?wait=true",
                       [{"item_id": "n3", "system": "m", "prediction": 7.0},
                        {"item_id": "n4", "system": "m", "prediction": 2.0}],
                       content_type="application/json")
@@ -339,8 +341,9 @@ def test_the_summary_reaches_the_command_the_api_and_the_admin(numeric, tmp_path
     upload.name = "more.jsonl"
     page = client.post(reverse("admin:annotations_study_import_predictions",
                                args=[numeric.pk]), {"file": upload}, follow=True)
-    assert ("more.jsonl: 1 predictions created, 0 updated. unparseable (no option has that "
-            "text), scored as wrong answers: m 1.") in page.content.decode().lower()
+    assert ("imported more.jsonl:</strong> 1 predictions created, 0 updated. unparseable (no "
+            "option has that text), scored as wrong answers: m 1.") in page.content.decode().lower()
+    assert '<td data-testid="unparseable">m: 1</td>' in page.content.decode()
 
 
 # --- a running study keeps its meaning (issue 8) ---------------------------------------------
@@ -379,7 +382,7 @@ def test_update_with_identical_answered_items_is_a_no_op():
     study = make_study(k=3, n_items=4, seed=32)
     answered = _answer_one(study).item
     row = {"id": answered.external_id, "text": answered.text, "options": answered.options,
-           "gold": answered.gold_option, "stratum": answered.stratum}
+           "gold_index": answered.gold_option, "stratum": answered.stratum}
     result = items_import(study=study, source=jsonl([row]), name="u.jsonl", update=True)
     assert (result.created, result.updated, result.unchanged) == (0, 0, 1)
 
@@ -395,7 +398,7 @@ def test_api_update_of_answered_items_is_refused_with_the_reason():
     text = answered.text
     client = Client()
     client.force_login(role_user(study, "researcher"))
-    response = client.post(reverse("api-items", args=[study.pk]) + "?update=true",
+    response = client.post(reverse("api-items", args=[study.pk]) + "?update=true&wait=true",
                            [{"id": answered.external_id, "text": "changed",
                              "options": answered.options}], content_type="application/json")
     assert response.status_code == 400
@@ -559,3 +562,92 @@ def test_routing_an_import_draws_what_items_route_draws():
                       for q in Query.objects.filter(study=study).select_related("item"))
 
     assert routed(True) == routed(False)
+
+
+# --- the gold rule (issue 8): gold is the option's text, gold_index its index -----------------
+
+@pytest.fixture
+def numeric_draft():
+    """A draft whose items will have numeric option texts: where an index guess misreads."""
+    return study_create(name="numeric-gold", classes=["A", "B", "C", "D"], shuffle_options=False)
+
+
+def _golds(study) -> dict[str, int | None]:
+    return dict(Item.objects.filter(study=study).values_list("external_id", "gold_option"))
+
+
+def test_a_numeric_gold_is_read_as_option_text_never_as_an_index(numeric_draft):
+    options = ["4", "3", "0", "2"]
+    rows = [{"id": "g0", "gold": "2"},       # the option "2" = index 3 (an index guess: 2)
+            {"id": "g1", "gold": 3.0},       # JSON 3.0 → "3" = index 1
+            {"id": "g2", "gold": 0},         # JSON 0 → "0" = index 2
+            {"id": "g3", "gold": " 4 "},     # spaces trimmed → index 0
+            {"id": "g4", "gold_index": 2},   # by index: the option "0"
+            {"id": "g5", "gold_index": 3.0},
+            {"id": "g6", "gold_index": "1"},
+            {"id": "g7"}]                    # no gold
+    items_import(study=numeric_draft, name="g.jsonl", source=jsonl(
+        [{"text": "How many?", "options": options, **row} for row in rows]))
+    assert _golds(numeric_draft) == {"g0": 3, "g1": 1, "g2": 2, "g3": 0, "g4": 2, "g5": 3,
+                                     "g6": 1, "g7": None}
+
+
+def test_gold_of_items_without_options_is_the_class_name_or_its_index(numeric_draft):
+    items_import(study=numeric_draft, name="g.jsonl", source=jsonl(
+        [{"id": "c0", "text": "t", "gold": "C"}, {"id": "c1", "text": "t", "gold_index": 1}]))
+    assert _golds(numeric_draft) == {"c0": 2, "c1": 1}
+
+
+@pytest.mark.parametrize(("row", "expected"), [
+    ({"gold": "7"}, "g.jsonl:1: gold: '7' is not one of the options"),
+    ({"options": ["a", "b", "c", "d"], "gold": 1},
+     "g.jsonl:1: gold: '1' is not one of the options (an index from 0 goes in gold_index)"),
+    ({"gold_index": 4}, "g.jsonl:1: gold_index: 4 is outside 0..3"),
+    ({"gold_index": 2.5}, "g.jsonl:1: gold_index: '2.5' is not a whole number"),
+    ({"gold_index": "two"}, "g.jsonl:1: gold_index: 'two' is not a whole number"),
+    ({"gold_index": True}, "g.jsonl:1: gold_index: 'True' is not an option index"),
+    ({"gold": "3", "gold_index": 1},
+     "g.jsonl:1: gold_index: give gold (the option's text) or gold_index (its index from 0), "
+     "not both"),
+    ({"gold_index": 1.5, "quality_check": True}, "g.jsonl:1: gold_index: '1.5'"),
+])
+def test_bad_golds_are_errors_naming_the_place_and_write_nothing(numeric_draft, row, expected):
+    record = {"id": "g0", "text": "How many?", "options": ["4", "3", "0", "2"], **row}
+    with pytest.raises(ImportFailed) as info:
+        items_import(study=numeric_draft, name="g.jsonl", source=jsonl([record]))
+    assert expected in str(info.value)
+    assert not Item.objects.filter(study=numeric_draft).exists()
+
+
+def test_csv_gold_follows_the_same_rule(numeric_draft):
+    cell = json.dumps(["4", "3", "0", "2"]).replace('"', '""')
+    src = io.StringIO("id,text,options,gold,gold_index\n"
+                      f'a,t,"{cell}",2,\nb,t,"{cell}",,2\n')
+    items_import(study=numeric_draft, source=src, name="g.csv")
+    assert _golds(numeric_draft) == {"a": 3, "b": 2}
+    # CSV has no numbers: "3.0" is a text, and no option reads "3.0"
+    with pytest.raises(ImportFailed, match=r"g2.csv:2: gold: '3.0' is not one of the options"):
+        items_import(study=numeric_draft, name="g2.csv",
+                     source=io.StringIO(f'id,text,options,gold\nc,t,"{cell}",3.0\n'))
+
+
+def test_the_api_reads_and_returns_gold_by_the_same_rule(numeric_draft):
+    from django.test import Client
+    from django.urls import reverse
+
+    from annotations.models import StudyMembership
+    from annotations.services.studies import membership_add
+    from tests.factories import UserFactory
+
+    researcher = UserFactory(username="r-gold", is_staff=True)
+    membership_add(study=numeric_draft, user=researcher, role=StudyMembership.Role.RESEARCHER)
+    client = Client()
+    client.force_login(researcher)
+    url = reverse("api-items", args=[numeric_draft.pk])
+    created = client.post(url + "?wait=true", [
+        {"id": "a", "text": "t", "options": ["4", "3", "0", "2"], "gold": 2.0},
+        {"id": "b", "text": "t", "options": ["4", "3", "0", "2"], "gold_index": 2},
+        {"id": "c", "text": "t", "gold": "D"}], content_type="application/json")
+    assert created.status_code == 201, created.content
+    listed = {r["id"]: (r["gold"], r["gold_index"]) for r in client.get(url).json()["results"]}
+    assert listed == {"a": ("2", 3), "b": ("0", 2), "c": ("D", 3)}

@@ -296,25 +296,90 @@ def test_undo_takes_back_the_last_answer_its_follow_up_and_gives_the_query_back(
     assert not Query.objects.filter(item=q.item, sequence=1).exists()
 
 
-def test_undo_is_refused_once_the_follow_up_was_leased():
+def test_a_follow_up_is_held_for_the_undo_window_then_undo_is_refused(settings):
+    import time
+
     from annotations.errors import UndoRefused
     from annotations.services.labels import label_undo
 
+    settings.OVERSIGHT_UNDO_SECONDS = 1
     study = make_study(k=2, n_items=10, queries_per_item=2, seed=4)
     user, other = specialist(study, 0), specialist(study, 1)
     q = query_lease_next(study=study, user=user)
     label_submit(query_id=q.pk, user=user, answer="no")
     follow = Query.objects.get(item=q.item, sequence=1)
-    # the other class's specialist takes queries until the follow-up is theirs
-    while Query.objects.get(pk=follow.pk).status == "pending":
-        got = query_lease_next(study=study, user=other)
-        if got.pk != follow.pk:
-            label_submit(query_id=got.pk, user=other, answer="yes")
+    held = drain(study, other)  # the other class's pool, everything but the held follow-up
+    assert follow.pk not in held
+    time.sleep(1.1)  # the window closes: the follow-up is handed out
+    assert query_lease_next(study=study, user=other).pk == follow.pk
     with pytest.raises(UndoRefused, match="Too late to undo"):
         label_undo(study=study, user=user)
     q.refresh_from_db()
     assert (q.status, q.answer) == ("answered", "no")
     assert not QueryEvent.objects.filter(query=q, kind="undone").exists()
+
+
+def drain(study, user) -> list[int]:
+    """``user`` leases and answers 'yes' to everything their pool hands out now; returns
+    the query ids they got."""
+    got = []
+    while (query := query_lease_next(study=study, user=user)) is not None:
+        got.append(query.pk)
+        label_submit(query_id=query.pk, user=user, answer="yes")
+    return got
+
+
+def undo_outcome(study, user) -> str:
+    """What undo tells the specialist: 'undone', or the refusal's words."""
+    from annotations.errors import UndoRefused
+    from annotations.services.labels import label_undo
+
+    try:
+        label_undo(study=study, user=user)
+    except UndoRefused as exc:
+        return exc.message
+    return "undone"
+
+
+def test_undo_cannot_tell_a_quality_check_from_a_routed_query(settings):
+    """Each kind of answer a specialist can give — a quality check 'no', a routed 'no' that
+    routes a follow-up (several queries per item), a routed 'yes' — followed by the same
+    actions: the other classes' specialists take everything they are offered, then the
+    specialist presses undo; once at once, once after the undo window. What undo returns
+    must be the same for all three (before the fix a routed 'no' was refused as soon as its
+    follow-up was leased, a check never)."""
+    import time
+
+    study = make_study(k=3, n_items=60, queries_per_item=3, checks=20, gold_rate=0.3,
+                       seed=12)
+    user, others = specialist(study, 0), [specialist(study, 1), specialist(study, 2)]
+    outcomes: dict[str, list[str]] = {}
+    while len(outcomes) < 3:
+        q = query_lease_next(study=study, user=user)
+        assert q is not None, "the pool ran out before every kind was seen"
+        kind = ("check no" if q.is_quality_check
+                else "routed no" if "routed no" not in outcomes else "routed yes")
+        if kind in outcomes:
+            label_submit(query_id=q.pk, user=user, answer="yes")
+            continue
+        answer = "yes" if kind == "routed yes" else "no"
+        results = []
+        for window in (30, 1):
+            settings.OVERSIGHT_UNDO_SECONDS = window
+            label_submit(query_id=q.pk, user=user, answer=answer)
+            if window == 1:
+                time.sleep(1.1)
+            for other in others:
+                drain(study, other)
+            results.append(undo_outcome(study, user))
+            q.refresh_from_db()
+            if q.status == Query.Status.LEASED:  # undone: it is theirs again
+                continue
+            break
+        outcomes[kind] = results
+    assert outcomes["check no"] == outcomes["routed no"] == outcomes["routed yes"], outcomes
+    assert outcomes["check no"][0] == "undone"
+    assert outcomes["check no"][1].startswith("Too late to undo")
 
 
 def test_undo_only_the_last_answer_once_and_not_without_answers():
@@ -384,7 +449,9 @@ def test_skip_rates_per_class_in_progress_and_snapshot_payload():
 def test_a_skipped_quality_check_is_not_offered_again():
     from annotations.services.routing import query_skip
 
-    study = make_study(k=3, n_items=30, checks=1, gold_rate=0.5, seed=8)
+    # 90 items: ~30 in class 0's pool, so a check (drawn with p = 0.5 per request, seeded
+    # by the user's id) comes before the pool runs dry whatever id the database gives
+    study = make_study(k=3, n_items=90, checks=1, gold_rate=0.5, seed=8)
     user = specialist(study, 0)
     check = None
     for _ in range(40):
@@ -401,3 +468,39 @@ def test_a_skipped_quality_check_is_not_offered_again():
             break
         assert q.item_id != check.item_id
         label_submit(query_id=q.pk, user=user, answer="no")
+
+
+def _masks_by_hand(query: Query) -> tuple[int, int]:
+    """The masks recounted row by row from the item's predictions (the reference: no code
+    of the answer path): bit s = the study's system of ordinal s predicted class k / gave
+    any parseable prediction."""
+    match = present = 0
+    for p in Prediction.objects.filter(item_id=query.item_id).select_related("system"):
+        if p.system.study_id != query.study_id or p.position is None:
+            continue
+        present |= 1 << p.system.ordinal
+        if p.position == query.k:
+            match |= 1 << p.system.ordinal
+    return match, present
+
+
+def test_masks_stored_with_the_answer_equal_a_row_by_row_recount():
+    """label_submit stores the masks with the answer (``query_bit_fields``); they must equal
+    a recount of the item's predictions on every answer (systems predicting, missing and
+    predicting other classes)."""
+    study = make_study(k=3, n_items=30, queries_per_item=2, seed=21,
+                       systems={"a": 0.9, "b": 0.5, "c": 0.2})
+    Prediction.objects.filter(system__name="c", item__in=list(
+        study.items.order_by("pk").values_list("pk", flat=True)[::3])).delete()  # missing
+    checked = 0
+    for k in range(3):
+        user = specialist(study, k)
+        while (q := query_lease_next(study=study, user=user)) is not None:
+            label_submit(query_id=q.pk, user=user, answer="no" if checked % 2 else "yes",
+                         undoable=False)
+            q.refresh_from_db()
+            assert (q.match_mask, q.present_mask) == _masks_by_hand(q), q
+            checked += 1
+    assert checked >= 30
+    assert Query.objects.filter(study=study, status="answered").exclude(match_mask=0).exists()
+    assert Query.objects.filter(study=study, status="answered", present_mask=3).exists()

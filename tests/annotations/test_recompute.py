@@ -200,3 +200,28 @@ def test_the_sweeper_retries_a_failed_study_only_after_a_pause(failing_recompute
     soon = failed_at + dt.timedelta(seconds=catch_up_grace_seconds() + 1)
     assert recomputes_catch_up(now=soon) == []  # failing on its data: no loop
     assert recomputes_catch_up(now=failed_at + dt.timedelta(minutes=6)) == [study.pk]
+
+
+def test_a_costly_recompute_waits_longer_before_the_next(settings):
+    """The next recompute waits c · (1/share − 1) after one that took c seconds, so a
+    study's live analysis takes at most OVERSIGHT_RECOMPUTE_MAX_SHARE of a worker."""
+    from django.core.cache import cache
+
+    from annotations.services.recompute import cost_key, recompute_delay
+    from annotations.tasks import study_recompute_task
+
+    settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.3
+    settings.OVERSIGHT_RECOMPUTE_MAX_SHARE = 0.25
+    study = make_study(k=3)
+    cache.delete(cost_key(study.pk))
+    assert recompute_delay(study.pk) == pytest.approx(0.3)  # nothing measured yet
+    study_recompute_task.apply(args=(study.pk,))
+    measured = cache.get(cost_key(study.pk))
+    assert measured is not None and measured > 0  # the task records its own duration
+    cache.set(cost_key(study.pk), 2.0)
+    assert recompute_delay(study.pk) == pytest.approx(6.0)  # 2 s · (1/0.25 − 1)
+    cache.set(cost_key(study.pk), 0.01)
+    assert recompute_delay(study.pk) == pytest.approx(0.3)  # a cheap one: the debounce
+    settings.OVERSIGHT_RECOMPUTE_MAX_SHARE = 1.0  # no cap
+    cache.set(cost_key(study.pk), 2.0)
+    assert recompute_delay(study.pk) == pytest.approx(0.3)

@@ -355,8 +355,9 @@ def test_the_jsonl_export_button_downloads_jsonl(researcher_client, draft):
 def test_a_repeated_id_on_the_web_uses_web_words(researcher_client, draft):
     upload = io.BytesIO(b'{"id": "i0", "text": "again"}\n')
     upload.name = "again.jsonl"
-    response = researcher_client.post(
-        reverse("admin:annotations_study_import_items", args=[draft.pk]), {"file": upload})
+    response = researcher_client.post(  # to the import job's page
+        reverse("admin:annotations_study_import_items", args=[draft.pk]), {"file": upload},
+        follow=True)
     html = response.content.decode()
     assert "again.jsonl:1: id: &#x27;i0&#x27; already exists (rewriting existing ids is off)" \
         in html

@@ -254,3 +254,59 @@ def test_counters_move_the_same_for_a_quality_check_and_a_routed_query():
     assert seen[0.0] == seen[1.0]
     assert [s["remaining"] for s in seen[0.0]][:2] == [seen[0.0][0]["remaining"],
                                                       seen[0.0][0]["remaining"] - 1]
+
+
+# --- session 6: one membership read per request, bounded statements --------------------------
+MEMBERSHIP_TABLE = '"annotations_studymembership"'
+
+
+def _membership_reads(captured) -> int:
+    """Statements that read the membership table itself: its columns or a top-level
+    EXISTS on it (a subquery inside another statement, such as the answer's lock
+    re-checking the class, is not a read of its own)."""
+    import re
+
+    own = re.compile(rf'^SELECT ({MEMBERSHIP_TABLE}\.|\S+ AS "a" FROM {MEMBERSHIP_TABLE})')
+    return sum(1 for q in captured if own.match(q["sql"]))
+
+
+@pytest.fixture
+def checked_labelling(settings):
+    """A study with AI systems and quality checks (every branch of the answer path)."""
+    settings.OVERSIGHT_MIN_ANSWER_MS = 0
+    study = make_study(k=3, n_items=40, seed=7, systems={"m": 0.7, "n": 0.6}, checks=4,
+                       gold_rate=0.2, queries_per_item=2)
+    user = specialist(study, 0)
+    client = Client()
+    client.force_login(user)
+    client.post(reverse("label-next", args=[study.pk]), **HTMX)
+    return study, user, client
+
+
+def test_the_labelling_page_reads_the_membership_once_in_bounded_statements(
+        checked_labelling, django_assert_max_num_queries):
+    study, user, client = checked_labelling
+    # session, user, membership (with study and class), current lease, the user's counts,
+    # the class's counts, item, classes; the query was already marked rendered
+    with django_assert_max_num_queries(8) as captured:
+        page = client.get(reverse("label", args=[study.pk]))
+    assert page.status_code == 200 and "data-query-id" in page.content.decode()
+    assert _membership_reads(captured.captured_queries) == 1
+
+
+def test_the_answer_post_reads_the_membership_once_in_bounded_statements(
+        checked_labelling, django_assert_max_num_queries):
+    study, user, client = checked_labelling
+    for _ in range(4):  # routed queries and checks, 'no' routes follow-ups
+        held = Query.objects.get(holder=user, status="leased")
+        # + the answer: lock (with membership check and masks), item (checks and
+        # follow-ups), update, audit, follow-up and its audit; the next lease: current
+        # lease, draw counter, quality check or pool lease, audit; rendered and its audit;
+        # savepoints of the two transactions
+        with django_assert_max_num_queries(24) as captured:
+            response = client.post(reverse("label-answer", args=[study.pk, held.public_id]),
+                                   {"answer": "no"}, **HTMX)
+        assert response.status_code == 200
+        held.refresh_from_db()
+        assert held.status == "answered"
+        assert _membership_reads(captured.captured_queries) == 1

@@ -4,6 +4,7 @@ labelled study, the list, import with errors, open a study."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -25,7 +26,11 @@ def admin_login(page, live_server, username: str) -> None:
 
 
 def test_researcher_imports_items_fixes_an_error_and_opens_the_study(page, shots, live_server,
-                                                                   tmp_path):
+                                                                   tmp_path, settings):
+    """Imports are jobs: the upload lands on the job's page, which shows the errors (and
+    the form to upload again), or a progress bar that htmx polls until the summary."""
+    settings.OVERSIGHT_IMPORT_RUNNER = "thread"  # the embedded default: the page does not wait
+    settings.OVERSIGHT_IMPORT_PROGRESS_SECONDS = 0.1
     study = make_study(k=3, n_items=0, open_=False, seed=61, name="Radiology triage")
     admin_login(page, live_server, role_user(study, "researcher").username)
     page.goto(f"{live_server.url}/admin/annotations/study/")
@@ -38,24 +43,43 @@ def test_researcher_imports_items_fixes_an_error_and_opens_the_study(page, shots
     row.get_by_role("link", name="Import items").click()
     page.set_input_files("input[name=file]", str(bad))
     page.click("input[value=Import]")
-    expect(page.locator(".errorlist")).to_contain_text("scans.csv:3: gold")
+    expect(page.locator(".errorlist")).to_contain_text(
+        "scans.csv:3: gold: 'C9' is not one of the options")
     page.screenshot(path=str(shots / "admin-import-error.png"))
     assert Item.objects.filter(study=study).count() == 0  # nothing half-done
 
-    bad.write_text("id,text,gold\nscan-1,First scan,C0\nscan-2,Second scan,C2\n")
-    page.set_input_files("input[name=file]", str(bad))
+    # fixed, and large enough to watch: the job page's progress bar, then the summary
+    n = 60_000
+    lines = ["id,text,gold", "scan-1,First scan,C0", "scan-2,Second scan,C2"]
+    lines += [f"scan-{i},Scan {i},C{i % 3}" for i in range(3, n + 1)]
+    bad.write_text("\n".join(lines) + "\n")
+    page.set_input_files("input[name=file]", str(bad))  # the form under the errors
     page.click("input[value=Import]")
-    expect(page.locator(".messagelist")).to_contain_text("2 created")
+    job = page.get_by_test_id("import-job")
+    expect(page.locator("progress")).to_be_visible()
+    expect(page.get_by_test_id("import-phase")).to_have_text(
+        re.compile(r"Waiting to start…|Reading and checking scans\.csv|Writing [0-9,]+ of"))
+    # a picture for the guide once the bar has moved (if the import is still running)
+    page.wait_for_function("""() => { const bar = document.querySelector('progress');
+        return !bar || bar.value > 0; }""", timeout=120_000)
+    if page.locator("progress").count():
+        page.screenshot(path=str(shots / "admin-import-progress.png"))
+    expect(job).to_have_attribute("data-status", "succeeded", timeout=120_000)
+    expect(job).to_contain_text(f"Imported scans.csv: {n} created, 0 updated.")
+    expect(page.get_by_test_id("created")).to_have_text(f"{n:,}")
+    expect(page.locator("progress")).to_have_count(0)
+    page.screenshot(path=str(shots / "admin-import-done.png"))
+    assert Item.objects.filter(study=study).count() == n
 
     page.goto(f"{live_server.url}/admin/annotations/study/")
     page.locator("#result_list tr", has_text="Radiology triage").locator(
         "input.action-select").check()
     page.select_option("select[name=action]", "open_studies")
     page.click("button[name=index]")
-    expect(page.locator(".messagelist")).to_contain_text("opened, 2 items routed")
+    expect(page.locator(".messagelist")).to_contain_text(f"opened, {n} items routed")
     study.refresh_from_db()
     assert study.status == Study.Status.OPEN
-    assert Query.objects.filter(study=study).count() == 2
+    assert Query.objects.filter(study=study).count() == n
 
 
 def test_specialist_home_lists_their_studies(page, shots, live_server):
@@ -103,7 +127,7 @@ def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, p
     page.click("input[name=_save]")
     expect(page.locator(".messagelist")).to_contain_text("created with 4 classes")
     study = Study.objects.get(name="Capital cities")
-    expect(page.locator(".study-panel")).to_contain_text("Still missing")
+    expect(page.locator("section[aria-labelledby=study-steps-title]")).to_contain_text("Still missing")
 
     # members: four specialists (one per class) and a manager, accounts created here
     page.get_by_role("link", name="Members and accounts").click()
@@ -148,14 +172,19 @@ def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, p
     page.get_by_role("link", name="Import items").click()
     page.set_input_files("input[name=file]", str(items))
     page.click("input[value=Import]")
-    expect(page.locator(".messagelist")).to_contain_text("capitals.csv: 12 created")
+    expect(page.get_by_test_id("import-job")).to_contain_text(
+        "Imported capitals.csv: 12 created, 0 updated.")
+    page.get_by_role("link", name="Back to the study").click()
     page.get_by_role("link", name="Import AI predictions").click()
     page.set_input_files("input[name=file]", str(predictions))
     page.click("input[value=Import]")
-    expect(page.locator(".messagelist")).to_contain_text("predictions.jsonl: 24 predictions created")
+    expect(page.get_by_test_id("import-job")).to_contain_text(
+        "Imported predictions.jsonl: 24 predictions created")
+    expect(page.get_by_test_id("unparseable")).to_have_text("none")
+    page.get_by_role("link", name="Back to the study").click()
     assert AISystem.objects.filter(study=study).count() == 2
     assert Prediction.objects.filter(system__study=study).count() == 24
-    expect(page.locator(".study-panel")).not_to_contain_text("Still missing")
+    expect(page.locator("section[aria-labelledby=study-steps-title]")).not_to_contain_text("Still missing")
     page.screenshot(path=str(shots / "admin-study-page.png"), full_page=True)
 
     # open it from the button, after the confirmation page

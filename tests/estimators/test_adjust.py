@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from estimators.adjust import (
+    binomial_equivalent,
     ipw_class_weights,
     stratified_combine,
+    stratified_estimate,
     weighted_effective_counts,
 )
 from estimators.clustered import proportion_design_effect
@@ -78,3 +80,38 @@ def test_stratified_combination_puts_strata_back_in_proportion():
     assert abs(s.sum() / n.sum() - truth) > 0.1  # the pooled value is far off
     with pytest.raises(ValueError, match="population_weights"):
         stratified_combine(est.accuracy, est.se, [0, 0])
+
+
+def test_binomial_equivalent_count_carries_the_ml_information():
+    # A(1−A)/SE² of the ML estimate (SE from the Fisher information) is the count of
+    # yes/no trials as informative as the labels; finite at A = 1
+    for counts, k in (((40, 30, 360, 300), 10), ((200, 150, 0, 0), 4), ((0, 0, 90, 70), 3)):
+        e = estimate(*counts, k, "ml")
+        a = float(e.accuracy)
+        want = a * (1 - a) / float(e.se) ** 2
+        assert binomial_equivalent(a, counts[0], counts[2], k) == pytest.approx(want, rel=1e-9)
+        assert binomial_equivalent(a, counts[0], counts[2], k, 2.0) == pytest.approx(want / 2)
+    assert binomial_equivalent(1.0, 40, 360, 10) == pytest.approx(40 + 360 / 9)
+
+
+def test_stratified_interval_does_not_collapse_on_perfect_strata():
+    """Every stratum perfect: the Wald interval on Σ W² SE² is the point 1; the stratified
+    interval is that of a perfect score of Kish's effective count (the mid-p lower end
+    of n* trials, ½ A^n* = 2.5 %)."""
+    acc = np.array([[1.0], [1.0]])
+    n_eq = np.array([[60.0], [30.0]])
+    est = stratified_estimate(acc, n_eq, [3, 1], k=4)
+    _, wald_se = stratified_combine(acc, np.zeros_like(acc), [3, 1])
+    assert wald_se[0] == 0.0
+    n_star = 1 / (0.75**2 / 60 + 0.25**2 / 30)
+    assert float(est.ci_low[0]) == pytest.approx(0.05 ** (1 / round(n_star)), abs=2e-3)
+    assert float(est.ci_high[0]) == 1.0 and float(est.accuracy[0]) == 1.0
+    # strata that differ: n* = Â(1−Â)/V, the variance from each stratum's own accuracy
+    acc = np.array([[0.9], [0.6]])
+    n_eq = np.array([[400.0], [400.0]])
+    est = stratified_estimate(acc, n_eq, [1, 1], k=4)
+    var = 0.25 * (0.9 * 0.1 / 400 + 0.6 * 0.4 / 400)
+    assert float(est.se[0]) == pytest.approx(np.sqrt(var))
+    assert float(est.ci_low[0]) < 0.75 < float(est.ci_high[0])
+    assert float(est.ci_high[0]) - float(est.ci_low[0]) == pytest.approx(
+        2 * 1.96 * np.sqrt(var), rel=0.02)

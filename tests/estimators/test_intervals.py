@@ -11,11 +11,12 @@ from estimators.intervals import (
     EXACT_SHARE,
     confidence_interval,
     few_events,
+    lattice_outcome,
     likelihood_ratio_interval,
     needs_exact,
     ordinary_information_share,
 )
-from estimators.partitioned import ml_accuracy
+from estimators.partitioned import estimate, ml_accuracy
 from estimators.simulation import simulate_counts
 
 
@@ -68,3 +69,51 @@ def test_default_interval_covers_where_the_rule_picks_likelihood_ratio(k, a, n_o
     lo, hi = confidence_interval(n_o, s_o, n_c, s_c, k, 0.95, mle=a_hat,
                                  u=np.random.default_rng(4).random(8000))
     assert 0.94 <= np.mean((lo <= a) & (a <= hi)) <= 0.96
+
+
+def test_fractional_counts_take_the_exact_interval_of_the_nearest_outcome():
+    """Effective counts (n/d, S/d: several queries per item) are fractional; the exact
+    interval is defined on integer outcomes. It must be that of the nearest outcome, with
+    that outcome's own ML estimate: with the estimate of the fractional counts (a rounding
+    error away), the observed outcome fell out of its own tail and the upper end dropped
+    from 0.982 to 0.967 (2 complementary hits in 172: the comp interval of K = 10, Q = 2,
+    100 items, which then covered A = 0.97 only 89.6 % of the time)."""
+    d = 0.9886256975172163  # a complementary design effect of that cell
+    fractional = estimate(0, 0, 170 / d, 168 / d, 10, "comp")
+    nearest = estimate(0, 0, 172, 170, 10, "comp")
+    assert (fractional.ci_low, fractional.ci_high) == pytest.approx(
+        (nearest.ci_low, nearest.ci_high), abs=1e-9)
+    # and for the joint interval: a lattice outcome's ends whatever its scale
+    lo, hi = confidence_interval(40 / 1.25, 38 / 1.25, 360 / 1.25, 355 / 1.25, 10, 0.95)
+    *cells, mle = lattice_outcome(40 / 1.25, 38 / 1.25, 360 / 1.25, 355 / 1.25, 10)
+    assert [float(x) for x in cells] == [32, 30, 288, 284]
+    assert mle == pytest.approx(float(ml_accuracy(32, 30, 288, 284, 10)), abs=0)
+    want = confidence_interval(32, 30, 288, 284, 10, 0.95)
+    assert needs_exact(32, 30, 288, 284, 10, mle)  # 2 ordinary errors: the exact interval
+    assert (float(lo), float(hi)) == pytest.approx([float(x) for x in want], abs=1e-9)
+
+
+def test_lattice_keeps_integer_counts_and_the_proportion():
+    # integer counts (one query per item) pass unchanged, with the caller's estimate
+    cells = lattice_outcome(np.array([40.0, 7.0]), np.array([38.0, 7.0]), 360.0,
+                            np.array([355.0, 359.0]), 10, mle=np.array([0.9, 0.8]))
+    assert [c.tolist() for c in cells] == [[40, 7], [38, 7], [360, 360], [355, 359],
+                                           [0.9, 0.8]]
+    # fractional: n rounded, then S from the proportion (rare failures stay failures)
+    n_o, s_o, n_c, s_c, _ = lattice_outcome(60.4, 58.6, 0.0, 0.0, 4)
+    assert (float(n_o), float(s_o)) == (60, 58)  # 60.4 − 58.6 = 1.8 failures → 2, not 1
+
+
+def test_perfect_fractional_score_near_a_shared_design_does_not_crash():
+    """A perfect score in effective counts had an ML estimate of 1 − 2e-16; beside 64 or
+    more outcomes of the same design (the shared-grid path) the exact interval then divided
+    by q̂(1 − q̂) = 0 and raised IndexError (K = 3, 3 queries per item, 100 items, A = 0.97:
+    the several-queries grid stopped there)."""
+    d = 1.5064402070968557
+    s_o, s_c = np.meshgrid(np.arange(71, 101), np.arange(100, 107), indexing="ij")
+    s_o, s_c = s_o.ravel() / d, s_c.ravel() / d
+    est = estimate(100 / d, s_o, 106 / d, s_c, 3, "ml")
+    perfect = (s_o == 100 / d) & (s_c == 106 / d)
+    assert est.accuracy[perfect] == 1.0
+    assert 0.9 < est.ci_low[perfect][0] < 1.0 == est.ci_high[perfect][0]
+    assert np.all(est.ci_low <= est.accuracy) and np.all(est.accuracy <= est.ci_high)

@@ -127,8 +127,8 @@ def test_api_items_longer_than_their_columns_are_a_400(make_study, records, mess
     study = make_study(k=2, n_items=4)
     before = snapshot(study)
 
-    response = api_client(role_user(study, "researcher")).post(
-        f"/api/studies/{study.pk}/items/", records, content_type="application/json")
+    response = api_client(role_user(study, "researcher")).post(  # the synchronous form
+        f"/api/studies/{study.pk}/items/?wait=true", records, content_type="application/json")
 
     assert response.status_code == 400
     assert response.json()["code"] == "import_failed"
@@ -140,8 +140,8 @@ def test_api_system_name_longer_than_its_column_is_a_400(make_study):
     study = make_study(k=2, n_items=4)
     before = snapshot(study)
 
-    response = api_client(role_user(study, "researcher")).post(
-        f"/api/studies/{study.pk}/predictions/",
+    response = api_client(role_user(study, "researcher")).post(  # the synchronous form
+        f"/api/studies/{study.pk}/predictions/?wait=true",
         [{"item_id": "i0", "system": "S" * 201, "prediction": "0"}],
         content_type="application/json")
 
@@ -195,7 +195,8 @@ def admin_import(study, kind: str, name: str, content: bytes):
     client = Client(raise_request_exception=False)
     client.force_login(role_user(study, "researcher"))
     url = f"/admin/annotations/study/{study.pk}/import-{kind}/"
-    return client.post(url, {"file": SimpleUploadedFile(name, content)})
+    # the upload becomes an import job; its page lists the errors
+    return client.post(url, {"file": SimpleUploadedFile(name, content)}, follow=True)
 
 
 def jsonl_bytes(*lines: str) -> bytes:
@@ -354,3 +355,20 @@ def test_integers_too_long_to_convert_are_a_400(make_study):
     assert "Exceeds the limit (4300 digits)" in api.json()["detail"]
     assert list(page.context["errors"])[0].startswith("items.jsonl:2: invalid JSON (Exceeds")
     assert snapshot(study) == before
+
+
+def test_a_study_id_beyond_64_bits_in_the_next_query_url_is_a_404_not_a_500():
+    """Found by the fuzz test after the next-query call began reading the membership by the
+    URL's study id: SQLite raised OverflowError (a 500) for ids ≥ 2**63."""
+    from django.test import Client
+    from rest_framework.authtoken.models import Token
+
+    from tests.factories import make_study, specialist
+
+    study = make_study(k=3, n_items=6, name="big-ids")
+    token = Token.objects.get_or_create(user=specialist(study, 0))[0]
+    client = Client(HTTP_AUTHORIZATION=f"Token {token.key}", raise_request_exception=False)
+    for study_id in (2**63, 2**64, 2**70):
+        response = client.post(f"/api/studies/{study_id}/queries/next/", "{}",
+                               content_type="application/json")
+        assert response.status_code in (403, 404), (study_id, response.content[:200])

@@ -83,3 +83,10 @@ def test_estimators_import_without_django():
     code = ("import sys, estimators.partitioned, estimators.planning; "
             "assert 'django' not in sys.modules, 'estimators imported django'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_favicon_redirects_to_the_static_icon(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301
+    assert response["Location"].endswith("img/favicon.svg")
+    assert 'rel="icon"' in client.get("/accounts/login/").content.decode()

@@ -22,6 +22,36 @@ class Command(BaseCommand):
             self.stderr.write(f"Simulated specialists answered {result.answered} queries in "
                               f"{result.seconds:.1f} s.")
         self.stdout.write(self.style.SUCCESS(f"Demo study #{study.pk}: {study.name}"))
+        assisted, _ = self._assisted(accounts)
+        self.stdout.write(self.style.SUCCESS(f"Demo study #{assisted.pk}: {assisted.name}"))
         self.stdout.write("Accounts (user / password):")
         for role, user, password in accounts.credentials:
             self.stdout.write(f"  {role:28s} {user} / {password}")
+        self._critique_demo()
+
+    def _critique_demo(self) -> None:
+        """The recursive-critique demo studies (issue 10)."""
+        from annotations.services.critique.demo import critique_demo_seed
+
+        demo = critique_demo_seed()
+        for study in demo.studies:
+            self.stdout.write(self.style.SUCCESS(f"Demo study #{study.pk}: {study.name}"))
+        for role, user, password in demo.credentials:
+            self.stdout.write(f"  {role:28s} {user} / {password}")
+
+
+    def _assisted(self, accounts):
+        """The assisted demo beside the partitioned one (once; annotations.services.
+        demo_assisted): the same admin and manager, and a rater account for visitors."""
+        from annotations.models import StudyMembership, User
+        from annotations.services.demo import _user
+        from annotations.services.demo_assisted import assisted_demo_seed
+
+        rater = _user("rater", "rater")
+        accounts.credentials.append(("rater (assisted study)", "rater", "rater"))
+        roles = StudyMembership.Role
+        members = {roles.RESEARCHER: [User.objects.get(username="admin")],
+                   roles.MANAGER: [User.objects.get(username="manager")],
+                   roles.ANNOTATOR: [rater]}
+        self.stderr.write("Seeding the assisted demo study…")
+        return assisted_demo_seed(members=members)

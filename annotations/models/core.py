@@ -13,6 +13,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from annotations.task_models import LeasedTask, TaskEvent
+
 
 class User(AbstractUser):
     """Platform account. Roles are per study (``StudyMembership``); ``is_staff`` opens the admin."""
@@ -22,23 +24,28 @@ def _new_seed() -> int:
     return secrets.randbits(62)
 
 
-def new_public_id() -> str:
-    """Opaque id of a query as specialists see it: 16 random url-safe characters (96 bits),
-    so neither its order nor its kind (routed or quality check) can be read from it."""
-    return secrets.token_urlsafe(12)
-
-
 class Study(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
         OPEN = "open", "Open"
         CLOSED = "closed", "Closed"
 
+    class Kind(models.TextChoices):
+        PARTITIONED = "partitioned", "Partitioned supervision"
+        ASSISTED = "assisted", "Assisted oversight"
+        CRITIQUE = "critique", "Recursive critique"
+
     class IntervalMethod(models.TextChoices):  # estimators.partitioned.estimate(interval=…)
         AUTO = "auto", "Standard 95 % (mid-p exact where labels are few)"
         CONSERVATIVE = "conservative", "Conservative for audits (at least 95 %, wider)"
 
     name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(
+        max_length=12, choices=Kind.choices, default=Kind.PARTITIONED,
+        help_text="Partitioned: specialists answer 'is it class k?' about items. Assisted: "
+        "raters judge AI-written sentences, some helped by an AI rater. Critique: answers, "
+        "critiques and critiques of critiques. Fixed once the study is created.",
+    )
     description = models.TextField(blank=True)
     guidelines = models.TextField(
         blank=True,
@@ -134,6 +141,7 @@ class StudyMembership(models.Model):
         RESEARCHER = "researcher", "Researcher"
         MANAGER = "manager", "Manager"
         SPECIALIST = "specialist", "Specialist"
+        ANNOTATOR = "annotator", "Annotator"  # raters (assisted) and critique annotators
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
@@ -255,14 +263,12 @@ class Item(models.Model):
         return [self.options[i] for i in self.option_order]
 
 
-class Query(models.Model):
+class Query(LeasedTask):
     """'Is the answer class k?' about one item, routed to class k's pool and leased to one
-    specialist at a time. Every draw (k, sequence, rank) is stored when the query is made."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        LEASED = "leased", "Leased"
-        ANSWERED = "answered", "Answered"
+    specialist at a time (the task engine's lease columns: ``LeasedTask``). Every draw (k,
+    sequence, rank) is stored when the query is made. Specialists only ever see
+    ``public_id``, never the database id: database ids grow, and quality checks, made on
+    demand, would always be the newest."""
 
     class Answer(models.TextChoices):
         YES = "yes", "Yes"
@@ -270,38 +276,26 @@ class Query(models.Model):
         UNSURE = "unsure", "Not sure"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="queries")
-    # Specialists only ever see this id (URLs, HTML, API), never the database id: database
-    # ids grow, and quality checks, made on demand, would always be the newest.
-    public_id = models.CharField(max_length=22, unique=True, default=new_public_id,
-                                 editable=False)
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="queries")
     k = models.PositiveSmallIntegerField(help_text="Class asked (option position).")
     sequence = models.PositiveSmallIntegerField(default=0, help_text="0 = first query of the item.")
-    rank = models.BigIntegerField(help_text="Random queue position, drawn and stored.")
     stratum = models.CharField(max_length=120, blank=True, default="")
     is_quality_check = models.BooleanField(default=False)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
-    holder = models.ForeignKey(
-        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="held_queries"
-    )
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    issued_at = models.DateTimeField(null=True, blank=True)
-    rendered_at = models.DateTimeField(null=True, blank=True)
-    answered_at = models.DateTimeField(null=True, blank=True)
     answer = models.CharField(max_length=10, choices=Answer.choices, blank=True, default="")
-    answered_by = models.ForeignKey(
-        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="answered_queries"
-    )
-    time_on_task_ms = models.PositiveIntegerField(null=True, blank=True)
     qc_correct = models.BooleanField(
         null=True, blank=True, help_text="Quality-check queries: was the answer right?"
     )
-    times_issued = models.PositiveSmallIntegerField(default=0)
     # Bit s is set when AI system with ordinal s predicted class k (match) / predicted
     # anything parseable (present). Written with the answer and refreshed on prediction
     # import, so recomputing a study is one aggregation over this table.
     match_mask = models.BigIntegerField(default=0)
     present_mask = models.BigIntegerField(default=0)
+    # The same for confidence bands (assistants.banding): bit s of band_bit<l> is bit l of
+    # system s's band index for this item (1..7; 0: no confidence). NULL = 0 (no system of
+    # the study gives confidences).
+    band_bit0 = models.BigIntegerField(null=True, blank=True)
+    band_bit1 = models.BigIntegerField(null=True, blank=True)
+    band_bit2 = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "queries"
@@ -348,23 +342,10 @@ class Query(models.Model):
         return f"Q{self.pk} item={self.item_id} k={self.k}"
 
 
-class QueryEvent(models.Model):
+class QueryEvent(TaskEvent):
     """Audit trail: every state change of a query, written in the same transaction."""
 
-    class Kind(models.TextChoices):
-        ROUTED = "routed", "Routed"
-        ISSUED = "issued", "Issued"
-        RENDERED = "rendered", "Rendered"
-        ANSWERED = "answered", "Answered"
-        RECLAIMED = "reclaimed", "Lease reclaimed"
-        UNDONE = "undone", "Answer undone"
-        SKIPPED = "skipped", "Skipped"
-
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="events")
-    kind = models.CharField(max_length=10, choices=Kind.choices)
-    actor = models.ForeignKey(User, on_delete=models.SET_NULL, null=True, blank=True)
-    at = models.DateTimeField(auto_now_add=True)
-    detail = models.JSONField(default=dict, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["query", "at"])]
@@ -428,3 +409,76 @@ class RecomputeState(models.Model):
             models.Index(fields=["dirty_since"], condition=Q(dirty_since__isnull=False),
                          name="recompute_state_dirty"),
         ]
+
+
+class ImportJob(models.Model):
+    """One import of a file of items or AI predictions into a study, run as a task
+    (``services/import_jobs.py``): all or nothing, with its progress, outcome and errors.
+
+    The uploaded bytes wait in ``ImportJobFile`` (the database, not MEDIA_ROOT: the web and
+    worker containers share no disk) and are deleted when the job ends. ``phase``/``done``/
+    ``total`` are the latest progress (on PostgreSQL written by a second connection while
+    the import's transaction is open; on SQLite the job's final state only — the running
+    progress is in the cache there). ``summary`` is the import's result, ``errors`` every
+    problem as 'file:line: field: message'."""
+
+    class Kind(models.TextChoices):
+        ITEMS = "items", "items"
+        PREDICTIONS = "predictions", "AI predictions"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "succeeded"
+        FAILED = "failed", "failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="import_jobs")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    name = models.CharField(max_length=255, help_text="The file's name (API: 'request').")
+    fmt = models.CharField(max_length=8, help_text="csv or jsonl")
+    update = models.BooleanField(default=False, help_text="Rewrite existing ids.")
+    size = models.PositiveBigIntegerField(help_text="Bytes uploaded.")
+    sha256 = models.CharField(max_length=64)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    phase = models.CharField(max_length=20, blank=True, default="")
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    summary = models.JSONField(default=dict, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(null=True, blank=True,
+                                      help_text="The latest progress written.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["study", "-created_at"], name="import_job_study_created")]
+        constraints = [
+            # a second submission of the same file with the same options while the first
+            # is still queued or running is that job (double clicks, client retries)
+            models.UniqueConstraint(
+                fields=["study", "kind", "sha256", "update"],
+                condition=Q(status__in=["queued", "running"]),
+                name="import_job_one_active_per_file"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} from {self.name} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+
+class ImportJobFile(models.Model):
+    """The bytes of a job's upload until the job ends (kept apart so that listing jobs
+    never reads them)."""
+
+    job = models.OneToOneField(ImportJob, on_delete=models.CASCADE, primary_key=True,
+                               related_name="file")
+    data = models.BinaryField()

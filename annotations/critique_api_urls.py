@@ -1,0 +1,12 @@
+"""API routes of critique studies (included by ``annotations.api_urls``)."""
+
+from django.urls import path
+
+from annotations import critique_api as api
+
+urlpatterns = [
+    path("studies/<int:study_id>/critique/next/", api.CritiqueTaskNextApi.as_view(),
+         name="api-critique-next"),
+    path("critique/tasks/<str:task_id>/answer/", api.CritiqueTaskAnswerApi.as_view(),
+         name="api-critique-answer"),
+]

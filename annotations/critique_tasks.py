@@ -1,0 +1,34 @@
+"""Celery tasks of critique studies (imported by ``annotations.tasks``): take ids, re-fetch,
+call one service; safe to run twice."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(acks_late=True)
+def critique_generate_task(study_id: int) -> int:
+    """Make every task of the study whose inputs exist (``generation.critique_generate``)."""
+    from annotations.models import Study
+    from annotations.services.critique.generation import critique_generate
+
+    study = Study.objects.filter(pk=study_id, kind=Study.Kind.CRITIQUE).first()
+    return critique_generate(study=study).total if study is not None else 0
+
+
+@shared_task(acks_late=True)
+def critique_run_task(run_id: int) -> None:
+    """One slice of an AI run (an endpoint run queues the next slice itself while work
+    remains) or a JSONL import run."""
+    from annotations.models import CritiqueRun
+    from annotations.services.critique.ai_runs import critique_ai_run_slice, critique_import_run
+
+    run = CritiqueRun.objects.filter(pk=run_id).first()
+    if run is None:
+        return
+    if run.kind == CritiqueRun.Kind.IMPORT:
+        critique_import_run(run_id=run_id)
+    elif critique_ai_run_slice(run_id=run_id):
+        from annotations.services.critique.ai_runs import run_enqueue
+
+        run_enqueue(run_id)  # the next slice

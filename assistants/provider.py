@@ -1,0 +1,267 @@
+"""One client for any OpenAI-compatible chat endpoint (vLLM, Ollama, llama.cpp server, hosted
+APIs), through the ``openai`` package.
+
+Contract of ``complete``: it returns a ``Completion`` whose ``text`` is the non-empty message
+the endpoint produced, or raises ``ProviderError``; it never returns garbage as output.
+An attempt fails on a timeout, a connection error, an HTTP status worth retrying (408, 409,
+429, 5xx) or a body that is not a chat completion (not JSON, no ``choices``, no message
+text); failed attempts are retried ``max_retries`` times with exponential backoff
+(``backoff`` · 2^(k−1) seconds before retry k, times a jitter in [0.5, 1], at most 30 s; a
+429's ``Retry-After`` is honoured up to 60 s). Other 4xx answers (bad request, wrong key,
+unknown model) fail at once: repeating them cannot help.
+
+The API key goes to the endpoint in the ``Authorization`` header only: it is not in the
+config's repr, in log records, or in error messages (a server echoing it is redacted).
+The openai package's own retries are off (``max_retries=0``) so the attempt count is ours.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+
+from annotations.inputs import InputRejected, json_loads
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUSES = frozenset({408, 409, 429})  # and every 5xx
+MAX_BACKOFF_SECONDS = 30.0
+MAX_RETRY_AFTER_SECONDS = 60.0
+PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key; the client wants one
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """Where and how to ask. ``max_retries`` counts retries after the first attempt;
+    ``backoff`` is the wait before the first retry (seconds). ``send_seed`` passes each
+    request's seed to the endpoint (vLLM, llama.cpp, Ollama and OpenAI honour it; turn it
+    off for an API that refuses the field)."""
+
+    base_url: str
+    model: str
+    api_key: str = field(default="", repr=False)
+    timeout: float = 60.0
+    max_retries: int = 3
+    temperature: float = 1.0
+    max_tokens: int = 2048
+    backoff: float = 1.0
+    send_seed: bool = True
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0:
+            raise ValueError(f"timeout: {self.timeout} must be positive")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries: {self.max_retries} must be 0 or more")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens: {self.max_tokens} must be at least 1")
+        if self.backoff < 0:
+            raise ValueError(f"backoff: {self.backoff} must be 0 or more")
+
+    @property
+    def endpoint(self) -> str:
+        """The chat URL for messages and logs: no user, password or query string."""
+        return redact_url(self.base_url).rstrip("/") + "/chat/completions"
+
+
+def redact_url(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def config_from_settings(**overrides: object) -> ProviderConfig:
+    """The site's defaults (settings ``OVERSIGHT_AI_BASE_URL``, ``OVERSIGHT_AI_MODEL``,
+    ``OVERSIGHT_AI_API_KEY``, ``OVERSIGHT_AI_TIMEOUT``, ``OVERSIGHT_AI_MAX_RETRIES``) with a
+    study's own values on top. Overrides that are None or "" are ignored, so a study that
+    leaves a field empty uses the site's value."""
+    from django.conf import settings
+
+    values: dict[str, object] = {
+        "base_url": getattr(settings, "OVERSIGHT_AI_BASE_URL", ""),
+        "model": getattr(settings, "OVERSIGHT_AI_MODEL", ""),
+        "api_key": getattr(settings, "OVERSIGHT_AI_API_KEY", ""),
+        "timeout": float(getattr(settings, "OVERSIGHT_AI_TIMEOUT", 60.0)),
+        "max_retries": int(getattr(settings, "OVERSIGHT_AI_MAX_RETRIES", 3)),
+    }
+    known = set(ProviderConfig.__dataclass_fields__)
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise TypeError(f"unknown provider settings: {', '.join(unknown)}")
+    values.update({k: v for k, v in overrides.items() if v is not None and v != ""})
+    return ProviderConfig(**values)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One answer. ``raw`` is the response's JSON; ``usage`` its token counts (None when the
+    endpoint sends none); ``latency`` the seconds the successful attempt took."""
+
+    text: str
+    raw: dict = field(repr=False)
+    model: str
+    usage: dict | None
+    latency: float
+    finish_reason: str | None
+    attempts: int
+
+
+class ProviderError(Exception):
+    """The endpoint gave no usable answer after ``attempts`` attempts. ``what`` is the last
+    failure; ``endpoint`` the chat URL without credentials."""
+
+    def __init__(self, what: str, *, endpoint: str, model: str, attempts: int) -> None:
+        self.what = what
+        self.endpoint = endpoint
+        self.model = model
+        self.attempts = attempts
+        tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+        super().__init__(f"{endpoint} (model '{model}'): {what} — gave up after {tries}")
+
+
+class ProviderNotConfigured(ProviderError):
+    """No endpoint or no model: set OVERSIGHT_AI_BASE_URL / OVERSIGHT_AI_MODEL or the study's."""
+
+
+class _Garbage(Exception):
+    """A 200 answer that is not a usable chat completion."""
+
+
+@functools.lru_cache(maxsize=8)
+def _client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
+    return openai.OpenAI(base_url=base_url, api_key=api_key or PLACEHOLDER_KEY,
+                         timeout=timeout, max_retries=0)
+
+
+def complete(config: ProviderConfig, messages: Sequence[Mapping[str, str]], *,
+             seed: int | None = None) -> Completion:
+    """Ask the endpoint once (retrying failed attempts, see the module's docstring) and
+    return its message, or raise ProviderError."""
+    endpoint = config.endpoint
+    if not config.base_url.strip() or not config.model.strip():
+        missing = "base URL" if not config.base_url.strip() else "model"
+        raise ProviderNotConfigured(
+            f"no {missing} configured (OVERSIGHT_AI_BASE_URL / OVERSIGHT_AI_MODEL or the "
+            f"study's provider settings)",
+            endpoint=endpoint if config.base_url.strip() else "(none)", model=config.model,
+            attempts=0)
+    client = _client(config.base_url, config.api_key, config.timeout)
+    extra: dict[str, object] = {}
+    if seed is not None and config.send_seed:
+        extra["seed"] = int(seed)
+    what = "no attempt made"
+    attempt = 0
+    for attempt in range(1, config.max_retries + 2):
+        started = time.monotonic()
+        retry_after = None
+        try:
+            response = client.chat.completions.with_raw_response.create(
+                model=config.model, messages=[dict(m) for m in messages],  # type: ignore[misc]
+                temperature=config.temperature, max_tokens=config.max_tokens, **extra)
+            body = response.http_response.text
+        except openai.APITimeoutError:
+            what = f"no answer within {config.timeout:g} s (timeout)"
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            what = f"connection failed ({type(cause).__name__}: {cause})"
+        except openai.APIStatusError as exc:
+            code = exc.status_code
+            what = f"HTTP {code}: {_excerpt(_safe_text(exc.response))}"
+            if not (code in RETRY_STATUSES or code >= 500):
+                what = _redact(what, config)
+                logger.error("AI provider %s (model %s): %s; not retried", endpoint,
+                             config.model, what)
+                raise ProviderError(what, endpoint=endpoint, model=config.model,
+                                    attempts=attempt) from None
+            retry_after = _retry_after(exc.response.headers.get("retry-after"))
+        except openai.OpenAIError as exc:  # anything else the client refuses
+            what = f"{type(exc).__name__}: {exc}"
+        else:
+            latency = time.monotonic() - started
+            try:
+                return _completion(body, latency, attempt)
+            except _Garbage as exc:
+                what = str(exc)
+        what = _redact(what, config)
+        if attempt <= config.max_retries:
+            wait = _backoff(config.backoff, attempt, retry_after)
+            logger.warning("AI provider %s (model %s), attempt %d: %s; retrying in %.2f s",
+                           endpoint, config.model, attempt, what, wait)
+            time.sleep(wait)
+    logger.error("AI provider %s (model %s): %s; gave up after %d attempts",
+                 endpoint, config.model, what, attempt)
+    raise ProviderError(what, endpoint=endpoint, model=config.model, attempts=attempt)
+
+
+def _completion(body: str, latency: float, attempt: int) -> Completion:
+    try:
+        raw = json_loads(body)
+    except InputRejected as exc:
+        raise _Garbage(f"the answer is not usable JSON ({exc})") from None
+    except ValueError:
+        raise _Garbage(f"the answer is not JSON: {_excerpt(body)}") from None
+    if not isinstance(raw, dict):
+        raise _Garbage(f"the answer is not a JSON object: {_excerpt(body)}")
+    choices = raw.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise _Garbage(f"the answer has no choices: {_excerpt(body)}")
+    first = choices[0] if isinstance(choices[0], dict) else {}
+    message = first.get("message") if isinstance(first.get("message"), dict) else {}
+    text = message.get("content")
+    if not isinstance(text, str) or not text.strip():
+        raise _Garbage(f"the answer has no message text (finish_reason "
+                       f"{first.get('finish_reason')!r}): {_excerpt(body)}")
+    usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else None
+    finish = first.get("finish_reason")
+    return Completion(text=text, raw=raw, model=str(raw.get("model") or ""), usage=usage,
+                      latency=latency, finish_reason=finish if isinstance(finish, str) else None,
+                      attempts=attempt)
+
+
+def _backoff(base: float, attempt: int, retry_after: float | None) -> float:
+    wait = min(MAX_BACKOFF_SECONDS, base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+    if retry_after is not None:
+        wait = max(wait, min(retry_after, MAX_RETRY_AFTER_SECONDS))
+    return wait
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _safe_text(response: object) -> str:
+    try:
+        return str(response.text)  # type: ignore[attr-defined]
+    except Exception:  # a streamed or closed body: say nothing about it
+        return ""
+
+
+def _excerpt(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    if not flat:
+        return "(empty body)"
+    return flat if len(flat) <= limit else flat[:limit] + "…"
+
+
+def _redact(text: str, config: ProviderConfig) -> str:
+    if config.api_key and config.api_key in text:
+        text = text.replace(config.api_key, "[key]")
+    return text

@@ -1,0 +1,135 @@
+"""Cost of the assisted-study statistics (no database).
+
+    .venv/bin/python bench/bench_assisted_stats.py
+
+* ``threshold_curve`` on 100 000 items (confidences k/50 and, harder, 100 000 distinct
+  values). Budget (issue 9): ≤ 100 ms.
+* Clustered bootstrap for all arms: ``reliance_by_arm`` on 50 000 ratings (5 arms, 160
+  raters each, 64 ratings per rater less 2 % skips), 2 000 resamples by rater. Budget:
+  ≤ 2 s. Also with 5 000 raters (11 ratings each) and with raters spread over several arms
+  (one resampling over all raters).
+* For scale, on the 4 000 items of that study (the paper had 1 918): ``curve_band``
+  (1 000 resamples), ``reliability_bins`` with an ECE interval (1 000 resamples),
+  ``krippendorff_alpha_nominal`` (1 000 resamples).
+
+Each figure is the median of ``--repeat`` runs (after one warm-up run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from estimators.agreement import krippendorff_alpha_nominal  # noqa: E402
+from estimators.assisted_sim import ArmBehaviour, AssistedDesign, simulate_assisted  # noqa: E402
+from estimators.calibration import reliability_bins  # noqa: E402
+from estimators.factuality import (  # noqa: E402
+    SKIPPED,
+    gold_accurate,
+    item_human_correct,
+    ratings_correct,
+    verdicts,
+)
+from estimators.hybridization import curve_band, threshold_curve  # noqa: E402
+from estimators.reliance import reliance_by_arm  # noqa: E402
+
+
+def timed(fn: Callable[[], object], repeat: int) -> float:
+    fn()
+    runs = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs)
+
+
+def report(name: str, seconds: float, budget: float | None = None) -> None:
+    verdict = "" if budget is None else (
+        f" (budget {budget * 1e3:.0f} ms: {'ok' if seconds <= budget else 'OVER'})")
+    print(f"{name:<72} {seconds * 1e3:9.1f} ms{verdict}")
+
+
+ARMS = tuple(ArmBehaviour(name, r, w, None if name == "baseline" else (0.2, 0.5, 0.3), 120.0)
+             for name, r, w in [("baseline", 0.76, 0.64), ("search", 0.78, 0.66),
+                                ("evidence", 0.80, 0.66), ("trace", 0.88, 0.50),
+                                ("full", 0.92, 0.42)])
+
+
+def reliance_inputs(raters_per_arm: int, items_per_rater: int, n_items: int) -> dict:
+    sim = simulate_assisted(AssistedDesign(arms=ARMS, n_items=n_items,
+                                           raters_per_arm=raters_per_arm,
+                                           items_per_rater=items_per_rater), seed=1)
+    v = verdicts(sim.label)
+    keep = v != SKIPPED
+    ai_v = verdicts(sim.ai_label)
+    return {"rater": sim.rater[keep], "arm": sim.arm[keep],
+            "correct": ratings_correct(v, gold_accurate(sim.gold)[sim.item])[keep],
+            "ai_correct": sim.ai_correct[sim.item][keep],
+            "agrees_with_ai": (v == ai_v[sim.item])[keep],
+            "helpfulness": sim.helpfulness[keep], "seconds": sim.seconds[keep],
+            "_sim": sim}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    n = 100_000
+
+    c50 = rng.integers(25, 51, n) / 50
+    a = (rng.random(n) < c50).astype(float)
+    h = (rng.random(n) < 0.75).astype(float)
+    report("threshold_curve, 100 000 items, 26 distinct confidences",
+           timed(lambda: threshold_curve(c50, a, h), args.repeat), 0.100)
+    c_all = rng.random(n)
+    report("threshold_curve, 100 000 items, 100 000 distinct confidences",
+           timed(lambda: threshold_curve(c_all, a, h), args.repeat), 0.100)
+
+    x = reliance_inputs(raters_per_arm=160, items_per_rater=64, n_items=4000)
+    sim = x.pop("_sim")
+    print(f"  (study: {x['rater'].size} ratings, {np.unique(x['rater']).size} raters, "
+          f"{len(ARMS)} arms)")
+    report("reliance_by_arm, 2 000 rater resamples, all arms",
+           timed(lambda: reliance_by_arm(**x, baseline="baseline", n_resamples=2000),
+                 args.repeat), 2.0)
+    y = reliance_inputs(raters_per_arm=1000, items_per_rater=11, n_items=4000)
+    y.pop("_sim")
+    print(f"  (study: {y['rater'].size} ratings, {np.unique(y['rater']).size} raters)")
+    report("reliance_by_arm, 2 000 rater resamples, 5 000 raters",
+           timed(lambda: reliance_by_arm(**y, baseline="baseline", n_resamples=2000),
+                 args.repeat), 2.0)
+    # raters in several arms: one resampling of all raters, every arm's columns at once
+    z = dict(x)
+    z["rater"] = rng.integers(0, 800, x["rater"].size)
+    report("reliance_by_arm, 2 000 resamples, raters spread over arms (800 raters)",
+           timed(lambda: reliance_by_arm(**z, baseline="baseline", n_resamples=2000),
+                 args.repeat), 2.0)
+
+    v = verdicts(sim.label)
+    gold = gold_accurate(sim.gold)
+    m = sim.arm == "evidence"
+    hc = item_human_correct(sim.item[m], v[m], gold, n_items=sim.confidence.size,
+                            rule="majority")
+    report(f"curve_band, {sim.confidence.size} items, 1 000 resamples",
+           timed(lambda: curve_band(sim.confidence, sim.ai_correct, hc, n_resamples=1000),
+                 args.repeat))
+    report(f"reliability_bins, {sim.confidence.size} items, 10 bins, ECE interval of 1 000 "
+           "resamples", timed(lambda: reliability_bins(sim.confidence, sim.ai_correct,
+                                                       n_resamples=1000), args.repeat))
+    keep = (v != SKIPPED) & m
+    report(f"krippendorff_alpha_nominal, {int(keep.sum())} ratings, 1 000 resamples",
+           timed(lambda: krippendorff_alpha_nominal(sim.item[keep], v[keep],
+                                                    n_resamples=1000), args.repeat))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+"""Cluster bootstrap, vectorised (METHODS.md M2: "confidence intervals by bootstrap resampling
+clustered by rater").
+
+A resample draws C clusters (raters, or items) with replacement from the C observed ones and
+keeps all their observations. Instead of materialising resampled rows, each resample is a
+vector of counts w_c (how often cluster c was drawn, Σ_c w_c = C; within each stratum when
+strata are given), and every statistic used here is a ratio of per-cluster sums,
+
+    θ* = Σ_c w_c N_c / Σ_c w_c D_c,   N_c = Σ_{obs in c} num,  D_c = Σ_{obs in c} den,
+
+so all resamples at once are one matrix product W @ [N D] (W: resamples × clusters). An
+accuracy is num = correct, den = 1; an accuracy on AI-wrong items num = correct·[AI wrong],
+den = [AI wrong]. Intervals are percentile intervals of the replicates (the paper's "95 %
+bootstrapped CIs"); a replicate whose denominator is 0 is undefined and left out (counted
+in ``n_undefined``). Differences of two statistics use the same resamples (paired).
+
+The counts are drawn as a bincount of uniform draws (exactly multinomial(C, 1/C)), in chunks
+of resamples so memory stays bounded; the generator is seeded, so results are reproducible.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+# Resamples are drawn in chunks of at most this many cluster draws (resamples × clusters).
+_CHUNK_CELLS = 4_000_000
+
+
+@dataclass(frozen=True)
+class IntervalEstimate:
+    """A point estimate with its interval (NaN everywhere when undefined)."""
+
+    value: float
+    lower: float
+    upper: float
+
+    @property
+    def defined(self) -> bool:
+        return math.isfinite(self.value)
+
+    def as_dict(self, name: str) -> dict[str, float | None]:
+        """``{name: value, name_lower: lower, name_upper: upper}``, None where undefined
+        (JSON/CSV ready)."""
+        return {name: _json_float(self.value), f"{name}_lower": _json_float(self.lower),
+                f"{name}_upper": _json_float(self.upper)}
+
+    def shifted(self, scale: float, offset: float) -> IntervalEstimate:
+        """The interval of offset + scale·θ (bounds swap when scale < 0)."""
+        lo, hi = offset + scale * self.lower, offset + scale * self.upper
+        return IntervalEstimate(offset + scale * self.value, min(lo, hi), max(lo, hi))
+
+
+UNDEFINED = IntervalEstimate(math.nan, math.nan, math.nan)
+
+
+def _json_float(x: float) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _rng(seed: int | np.random.Generator) -> np.random.Generator:
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise ValueError(f"level: must lie strictly between 0 and 1, got {level}")
+
+
+def check_resamples(n_resamples: int) -> None:
+    if int(n_resamples) != n_resamples or n_resamples < 1:
+        raise ValueError(f"n_resamples: need a positive integer, got {n_resamples}")
+
+
+def encode(labels: ArrayLike, field: str) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values in sorted order, integer code of each entry) of a 1-D label array
+    (ints or strings); raises naming ``field`` for missing entries."""
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise ValueError(f"{field}: need a 1-D array, got shape {arr.shape}")
+    if arr.dtype == object:
+        bad = np.array([v is None or (isinstance(v, float) and math.isnan(v)) for v in arr],
+                       dtype=bool)
+        if bad.any():
+            raise ValueError(f"{field}[{int(np.argmax(bad))}]: missing value")
+        arr = arr.astype(str) if all(isinstance(v, str) for v in arr) else arr
+    elif arr.dtype.kind == "f" and np.isnan(arr).any():
+        raise ValueError(f"{field}[{int(np.argmax(np.isnan(arr)))}]: missing value")
+    values, codes = np.unique(arr, return_inverse=True)
+    return values, codes.reshape(-1)
+
+
+def _groups(n_clusters: int, strata: ArrayLike | None) -> list[np.ndarray]:
+    if n_clusters < 1:
+        raise ValueError("n_clusters: need at least one cluster")
+    if strata is None:
+        return [np.arange(n_clusters)]
+    _, codes = encode(strata, "strata")
+    if codes.size != n_clusters:
+        raise ValueError(f"strata: {codes.size} entries for {n_clusters} clusters")
+    order = np.argsort(codes, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+
+
+def cluster_count_chunks(n_clusters: int, n_resamples: int, rng: int | np.random.Generator,
+                         *, strata: ArrayLike | None = None) -> Iterator[np.ndarray]:
+    """:func:`cluster_counts` in consecutive chunks of resamples (bounded memory); the
+    concatenated chunks equal ``cluster_counts`` with the same generator state."""
+    check_resamples(n_resamples)
+    rng = _rng(rng)
+    groups = _groups(n_clusters, strata)
+    step = max(1, _CHUNK_CELLS // n_clusters)
+    for start in range(0, n_resamples, step):
+        b = min(step, n_resamples - start)
+        picks = np.concatenate([g[rng.integers(0, g.size, size=(b, g.size))] for g in groups],
+                               axis=1)
+        flat = picks + (np.arange(b) * n_clusters)[:, None]
+        yield np.bincount(flat.ravel(), minlength=b * n_clusters).reshape(
+            b, n_clusters).astype(np.int32)
+
+
+def cluster_counts(n_clusters: int, n_resamples: int, rng: int | np.random.Generator, *,
+                   strata: ArrayLike | None = None) -> np.ndarray:
+    """How often each cluster is drawn in each resample: int32 array (n_resamples, n_clusters).
+
+    Without strata each row is multinomial(C, 1/C) (C draws with replacement from all
+    clusters); with ``strata`` (a code per cluster) each stratum of size C_s gets C_s draws
+    from its own clusters, so stratum sizes stay fixed (arms of a between-subjects design)."""
+    return np.concatenate(list(cluster_count_chunks(n_clusters, n_resamples, rng,
+                                                    strata=strata)), axis=0)
+
+
+def resampled_sums(sums: np.ndarray, n_resamples: int, rng: int | np.random.Generator, *,
+                   strata: ArrayLike | None = None) -> np.ndarray:
+    """W @ sums for cluster-count matrices W drawn chunk by chunk: (n_resamples, k) from
+    per-cluster sums (n_clusters, k)."""
+    return np.concatenate([w.astype(float) @ sums for w in cluster_count_chunks(
+        sums.shape[0], n_resamples, rng, strata=strata)], axis=0)
+
+
+def cluster_sums(cluster: np.ndarray, values: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Per-cluster column sums: (n_clusters, k) from integer codes (n,) and values (n, k)."""
+    k = values.shape[1]
+    flat = (cluster[:, None] * k + np.arange(k)[None, :]).ravel()
+    return np.bincount(flat, weights=values.ravel(), minlength=n_clusters * k).reshape(
+        n_clusters, k)
+
+
+def percentile_interval(replicates: np.ndarray, level: float = 0.95) -> tuple[np.ndarray,
+                                                                               np.ndarray]:
+    """(lower, upper) percentile bounds per column, ignoring undefined (NaN) replicates;
+    NaN for a column with no defined replicate."""
+    check_level(level)
+    reps = np.asarray(replicates, dtype=float)
+    reps2 = reps.reshape(reps.shape[0], -1)
+    lo = np.full(reps2.shape[1], np.nan)
+    hi = np.full(reps2.shape[1], np.nan)
+    ok = np.isfinite(reps2).any(axis=0)
+    if ok.any():
+        q = np.nanquantile(reps2[:, ok], [(1 - level) / 2, (1 + level) / 2], axis=0)
+        lo[ok], hi[ok] = q[0], q[1]
+    return lo.reshape(reps.shape[1:]), hi.reshape(reps.shape[1:])
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+@dataclass(frozen=True)
+class RatioBootstrap:
+    """Ratio statistics θ_j = Σ num_j / Σ den_j and their cluster-bootstrap replicates.
+
+    ``estimate`` (k,), ``replicates`` (n_resamples, k), ``level``; ``interval(j)`` and
+    ``difference(i, j)`` (θ_i − θ_j with the paired percentile interval)."""
+
+    estimate: np.ndarray
+    replicates: np.ndarray
+    level: float
+
+    def interval(self, j: int) -> IntervalEstimate:
+        value = float(self.estimate[j])
+        if not math.isfinite(value):
+            return UNDEFINED
+        lo, hi = percentile_interval(self.replicates[:, j:j + 1], self.level)
+        return IntervalEstimate(value, float(lo[0]), float(hi[0]))
+
+    def difference(self, i: int, j: int) -> IntervalEstimate:
+        value = float(self.estimate[i] - self.estimate[j])
+        if not math.isfinite(value):
+            return UNDEFINED
+        lo, hi = percentile_interval(
+            (self.replicates[:, i] - self.replicates[:, j])[:, None], self.level)
+        return IntervalEstimate(value, float(lo[0]), float(hi[0]))
+
+    def n_undefined(self, j: int) -> int:
+        """Resamples in which statistic j was undefined (denominator 0)."""
+        return int(np.isnan(self.replicates[:, j]).sum())
+
+
+def _as_matrix(x: ArrayLike, n: int, field: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2 or arr.shape[0] != n:
+        raise ValueError(f"{field}: need {n} rows (one per observation), got shape {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise ValueError(f"{field}[{r}, {c}]: non-finite value")
+    return arr
+
+
+def bootstrap_ratios(cluster: ArrayLike, numerator: ArrayLike, denominator: ArrayLike, *,
+                     strata: ArrayLike | None = None, n_resamples: int = 2000,
+                     level: float = 0.95, seed: int | np.random.Generator = 0
+                     ) -> RatioBootstrap:
+    """Cluster bootstrap of the ratios Σ num_j / Σ den_j (columns j of the (n, k) arrays).
+
+    ``cluster``: one cluster label per observation (e.g. the rater); ``strata``: optional
+    label per observation, constant within a cluster (e.g. the arm) — clusters are then
+    resampled within their stratum. See the module docstring for the formula."""
+    check_level(level)
+    clusters, ccode = encode(cluster, "cluster")
+    n = ccode.size
+    num = _as_matrix(numerator, n, "numerator")
+    den = _as_matrix(denominator, n, "denominator")
+    if num.shape != den.shape:
+        raise ValueError(f"denominator: shape {den.shape} differs from numerator {num.shape}")
+    c = clusters.size
+    cluster_strata = None
+    if strata is not None:
+        _, scode = encode(strata, "strata")
+        if scode.size != n:
+            raise ValueError(f"strata: {scode.size} entries for {n} observations")
+        _, first = np.unique(ccode, return_index=True)
+        cluster_strata = scode[first]
+        mixed = cluster_strata[ccode] != scode
+        if mixed.any():
+            raise ValueError(f"strata[{int(np.argmax(mixed))}]: cluster "
+                             f"{clusters[ccode[int(np.argmax(mixed))]].item()!r} spans two strata")
+    sums = cluster_sums(ccode, np.concatenate([num, den], axis=1), c)
+    k = num.shape[1]
+    estimate = _ratio(sums[:, :k].sum(axis=0), sums[:, k:].sum(axis=0))
+    rs = resampled_sums(sums, n_resamples, seed, strata=cluster_strata)
+    return RatioBootstrap(estimate, _ratio(rs[:, :k], rs[:, k:]), level)
+
+
+def bootstrap_means(values: ArrayLike, *, n_resamples: int = 2000, level: float = 0.95,
+                    seed: int | np.random.Generator = 0) -> list[IntervalEstimate]:
+    """Item bootstrap of the column means of (n, k) ``values`` (one row per independent
+    unit); a column holding NaN is undefined (UNDEFINED)."""
+    check_level(level)
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    n, k = arr.shape
+    if n == 0:
+        return [UNDEFINED] * k
+    defined = np.isfinite(arr).all(axis=0)
+    out = [UNDEFINED] * k
+    if not defined.any():
+        return out
+    sub = arr[:, defined]
+    reps = resampled_sums(sub, n_resamples, seed) / n
+    lo, hi = percentile_interval(reps, level)
+    means = sub.mean(axis=0)
+    for pos, j in enumerate(np.flatnonzero(defined)):
+        out[j] = IntervalEstimate(float(means[pos]), float(lo[pos]), float(hi[pos]))
+    return out

@@ -1,0 +1,88 @@
+// Rating page of assisted studies (label.js does the lease, heartbeat, timer and answer
+// keys): keys that expand the AI fact-check's sections, the comment box, and the record of
+// what the rater does with the fact-check (sections expanded or collapsed, links opened),
+// posted to the server, which stamps its own time.
+(function () {
+  "use strict";
+  const SECTION_KEYS = { r: "reasoning", j: "judgments", v: "evidence", g: "search", f: "confidence" };
+  let shownAt = Date.now();
+
+  function card() { return document.querySelector("#work article.rating"); }
+
+  function csrf() {
+    try { return JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"]; } catch (e) { return ""; }
+  }
+
+  function post(event) {
+    const c = card();
+    if (!c || !c.dataset.eventsUrl) return;
+    event.client_ms = Math.max(0, Math.round(Date.now() - shownAt));
+    fetch(c.dataset.eventsUrl, {
+      method: "POST", credentials: "same-origin", keepalive: true,
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf() },
+      body: JSON.stringify(event),
+    }).catch(function () { /* a lost event is not worth an error on the rater's screen */ });
+  }
+
+  function traceIndex(el) {
+    const t = el.closest("[data-trace]");
+    return t && t.closest(".ai-trace.debate") ? Number(t.dataset.trace) : null;
+  }
+
+  document.addEventListener("toggle", function (event) {
+    const details = event.target;
+    if (!(details instanceof HTMLDetailsElement) || !details.dataset.section) return;
+    if (!details.closest(".ai-panel") || !card()) return;
+    const e = { kind: details.open ? "expand" : "collapse", section: details.dataset.section };
+    const trace = traceIndex(details);
+    if (trace !== null) e.trace = trace;
+    post(e);
+  }, true);
+
+  function onLink(event) {
+    if (event.type === "auxclick" && event.button !== 1) return;  // middle click: new tab
+    const link = event.target.closest && event.target.closest(".ai-panel a[data-link]");
+    if (!link || !card()) return;
+    const e = { kind: "open_link", section: link.dataset.link.split(":")[0], target: link.dataset.link };
+    const trace = traceIndex(link);
+    if (trace !== null) e.trace = trace;
+    post(e);
+  }
+  document.addEventListener("click", onLink);
+  document.addEventListener("auxclick", onLink);
+
+  document.addEventListener("keydown", function (event) {
+    const tag = (event.target.tagName || "").toLowerCase();
+    if (tag === "textarea") {
+      if (event.key === "Escape") { event.target.blur(); event.preventDefault(); }
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        const submit = event.target.form && event.target.form.querySelector("button.submit");
+        if (submit) submit.click();
+      }
+      return;
+    }
+    if (event.repeat || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (tag === "input" && !["radio", "checkbox"].includes(event.target.type)) return;
+    const dialog = document.getElementById("shortcuts");
+    if (dialog && dialog.open) return;
+    const key = event.key.toLowerCase();
+    const c = card();
+    if (!c) return;
+    if (key === "m") {
+      const box = c.querySelector("textarea[name=comment]");
+      if (box) { event.preventDefault(); box.focus(); }
+      return;
+    }
+    const section = SECTION_KEYS[key];
+    if (section) {
+      const all = c.querySelectorAll('.ai-panel details[data-section="' + section + '"]');
+      if (!all.length) return;
+      event.preventDefault();
+      const open = !all[0].open;
+      all.forEach(function (d) { d.open = open; });
+    }
+  });
+
+  document.body.addEventListener("htmx:afterSwap", function () { shownAt = Date.now(); });
+})();

@@ -1,0 +1,158 @@
+"""The assisted dashboard: who may see it, what it shows, live polling, and the CSV of
+every figure (the snapshot's numbers, spreadsheet-safe)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from annotations.assisted_dashboard import FIGURES, GLOSSARY, figure_csv
+from annotations.models import EstimateSnapshot, StudyMembership
+from annotations.services.assisted_analysis import assisted_recompute
+from annotations.services.demo_assisted import assisted_study_from_simulation
+from annotations.services.studies import membership_add
+from estimators.assisted_sim import AssistedDesign, simulate_assisted
+from tests.factories import UserFactory, make_study
+
+pytestmark = pytest.mark.django_db
+DESIGN = AssistedDesign(n_items=60, n_samples=5, raters_per_arm=4, items_per_rater=20)
+
+
+@pytest.fixture(scope="module")
+def seeded(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        seeded = assisted_study_from_simulation(name="dashboard", sim=simulate_assisted(
+            DESIGN, seed=5), seed=5)
+        study = seeded.study
+        users = {}
+        for role in ("manager", "researcher", "annotator"):
+            users[role] = UserFactory(username=f"dash-{role}")
+            membership_add(study=study, user=users[role], role=role)
+        users["outsider"] = UserFactory(username="dash-outsider")
+        assisted_recompute(study_id=study.pk)
+        yield study, users
+        study.delete()
+        for user in users.values():
+            user.delete()
+
+
+def _client(user=None) -> Client:
+    client = Client()
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize(("role", "status"), [
+    (None, 302), ("outsider", 403), ("annotator", 403), ("manager", 200), ("researcher", 200)])
+def test_only_managers_and_researchers_see_the_page_and_the_csv(seeded, role, status):
+    study, users = seeded
+    client = _client(users.get(role))
+    for url in (reverse("assisted-dashboard", args=[study.pk]),
+                reverse("dashboard", args=[study.pk]),
+                reverse("assisted-figure-csv", args=[study.pk, "reliance"])):
+        response = client.get(url)
+        assert response.status_code == status, (url, role)
+        if status == 302:
+            assert "/accounts/login/" in response["Location"]
+
+
+def test_the_page_shows_every_figure_with_its_csv(seeded):
+    study, users = seeded
+    html = _client(users["manager"]).get(
+        reverse("dashboard", args=[study.pk])).content.decode()
+    for testid in ("curves-chart", "reliance-chart", "calibration-chart", "best-threshold",
+                   "held-out", "reliance", "results", "agreement", "arms"):
+        assert f'data-testid="{testid}"' in html, testid
+    for name in FIGURES:
+        if name != "bands":
+            assert reverse("assisted-figure-csv", args=[study.pk, name]) in html, name
+    assert reverse("help-page", args=["manager-assisted"]) in html
+    # two bars per arm (AI right / AI wrong), each carrying its value
+    assert html.count('<rect x=') == 2 * len(DESIGN.arms)
+
+
+def test_the_rule_is_chosen_in_the_url(seeded):
+    study, users = seeded
+    client = _client(users["manager"])
+    url = reverse("assisted-dashboard", args=[study.pk])
+    html = client.get(url + "?rule=majority").content.decode()
+    assert '<option value="majority" selected>' in html
+    assert "Accuracy against the threshold (Majority vote" in html
+    fallback = client.get(url + "?rule=nonsense").content.decode()
+    assert '<option value="individual" selected>' in fallback
+
+
+def test_live_region_answers_204_until_a_newer_snapshot(seeded):
+    study, users = seeded
+    client = _client(users["manager"])
+    url = reverse("assisted-dashboard", args=[study.pk])
+    first = client.get(url, HTTP_HX_REQUEST="true")
+    latest = EstimateSnapshot.objects.filter(study=study).latest("computed_at")
+    token = first.content.decode().split('data-health="')[1].split('"')[0]
+    same = client.get(url, {"since": latest.pk, "health": token}, HTTP_HX_REQUEST="true")
+    assert same.status_code == 204
+    newer = assisted_recompute(study_id=study.pk)
+    swapped = client.get(url, {"since": latest.pk, "health": token}, HTTP_HX_REQUEST="true")
+    assert swapped.status_code == 200
+    assert f'data-snapshot="{newer.pk}"' in swapped.content.decode()
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_every_csv_holds_the_snapshots_numbers(seeded, name):
+    study, users = seeded
+    response = _client(users["researcher"]).get(
+        reverse("assisted-figure-csv", args=[study.pk, name]))
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    assert f"study-{study.pk}-{name}-" in response["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    payload = EstimateSnapshot.objects.filter(study=study).latest("computed_at").payload
+    expected = FIGURES[name][1](payload)
+    assert len(rows) == len(expected) > 0
+    for got, want in zip(rows, expected, strict=True):
+        for key, value in want.items():
+            if isinstance(value, float):
+                assert float(got[key]) == pytest.approx(value), (name, key)
+            elif value is None:
+                assert got[key] == ""
+
+
+def test_csv_cells_never_run_as_spreadsheet_formulas():
+    payload = {"arms": [{"key": "=HYPERLINK(\"http://x\")", "name": "-2+3", "components": [],
+                         "n_ratings": 1}]}
+    rows = list(csv.DictReader(io.StringIO(figure_csv(payload, "arms"))))
+    assert rows[0]["key"].startswith("'=") and rows[0]["name"] == "'-2+3"
+    assert rows[0]["n_ratings"] == "1"
+
+
+def test_unknown_figures_and_studies_without_analysis_are_404(seeded):
+    study, users = seeded
+    client = _client(users["manager"])
+    assert client.get(reverse("assisted-figure-csv", args=[study.pk, "nope"])).status_code == 404
+    partitioned = make_study(k=3, n_items=3, seed=91)
+    membership_add(study=partitioned, user=users["manager"],
+                   role=StudyMembership.Role.MANAGER)
+    assert client.get(reverse("assisted-dashboard",
+                              args=[partitioned.pk])).status_code == 404
+
+
+def test_the_guide_explains_every_term():
+    from annotations.guides import guide_html
+
+    _, html = guide_html("manager-assisted")
+    for label, _ in GLOSSARY.values():
+        assert label.replace("'", "&#x27;") in html or label in html, label
+
+
+def test_the_page_reads_a_bounded_number_of_queries(seeded, django_assert_max_num_queries):
+    study, users = seeded
+    client = _client(users["manager"])
+    url = reverse("assisted-dashboard", args=[study.pk])
+    client.get(url)  # session, caches
+    with django_assert_max_num_queries(12):
+        assert client.get(url).status_code == 200

@@ -1,0 +1,97 @@
+"""The study's own audit trail: opening and closing are recorded by the services, in the
+same transaction, with who and when; the study page lists them read only."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+from django.urls import reverse
+
+from annotations.errors import InvalidStudy
+from annotations.models import Study, StudyEvent, study_event_kind_register
+from annotations.services.studies import study_close, study_event_record, study_open
+from tests.factories import make_study, role_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def draft():
+    return make_study(k=3, n_items=4, open_=False, seed=91, name="Audited study")
+
+
+def events(study: Study) -> list[tuple[str, int | None, dict]]:
+    return [(e.kind, e.actor_id, e.detail)
+            for e in StudyEvent.objects.filter(study=study).order_by("at", "pk")]
+
+
+def test_open_and_close_are_recorded_with_actor_and_counts(draft):
+    researcher = role_user(draft, "researcher")
+    study_open(study=draft, by=researcher)
+    study_close(study=draft, by=researcher)
+    assert events(draft) == [
+        ("opened", researcher.pk, {"routed": 4, "from": "draft"}),
+        ("closed", researcher.pk, {"from": "open"}),
+    ]
+
+
+def test_routing_new_items_of_an_open_study_is_recorded_apart_from_opening(draft):
+    study_open(study=draft)
+    assert study_open(study=draft) == 0  # nothing new: nothing recorded
+    assert [kind for kind, _, _ in events(draft)] == ["opened"]
+
+
+def test_a_refused_close_writes_no_event(draft):
+    study_open(study=draft)
+    study_close(study=draft)
+    with pytest.raises(InvalidStudy):
+        study_close(study=draft)
+    assert [kind for kind, _, _ in events(draft)] == ["opened", "closed"]
+
+
+def test_the_event_is_written_in_the_same_transaction_as_the_change(draft):
+    @transaction.atomic
+    def open_then_fail() -> None:
+        study_open(study=draft)
+        raise RuntimeError("the caller's transaction fails after the open")
+
+    with pytest.raises(RuntimeError):
+        open_then_fail()
+    draft.refresh_from_db()
+    assert draft.status == Study.Status.DRAFT
+    assert events(draft) == []
+
+
+def test_other_study_types_register_their_own_kinds(draft):
+    with pytest.raises(InvalidStudy, match="register"):
+        study_event_record(study=draft, kind="weights_changed")
+    study_event_kind_register("weights_changed", "Weights changed")
+    event = study_event_record(study=draft, kind="weights_changed", detail={"old": 1})
+    assert event.kind_label == "Weights changed"
+    study_event_record(study=draft, kind="threshold_changed", detail={"to": 0.7})  # built in
+    assert [kind for kind, _, _ in events(draft)] == ["weights_changed", "threshold_changed"]
+
+
+def test_the_buttons_record_the_researcher_and_the_page_lists_the_history(client, draft):
+    researcher = role_user(draft, "researcher")
+    client.force_login(researcher)
+    client.post(reverse("admin:annotations_study_open", args=[draft.pk]))
+    client.post(reverse("admin:annotations_study_close", args=[draft.pk]))
+    assert events(draft) == [
+        ("opened", researcher.pk, {"routed": 4, "from": "draft"}),
+        ("closed", researcher.pk, {"from": "open"}),
+    ]
+    html = client.get(reverse("admin:annotations_study_change", args=[draft.pk])).content.decode()
+    section = html[html.index('id="study-events-title"'):]
+    assert "Opened" in section and "Closed" in section and researcher.username in section
+    assert "routed: 4" in section
+    # read only: no form field for the events anywhere on the page
+    assert 'name="events-' not in html
+
+
+def test_the_list_action_records_the_researcher(client, draft):
+    researcher = role_user(draft, "researcher")
+    client.force_login(researcher)
+    client.post(reverse("admin:annotations_study_changelist"),
+                {"action": "open_studies", "_selected_action": [draft.pk]})
+    assert events(draft) == [("opened", researcher.pk, {"routed": 4, "from": "draft"})]

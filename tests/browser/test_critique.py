@@ -1,0 +1,159 @@
+"""Critique pages in Chromium: an annotator completes a level-2 task (a critique of
+critiques) with the keyboard only, and the managers' level table updates by itself; phone
+widths; the guide's screenshots."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from annotations.models import CritiqueOutput, CritiqueTask
+from annotations.services.studies import membership_add
+from tests.annotations.critique_helpers import answer_next, make_critique_study
+from tests.browser.conftest import login
+from tests.factories import UserFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+READ_MS = 700  # a little over the minimum time on screen (OVERSIGHT_MIN_ANSWER_MS)
+expect.set_options(timeout=15_000)
+
+
+def _study_with_a_c2_task():
+    """One question whose responses and critiques are written (by four annotators); the
+    fifth annotator's next task is the critique of the two critiques."""
+    study, users = make_critique_study(n_questions=1, top_level=2, counts=[2, 2, 1],
+                                       n_annotators=5, name="Demo: critique of critiques")
+    study.guidelines = "Refer to outputs by their **names**."
+    study.save(update_fields=["guidelines"])
+    writers, person = users[:4], users[4]
+    for user, (final, choice) in zip(writers, [(1, ""), (2, ""), (1, "first"), (2, "second")],
+                                     strict=True):
+        task, _ = answer_next(study, user, final=final, choice=choice or "first",
+                              reasoning=f"{user.username[-1]}: option {'BC'[final - 1]} "
+                              "follows from the second clause.")
+        assert task is not None
+    assert CritiqueTask.objects.filter(study=study, level=2, status="pending").count() == 1
+    return study, person
+
+
+def test_an_annotator_completes_a_c2_task_with_the_keyboard_and_the_level_table_updates(
+        page, browser, shots, live_server, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.OVERSIGHT_MIN_ANSWER_MS = 600
+    study, person = _study_with_a_c2_task()
+    manager = UserFactory(username="manager-crit")
+    membership_add(study=study, user=manager, role="manager")
+    from annotations.services.critique.analysis import critique_recompute
+
+    critique_recompute(study_id=study.pk)
+
+    # the manager's dashboard, open before the answer
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    dash = context.new_page()
+    login(dash, live_server, manager.username)
+    dash.goto(f"{live_server.url}/studies/{study.pk}/critique/dashboard/")
+    expect(dash.get_by_test_id("n-level-1")).to_have_text("2")
+    expect(dash.get_by_test_id("n-level-2")).to_have_count(0)
+
+    login(page, live_server, person.username)
+    page.goto(f"{live_server.url}/studies/{study.pk}/critique/")
+    page.keyboard.press("Enter")
+    card = page.locator("article.critique-task")
+    expect(card).to_be_visible()
+    expect(page.get_by_test_id("task-kind")).to_contain_text("Level 2: compare two critiques")
+    expect(page.get_by_test_id("chain-level")).to_have_count(1)  # the two responses below
+    for writer in CritiqueOutput.objects.filter(study=study).values_list("author__username",
+                                                                          flat=True):
+        assert writer not in page.content()
+    page.keyboard.press("x")  # fold the chain, and unfold it again
+    expect(page.locator("details.chain-level[open]")).to_have_count(0)
+    page.keyboard.press("x")
+    expect(page.locator("details.chain-level[open]")).to_have_count(1)
+    page.keyboard.press("/")
+    expect(page.get_by_test_id("reasoning")).to_be_focused()
+    page.keyboard.type("The second critique spots the misread clause; the first does not.")
+    page.keyboard.press("Escape")
+    page.keyboard.press("ArrowRight")  # the input shown second is better
+    page.keyboard.press("c")  # final answer C
+    page.keyboard.press("4")  # confidence 4
+    expect(page.locator('input[name="choice"][value="second"]')).to_be_checked()
+    expect(page.locator('input[name="final"][value="2"]')).to_be_checked()
+    expect(page.locator('input[name="confidence"][value="4"]')).to_be_checked()
+    page.screenshot(path=str(shots / "critique-task.png"), full_page=True)
+    page.wait_for_timeout(READ_MS)
+    page.keyboard.press("Control+Enter")
+    expect(page.get_by_test_id("recorded")).to_contain_text("final answer C")
+
+    output = CritiqueOutput.objects.get(study=study, level=2)
+    task = output.task
+    assert (output.author_id, output.choice, output.final, output.confidence) == (
+        person.pk, "second", 2, 4)
+    assert output.reasoning.startswith("The second critique spots")
+    assert output.time_ms >= 600 and task.status == "answered"
+    # the level table updated by itself (the dashboard polls its live region)
+    expect(dash.get_by_test_id("n-level-2")).to_have_text("1")
+    expect(dash.get_by_test_id("accuracy-level-2")).not_to_have_text("—")
+    dash.screenshot(path=str(shots / "critique-dashboard.png"), full_page=True)
+    for p in (page, dash):
+        p.set_viewport_size({"width": 390, "height": 844})
+        width = p.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, width  # no page-wide horizontal scroll on a phone
+    dash.screenshot(path=str(shots / "critique-dashboard-phone.png"), full_page=True)
+    context.close()
+
+
+def test_keys_do_nothing_while_typing_and_an_incomplete_answer_keeps_the_text(page,
+                                                                              live_server):
+    study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],
+                                       n_annotators=2)
+    login(page, live_server, users[0].username)
+    page.goto(f"{live_server.url}/studies/{study.pk}/critique/")
+    page.keyboard.press("Enter")
+    expect(page.locator("article.critique-task")).to_be_visible()
+    page.keyboard.press("/")
+    page.keyboard.type("a b 4")  # typed text, not shortcuts
+    expect(page.locator('input[name="final"]:checked')).to_have_count(0)
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    page.wait_for_timeout(READ_MS)
+    page.keyboard.press("Control+Enter")  # no confidence yet
+    expect(page.get_by_test_id("message")).to_contain_text("Rate your confidence")
+    expect(page.get_by_test_id("reasoning")).to_have_value("a b 4")
+    expect(page.locator('input[name="final"][value="1"]')).to_be_checked()
+    assert not CritiqueOutput.objects.filter(study=study).exists()
+
+
+def test_the_demo_dashboards_show_every_table(page, shots, live_server, settings):
+    from annotations.services.critique.demo import critique_demo_seed
+
+    settings.OVERSIGHT_MIN_ANSWER_MS = 0
+    demo = critique_demo_seed()
+    humans, mixed = demo.studies
+    login(page, live_server, "manager", "manager")
+    page.goto(f"{live_server.url}/")
+    for study in (humans, mixed):
+        expect(page.get_by_role("heading", name=study.name)).to_be_visible()
+    page.goto(f"{live_server.url}/studies/{humans.pk}/critique/dashboard/")
+    for testid in ("progress", "level-table", "effort-table", "input-pair-table",
+                   "choice-table"):
+        expect(page.get_by_test_id(testid)).to_be_visible()
+    for level in range(4):
+        expect(page.get_by_test_id(f"accuracy-level-{level}")).not_to_have_text("—")
+    page.screenshot(path=str(shots / "critique-demo-dashboard.png"), full_page=True)
+    page.select_option("select[name=domain]", "math")
+    expect(page.locator("#levels-title")).to_contain_text("math")
+    expect(page).to_have_url(f"{live_server.url}/studies/{humans.pk}/critique/dashboard/"
+                             "?domain=math", ignore_case=True)
+    page.goto(f"{live_server.url}/studies/{mixed.pk}/critique/dashboard/")
+    expect(page.get_by_test_id("human-ai-table")).to_be_visible()
+    page.select_option("select[name=author]", "ai")
+    expect(page.locator("#levels-title")).to_contain_text("AI")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    login(page, live_server, "annotator", "annotator")
+    page.goto(f"{live_server.url}/studies/{humans.pk}/critique/")
+    page.keyboard.press("Enter")
+    expect(page.locator("article.critique-task")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(shots / "critique-task-phone.png"), full_page=True)

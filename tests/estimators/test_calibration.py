@@ -1,0 +1,129 @@
+"""Reliability bins and ECE against bins computed item by item, the Wilson interval against
+scipy's, and simulated AIs whose calibration is known."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from estimators.calibration import (
+    expected_calibration_error,
+    reliability_bins,
+    wilson_interval,
+)
+
+
+def _brute_bins(c, x, edges):
+    """Item by item: bin j holds edges[j] < c ≤ edges[j+1] (the first bin also c = edges[0])."""
+    out = []
+    for j in range(len(edges) - 1):
+        members = [i for i in range(len(c))
+                   if (c[i] > edges[j] or (j == 0 and c[i] >= edges[0]))
+                   and c[i] <= edges[j + 1] and not math.isnan(x[i])]
+        if members:
+            out.append((len(members), sum(c[i] for i in members) / len(members),
+                        sum(x[i] for i in members) / len(members)))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.1, 0.35, 0.5, 0.55, 0.6, 0.7, 0.95, 1.0]),
+                          st.sampled_from([0.0, 1.0, 0.5, math.nan])), min_size=1, max_size=50),
+       st.integers(1, 12))
+def test_uniform_bins_equal_brute_force(rows, n_bins):
+    c = [r[0] for r in rows]
+    x = [r[1] for r in rows]
+    if all(math.isnan(v) for v in x):
+        with pytest.raises(ValueError, match="no item has a label"):
+            reliability_bins(c, x, n_bins=n_bins)
+        return
+    res = reliability_bins(c, x, n_bins=n_bins)
+    # the same edges as the module (linspace), item by item
+    brute = _brute_bins(c, x, list(np.linspace(0, 1, n_bins + 1)))
+    assert res.n.tolist() == [b[0] for b in brute]
+    np.testing.assert_allclose(res.mean_confidence, [b[1] for b in brute])
+    np.testing.assert_allclose(res.accuracy, [b[2] for b in brute])
+    total = sum(b[0] for b in brute)
+    assert res.ece == pytest.approx(sum(b[0] * abs(b[2] - b[1]) for b in brute) / total)
+    assert res.mce == pytest.approx(max(abs(b[2] - b[1]) for b in brute))
+
+
+def test_distinct_and_quantile_bins():
+    c = np.array([0.5, 0.5, 0.6, 0.7, 0.7, 0.7, 0.9, 1.0])
+    x = np.array([0, 1, 1, 1, 0, 1, 1, 1.0])
+    d = reliability_bins(c, x, strategy="distinct")
+    assert d.mean_confidence.tolist() == pytest.approx([0.5, 0.6, 0.7, 0.9, 1.0])
+    assert d.n.tolist() == [2, 1, 3, 1, 1]
+    assert d.accuracy.tolist() == pytest.approx([0.5, 1, 2 / 3, 1, 1])
+    q = reliability_bins(np.linspace(0.01, 1, 100), np.ones(100), n_bins=4, strategy="quantile")
+    assert q.n.tolist() == [25, 25, 25, 25]
+    with pytest.raises(ValueError, match="strategy"):
+        reliability_bins(c, x, strategy="equal")
+
+
+def test_wilson_matches_scipy():
+    for k, n in [(0, 10), (3, 10), (10, 10), (37, 120), (1, 1)]:
+        lo, hi = wilson_interval(np.array([k]), np.array([n]), 0.95)
+        ci = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
+        assert (lo[0], hi[0]) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    # exactly 0 and 1 at the ends (a planted accuracy of 1 must not fall outside by rounding)
+    lo, hi = wilson_interval(np.array([0, 33]), np.array([7, 33]), 0.99)
+    assert lo[0] == 0.0 and hi[1] == 1.0
+
+
+def test_calibrated_ai_has_small_ece_and_covered_bins():
+    # given simulated AIs whose accuracy at confidence c is exactly c
+    hits, bins, eces = 0, 0, []
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        c = rng.integers(10, 21, 2000) / 20
+        x = (rng.random(c.size) < c).astype(float)
+        res = reliability_bins(c, x, strategy="distinct")
+        hits += ((res.accuracy_lower <= res.mean_confidence)
+                 & (res.mean_confidence <= res.accuracy_upper)).sum()
+        bins += res.n.size
+        eces.append(res.ece)
+    # then the Wilson intervals cover the true accuracy about 95 % of the time, and the ECE
+    # is only the sampling noise: E|acc_b − c| ≈ √(2/π) sd ≈ 0.02 in bins of ~180 items
+    assert 0.92 <= hits / bins <= 0.98
+    assert np.mean(eces) < 0.03
+
+
+def test_miscalibration_is_measured():
+    # given an AI whose accuracy is c − 0.15 everywhere (over-confident by 0.15)
+    rng = np.random.default_rng(4)
+    c = rng.uniform(0.5, 1.0, 50_000)
+    x = (rng.random(c.size) < c - 0.15).astype(float)
+    res = reliability_bins(c, x, n_bins=10, n_resamples=200)
+    # then the ECE is 0.15 within sampling error, and its bootstrap interval holds it
+    assert res.ece == pytest.approx(0.15, abs=0.01)
+    assert res.ece_interval[0] <= res.ece <= res.ece_interval[1]
+    assert expected_calibration_error(c, x) == pytest.approx(res.ece)
+
+
+def test_rows_and_bad_input():
+    rows = reliability_bins([0.55, 0.95], [1, 0], n_bins=2).rows()
+    assert [(r["lower_edge"], r["upper_edge"], r["n"]) for r in rows] == [(0.5, 1.0, 2)]
+    with pytest.raises(ValueError, match=r"confidence\[1\]: 1.2 is not in \[0, 1\]"):
+        reliability_bins([0.5, 1.2], [1, 0])
+
+
+def test_ece_interval_equals_explicit_resampling():
+    from estimators.bootstrap import cluster_counts
+
+    rng = np.random.default_rng(5)
+    c = rng.uniform(0, 1, 300)
+    x = (rng.random(300) < c ** 2).astype(float)
+    res = reliability_bins(c, x, n_bins=5, n_resamples=150, seed=7, level=0.9)
+    # each resample's ECE recomputed from its rows, with the original bins
+    w = cluster_counts(300, 150, 7)
+    reps = []
+    for b in range(150):
+        rows = np.repeat(np.arange(300), w[b])
+        reps.append(reliability_bins(c[rows], x[rows], n_bins=5).ece)
+    assert res.ece_interval == pytest.approx(tuple(np.quantile(reps, [0.05, 0.95])))

@@ -102,8 +102,7 @@ def krippendorff_alpha_nominal(unit: ArrayLike, value: ArrayLike, *, n_resamples
     lo = hi = math.nan
     if n_resamples and math.isfinite(float(alpha)):
         reps = []
-        for w in cluster_count_chunks(counts.shape[0], n_resamples, seed):
-            wf = w.astype(float)
+        for wf in cluster_count_chunks(counts.shape[0], n_resamples, seed, dtype=float):
             reps.append(_alpha_parts(wf @ per_unit_diag, wf @ counts)[0])
         r = np.concatenate(reps)
         if np.isfinite(r).any():

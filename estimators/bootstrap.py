@@ -16,13 +16,18 @@ in ``n_undefined``). Differences of two statistics use the same resamples (paire
 
 The counts are drawn as a bincount of uniform draws (exactly multinomial(C, 1/C)), in chunks
 of resamples so memory stays bounded; the generator is seeded, so results are reproducible.
+A set of figures bootstrapped over the same clusters with the same integer seed draws the
+same counts; inside :func:`shared_resamples` they are drawn once and reused (bit-identical
+results, a fraction of the time: the assisted analysis runs some sixty item bootstraps).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -107,12 +112,61 @@ def _groups(n_clusters: int, strata: ArrayLike | None) -> list[np.ndarray]:
     return np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
 
 
+@dataclass
+class _SharedCounts:
+    max_cells: int
+    cells: int = 0
+    chunks: dict[tuple, list[np.ndarray]] = field(default_factory=dict)
+
+
+_shared: contextvars.ContextVar[_SharedCounts | None] = contextvars.ContextVar(
+    "bootstrap_shared_counts", default=None)
+
+
+@contextlib.contextmanager
+def shared_resamples(max_cells: int = 8_000_000) -> Iterator[None]:
+    """Within the block, count matrices drawn for the same (clusters, resamples, integer
+    seed, strata, dtype) are drawn once and reused — the same numbers the draws would give
+    again, so every result is unchanged. At most ``max_cells`` cells are kept (8 bytes each as
+    float: 64 MB by default); later draws past that are not kept. Draws from a Generator
+    (whose state moves on) are never shared. Per thread (a context variable)."""
+    token = _shared.set(_SharedCounts(max_cells))
+    try:
+        yield
+    finally:
+        _shared.reset(token)
+
+
 def cluster_count_chunks(n_clusters: int, n_resamples: int, rng: int | np.random.Generator,
-                         *, strata: ArrayLike | None = None) -> Iterator[np.ndarray]:
-    """:func:`cluster_counts` in consecutive chunks of resamples (bounded memory); the
-    concatenated chunks equal ``cluster_counts`` with the same generator state."""
+                         *, strata: ArrayLike | None = None,
+                         dtype: type = np.int32) -> Iterator[np.ndarray]:
+    """:func:`cluster_counts` in consecutive chunks of resamples (bounded memory) as
+    ``dtype`` (float for a matrix product); the concatenated chunks equal
+    ``cluster_counts`` with the same generator state. Inside :func:`shared_resamples` the
+    chunks of an integer seed are read-only and may be shared with other callers."""
     check_resamples(n_resamples)
-    rng = _rng(rng)
+    shared = _shared.get()
+    if shared is None or isinstance(rng, np.random.Generator):
+        yield from _draw_chunks(n_clusters, n_resamples, _rng(rng), strata, dtype)
+        return
+    key = (n_clusters, n_resamples, int(rng), np.dtype(dtype).str,
+           None if strata is None else np.asarray(strata).tobytes())
+    kept = shared.chunks.get(key)
+    if kept is None:
+        cells = n_clusters * n_resamples
+        if shared.cells + cells > shared.max_cells:  # too big to keep: streamed as usual
+            yield from _draw_chunks(n_clusters, n_resamples, _rng(rng), strata, dtype)
+            return
+        kept = list(_draw_chunks(n_clusters, n_resamples, _rng(rng), strata, dtype))
+        for chunk in kept:
+            chunk.flags.writeable = False
+        shared.chunks[key] = kept
+        shared.cells += cells
+    yield from kept
+
+
+def _draw_chunks(n_clusters: int, n_resamples: int, rng: np.random.Generator,
+                 strata: ArrayLike | None, dtype: type) -> Iterator[np.ndarray]:
     groups = _groups(n_clusters, strata)
     step = max(1, _CHUNK_CELLS // n_clusters)
     for start in range(0, n_resamples, step):
@@ -121,7 +175,7 @@ def cluster_count_chunks(n_clusters: int, n_resamples: int, rng: int | np.random
                                axis=1)
         flat = picks + (np.arange(b) * n_clusters)[:, None]
         yield np.bincount(flat.ravel(), minlength=b * n_clusters).reshape(
-            b, n_clusters).astype(np.int32)
+            b, n_clusters).astype(dtype)
 
 
 def cluster_counts(n_clusters: int, n_resamples: int, rng: int | np.random.Generator, *,
@@ -139,8 +193,8 @@ def resampled_sums(sums: np.ndarray, n_resamples: int, rng: int | np.random.Gene
                    strata: ArrayLike | None = None) -> np.ndarray:
     """W @ sums for cluster-count matrices W drawn chunk by chunk: (n_resamples, k) from
     per-cluster sums (n_clusters, k)."""
-    return np.concatenate([w.astype(float) @ sums for w in cluster_count_chunks(
-        sums.shape[0], n_resamples, rng, strata=strata)], axis=0)
+    return np.concatenate([w @ sums for w in cluster_count_chunks(
+        sums.shape[0], n_resamples, rng, strata=strata, dtype=float)], axis=0)
 
 
 def cluster_sums(cluster: np.ndarray, values: np.ndarray, n_clusters: int) -> np.ndarray:

@@ -365,8 +365,7 @@ def curve_band(confidence: ArrayLike, ai_correct: ArrayLike, human_correct: Arra
     hs = np.nan_to_num(h[order])
     as_ = a[order]
     reps = []
-    for w in cluster_count_chunks(n, n_resamples, seed):
-        wf = w.astype(float)
+    for wf in cluster_count_chunks(n, n_resamples, seed, dtype=float):
         wa = wf * as_
         total_a = wa.sum(axis=1, keepdims=True)
         pts = np.cumsum(wf * hs, axis=1)[:, ends] + total_a - np.cumsum(wa, axis=1)[:, ends]

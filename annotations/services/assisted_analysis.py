@@ -49,6 +49,7 @@ from annotations.models import (
     Study,
 )
 from estimators.agreement import agreement_with_ai, krippendorff_alpha_nominal
+from estimators.bootstrap import shared_resamples
 from estimators.calibration import reliability_bins
 from estimators.factuality import (
     ACCURATE,
@@ -215,7 +216,14 @@ def analysis_payload(rows: AssistedRows, *, seed: int = 0, n_resamples: int = N_
                      n_item_resamples: int = N_ITEM_RESAMPLES,
                      n_curve_resamples: int = N_CURVE_RESAMPLES) -> dict:
     """Every figure of the assisted dashboard from the arrays (module docstring). Pure:
-    no database; deterministic given ``seed``."""
+    no database; deterministic given ``seed``. The sentence bootstraps of all the figures
+    share their resamples (same sentences, same seed: drawn once, ``shared_resamples``)."""
+    with shared_resamples():
+        return _payload(rows, seed, n_resamples, n_item_resamples, n_curve_resamples)
+
+
+def _payload(rows: AssistedRows, seed: int, n_resamples: int, n_item_resamples: int,
+             n_curve_resamples: int) -> dict:
     gold_code = _binary(rows.gold)
     ai_code = _binary(rows.ai_verdict)
     scored = ((gold_code == ACCURATE) | (gold_code == INACCURATE)) & (ai_code >= 0) \

@@ -13,7 +13,9 @@ from estimators.bootstrap import (
     cluster_count_chunks,
     cluster_counts,
     percentile_interval,
+    shared_resamples,
 )
+from estimators.hybridization import curve_band
 
 
 def test_counts_draw_each_stratum_to_its_size():
@@ -52,6 +54,55 @@ def test_chunks_are_reproducible_and_bounded(monkeypatch):
     assert max(ch.shape[0] for ch in chunks) == 3
     assert sum(ch.shape[0] for ch in chunks) == 25
     np.testing.assert_array_equal(np.concatenate(chunks), cluster_counts(10, 25, 5))
+
+
+def test_shared_resamples_draw_once_and_change_no_result(monkeypatch):
+    import estimators.bootstrap as bootstrap
+
+    draws = []
+    real = bootstrap._draw_chunks
+    monkeypatch.setattr(bootstrap, "_draw_chunks", lambda *a: draws.append(a[:2]) or real(*a))
+    rng = np.random.default_rng(4)
+    x = rng.uniform(size=(300, 3))
+    conf, ai, human = rng.uniform(size=300), (rng.uniform(size=300) < .7) * 1.0, \
+        (rng.uniform(size=300) < .8) * 1.0
+    alone = (bootstrap_means(x, n_resamples=400, seed=9), bootstrap_means(x[:, :1] ** 2,
+             n_resamples=400, seed=9), curve_band(conf, ai, human, n_resamples=400, seed=9))
+    assert len(draws) == 3
+    draws.clear()
+    with shared_resamples():
+        shared = (bootstrap_means(x, n_resamples=400, seed=9), bootstrap_means(
+            x[:, :1] ** 2, n_resamples=400, seed=9), curve_band(conf, ai, human,
+                                                                n_resamples=400, seed=9))
+        # other seeds, sizes and Generators draw their own
+        other = bootstrap_means(x, n_resamples=400, seed=10)
+        bootstrap_means(x, n_resamples=400, seed=np.random.default_rng(9))
+        bootstrap_means(x, n_resamples=400, seed=np.random.default_rng(9))
+        kept = next(cluster_count_chunks(300, 400, 9, dtype=float))
+    # the same 300 × 400 counts were drawn once for the three figures, bit-identical results
+    assert draws == [(300, 400), (300, 400), (300, 400), (300, 400)]
+    assert shared[:2] == alone[:2] and other != alone[0]
+    for name in ("lower", "upper", "gain_lower", "gain_upper", "near_best"):
+        np.testing.assert_array_equal(getattr(shared[2], name), getattr(alone[2], name))
+    assert not kept.flags.writeable  # a caller cannot change what the next one reads
+    # outside the block nothing is kept
+    draws.clear()
+    bootstrap_means(x, n_resamples=400, seed=9)
+    assert draws == [(300, 400)]
+
+
+def test_shared_resamples_keep_at_most_their_cells(monkeypatch):
+    import estimators.bootstrap as bootstrap
+
+    draws = []
+    real = bootstrap._draw_chunks
+    monkeypatch.setattr(bootstrap, "_draw_chunks", lambda *a: draws.append(a[:2]) or real(*a))
+    x = np.arange(100.0)
+    with shared_resamples(max_cells=100 * 50):
+        a = [bootstrap_means(x, n_resamples=50, seed=1) for _ in range(2)]
+        b = [bootstrap_means(x, n_resamples=60, seed=1) for _ in range(2)]  # over the cap
+    assert draws == [(100, 50), (100, 60), (100, 60)]
+    assert a[0] == a[1] and b[0] == b[1]
 
 
 def _ratings(rng, n_raters: int, per_rater: int, p: float, spread: float):

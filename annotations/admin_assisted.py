@@ -22,6 +22,7 @@ from annotations.admin import (
     is_researcher,
     staff_may_create_studies,
 )
+from annotations.admin_forms import WriteOnlyApiKeyForm
 from annotations.errors import DomainError
 from annotations.models import (
     Arm,
@@ -63,22 +64,11 @@ SAMPLE_SENTENCE = Sentence(
     target="Strawberries are rich in vitamin C.")
 
 
-class AssistedSettingsForm(forms.ModelForm):
-    ai_api_key = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False),
-        help_text="Never shown again once saved; leave empty to keep the saved key.")
-
+class AssistedSettingsForm(WriteOnlyApiKeyForm, forms.ModelForm):
     class Meta:
         model = AssistedSettings
         fields = [f.name for f in AssistedSettings._meta.get_fields()
                   if f.editable and f.name != "study"]
-
-    def clean_ai_api_key(self) -> str:
-        key = self.cleaned_data.get("ai_api_key", "")
-        if not key and self.instance.pk:
-            return AssistedSettings.objects.filter(pk=self.instance.pk).values_list(
-                "ai_api_key", flat=True).first() or ""
-        return key
 
     def clean(self):
         data = super().clean()

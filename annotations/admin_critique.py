@@ -16,6 +16,7 @@ from annotations.admin import (
     StaffCreatesStudiesMixin,
     staff_may_create_studies,
 )
+from annotations.admin_forms import WriteOnlyApiKeyForm
 from annotations.errors import InvalidStudy
 from annotations.models import (
     CritiqueOutput,
@@ -26,6 +27,7 @@ from annotations.models import (
     Study,
 )
 from annotations.services.critique.studies import (
+    ENDPOINT_FIELDS,
     TEMPLATE_FIELDS,
     counts_check,
     critique_settings_update,
@@ -40,7 +42,7 @@ def _counts_text(value) -> str:
     return ", ".join(str(v) for v in value) if isinstance(value, list) else str(value or "")
 
 
-class CritiqueSettingsForm(forms.ModelForm):
+class CritiqueSettingsForm(WriteOnlyApiKeyForm, forms.ModelForm):
     counts = forms.CharField(
         help_text="Outputs per question at each level 0…L, comma-separated (the paper's tree: "
         "7, 5, 3, 1 for L = 3). Empty: the paper's tree cut at L.", required=False)
@@ -49,7 +51,7 @@ class CritiqueSettingsForm(forms.ModelForm):
         model = CritiqueSettings
         fields = ["top_level", "counts", "mode", "time_limit_minutes", "response_system",
                   "response_template", "critique_system", "critique_template", "ai_base_url",
-                  "ai_model"]
+                  "ai_model", "ai_api_key"]
         widgets = dict.fromkeys(TEMPLATE_FIELDS, TEXTAREA)
 
     def __init__(self, *args, **kwargs):
@@ -121,7 +123,7 @@ class CritiqueStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                 ("The tree", {"fields": ["top_level", "counts", "mode", "time_limit_minutes"]}),
                 ("AI outputs: prompt templates and endpoint", {
                     "fields": ["response_system", "response_template", "critique_system",
-                               "critique_template", "ai_base_url", "ai_model"],
+                               "critique_template", *ENDPOINT_FIELDS],
                     "description": "Placeholders: response — {{question}}, {{options}}, "
                     "{{letters}}; critique — also {{level}}, {{first}}, {{second}}, "
                     "{{chain}}. A reply must end with 'Answer: X' (critiques: 'Better: 1|2|"
@@ -141,7 +143,7 @@ class CritiqueStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                 counts=data["counts"], mode=data["mode"],
                 time_limit_minutes=data["time_limit_minutes"],
                 created_by=request.user,
-                **{name: data[name] for name in TEMPLATE_FIELDS})
+                **{name: data[name] for name in (*TEMPLATE_FIELDS, *ENDPOINT_FIELDS)})
             saved = CritiqueSettings.objects.get(study=study)
             obj.__dict__.update({k: v for k, v in saved.__dict__.items() if k != "_state"})
             obj._state.adding, obj._state.db = False, saved._state.db

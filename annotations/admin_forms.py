@@ -1,5 +1,6 @@
 """Forms of the researcher's study screens: the add-study form (classes typed in, one per
-line) and the members form (people added or created with their role and class)."""
+line), the members form (people added or created with their role and class) and the
+write-only AI key of the assisted and critique studies' settings."""
 
 from __future__ import annotations
 
@@ -9,6 +10,24 @@ from annotations.models import Study, StudyClass, StudyMembership
 from annotations.services.studies import NewMember
 
 CLASS_NAME_MAX = StudyClass._meta.get_field("name").max_length
+
+
+class WriteOnlyApiKeyForm(forms.Form):
+    """Mixed into a settings ModelForm whose model has ``ai_api_key``: the key is typed in a
+    password box that is never filled in (the saved key never reaches a page) and left
+    empty keeps the saved key."""
+
+    ai_api_key = forms.CharField(
+        required=False, max_length=500, widget=forms.PasswordInput(render_value=False),
+        help_text="The endpoint's key; empty: the server's OVERSIGHT_AI_API_KEY. Never shown "
+                  "again once saved; leave the box empty to keep the saved key.")
+
+    def clean_ai_api_key(self) -> str:
+        key = self.cleaned_data.get("ai_api_key", "")
+        if not key and self.instance.pk:
+            return type(self.instance).objects.filter(pk=self.instance.pk).values_list(
+                "ai_api_key", flat=True).first() or ""
+        return key
 
 
 def classes_parse(text: str) -> list[tuple[str, str]]:

@@ -84,7 +84,7 @@ class CritiqueTaskNextApi(APIView):
         settings = annotator_settings_by_id(study_id, request.user)
         study = settings.study if settings else get_object_or_404(Study, pk=study_id)
         task = critique_task_next(study=study, user=request.user, settings=settings,
-                                  rendered=True)  # a new lease is shown now: one commit
+                                  rendered=True)  # a new lease: stamped shown as it is leased
         if task is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         task_mark_rendered(task=task)  # a resumed lease first rendered elsewhere

@@ -7,16 +7,6 @@ from celery import shared_task
 
 
 @shared_task(acks_late=True)
-def critique_generate_task(study_id: int) -> int:
-    """Make every task of the study whose inputs exist (``generation.critique_generate``)."""
-    from annotations.models import Study
-    from annotations.services.critique.generation import critique_generate
-
-    study = Study.objects.filter(pk=study_id, kind=Study.Kind.CRITIQUE).first()
-    return critique_generate(study=study).total if study is not None else 0
-
-
-@shared_task(acks_late=True)
 def critique_run_task(run_id: int) -> None:
     """One slice of an AI run (an endpoint run queues the next slice itself while work
     remains) or a JSONL import run."""

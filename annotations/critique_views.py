@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from annotations import selectors
-from annotations.errors import DomainError, LeaseExpired
+from annotations.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.guidelines import guidelines_html
 from annotations.models import CritiqueTask, Study, StudyMembership
 from annotations.services.critique.answers import (
@@ -88,11 +88,8 @@ def _respond(request: HttpRequest, study: Study, task: CritiqueTask | None, **ex
 
 
 def _next(request: HttpRequest, study: Study) -> tuple[CritiqueTask | None, str]:
-    try:
-        task = critique_task_next(study=study, user=request.user)
-    except DomainError as exc:
-        return None, exc.message
-    return task, "" if task is not None else NO_TASKS
+    return leased_or_message(lambda: critique_task_next(study=study, user=request.user),
+                             NO_TASKS)
 
 
 @require_GET

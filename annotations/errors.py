@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
 
 class DomainError(Exception):
     """A request the domain refuses. ``code`` is machine-readable; ``http_status`` is what the
@@ -77,3 +82,14 @@ class ImportFailed(DomainError):
     def as_dict(self) -> dict[str, object]:  # type: ignore[override]
         return {"code": self.code, "detail": "import failed; nothing was written",
                 "errors": self.errors[:50]}
+
+
+def leased_or_message(lease: Callable[[], T | None], none_left: str) -> tuple[T | None, str]:
+    """For the labelling pages: call a "lease the next task" service and return (task, "")
+    when one was leased, (None, ``none_left``) when none is left for the user, and
+    (None, the refusal's message) when the domain refused."""
+    try:
+        task = lease()
+    except DomainError as exc:
+        return None, exc.message
+    return task, "" if task is not None else none_left

@@ -76,4 +76,4 @@ def import_job_task(job_id: int) -> str | None:
     return None if job is None else job.status
 
 
-from annotations.critique_tasks import critique_generate_task, critique_run_task  # noqa: E402,F401
+from annotations.critique_tasks import critique_run_task  # noqa: E402,F401

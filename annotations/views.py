@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotations import selectors
 from annotations.dashboard import dashboard_context
-from annotations.errors import DomainError, LeaseExpired
+from annotations.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.guidelines import guidelines_html
 from annotations.models import Query, Study, StudyMembership
 from annotations.services.labels import label_submit
@@ -81,12 +81,8 @@ EXPIRED = ("Your time on this query ran out, so it went back to the pool for ano
 
 def _lease_next(request: HttpRequest, membership: StudyMembership) -> tuple[Query | None, str]:
     """Lease the specialist's next query; the message says why there is none."""
-    try:
-        query = query_lease_next(study=membership.study, user=request.user,
-                                 membership=membership)
-    except DomainError as exc:
-        return None, exc.message
-    return query, "" if query is not None else NO_QUERIES_LEFT
+    return leased_or_message(lambda: query_lease_next(
+        study=membership.study, user=request.user, membership=membership), NO_QUERIES_LEFT)
 
 
 def _respond(request: HttpRequest, membership: StudyMembership, query: Query | None,

@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from annotations.errors import DomainError, LeaseExpired
+from annotations.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.guidelines import guidelines_html
 from annotations.models import Exposure, Rating, RatingTask, Study
 from annotations.services.assisted.design import (
@@ -96,11 +96,8 @@ def _work(request: HttpRequest, study: Study, task: RatingTask | None, **extra) 
 
 
 def _lease_next(request: HttpRequest, study: Study) -> tuple[RatingTask | None, str]:
-    try:
-        task = rating_lease_next(study=study, user=request.user)
-    except DomainError as exc:
-        return None, exc.message
-    return task, "" if task is not None else NONE_LEFT
+    return leased_or_message(lambda: rating_lease_next(study=study, user=request.user),
+                             NONE_LEFT)
 
 
 def _refused(request: HttpRequest, study: Study, exc: DomainError) -> HttpResponse:

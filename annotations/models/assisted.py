@@ -273,7 +273,6 @@ class RaterAssignment(models.Model):
     arm_version = models.PositiveIntegerField()
     components = models.JSONField(default=list)
     sequence = models.PositiveIntegerField(help_text="Join order: position in the blocks.")
-    order_seed = models.BigIntegerField(help_text="Seeds this rater's item order.")
     assigned_at = models.DateTimeField(auto_now_add=True)
     quiz_passed_at = models.DateTimeField(null=True, blank=True)
     quiz_attempts = models.PositiveSmallIntegerField(default=0)

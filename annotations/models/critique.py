@@ -90,6 +90,10 @@ class CritiqueSettings(models.Model):
     ai_model = models.CharField(
         max_length=200, blank=True, default="",
         help_text="Model name sent to the endpoint; empty: the server's OVERSIGHT_AI_MODEL.")
+    ai_api_key = models.CharField(
+        max_length=500, blank=True, default="",
+        help_text="The endpoint's key; empty: the server's OVERSIGHT_AI_API_KEY. Never shown "
+                  "again once saved.")
 
     class Meta:
         verbose_name = "critique study"

@@ -153,7 +153,7 @@ def _raters(study: Study, sim: SimulatedAssistedStudy, arms: dict[str, Arm],
     rows_insert(RaterAssignment, [
         {"study_id": study.pk, "user_id": users[r].pk, "arm_id": arms[str(a)].pk,
          "arm_version": arms[str(a)].version, "components": arms[str(a)].components,
-         "sequence": r, "order_seed": int(r), "quiz_passed_at": now, "quiz_attempts": 1,
+         "sequence": r, "quiz_passed_at": now, "quiz_attempts": 1,
          "warning_seen_at": now if arms[str(a)].components else None, "assigned_at": now}
         for r, a in enumerate(sim.rater_arm)])
     study.assisted.raters_joined = len(users)

@@ -49,7 +49,8 @@ def _answering(body: dict):
 def _study(server, *, mode="ai", top=1, counts=(2, 2), n_questions=2):
     study, users = make_critique_study(n_questions=n_questions, top_level=top,
                                        counts=list(counts), mode=mode)
-    critique_settings_update(study=study, ai_base_url=server.base_url, ai_model="stand-in-7b")
+    critique_settings_update(study=study, ai_base_url=server.base_url, ai_model="stand-in-7b",
+                             ai_api_key="sk-study-own")
     return study
 
 
@@ -66,6 +67,9 @@ def test_a_run_writes_every_ai_output_parsed_or_unparseable(standin,
     study = _study(server)
     run = _run(study, django_capture_on_commit_callbacks)
     assert (run.status, run.done, run.total, run.stored) == ("succeeded", 2, 2, 8)
+    # every call carried the study's own key
+    assert {{k.lower(): v for k, v in r.headers.items()}["authorization"]
+            for r in server.requests} == {"Bearer sk-study-own"}
     outputs = CritiqueOutput.objects.filter(study=study)
     assert outputs.count() == 8 and not outputs.exclude(author_kind="ai").exists()
     q0 = outputs.filter(question__external_id="q0")

@@ -300,7 +300,8 @@ def test_researchers_create_a_critique_study_in_the_admin(client):
             "top_level": "2", "counts": "", "mode": "humans", "time_limit_minutes": "15",
             "response_system": "", "response_template": "Q {{question}} {{options}}",
             "critique_system": "", "critique_template": "{{question}} {{options}} "
-            "{{first}} {{wrong}}", "ai_base_url": "", "ai_model": ""}
+            "{{first}} {{wrong}}", "ai_base_url": "http://llm.internal:8000/v1",
+            "ai_model": "qwen-72b", "ai_api_key": "sk-typed-once"}
     page = client.post(url, form).content.decode()
     assert "unknown placeholder" in page and not Study.objects.filter(
         name="From the admin").exists()
@@ -310,6 +311,20 @@ def test_researchers_create_a_critique_study_in_the_admin(client):
     assert response.status_code == 302 and study.kind == "critique"
     settings = CritiqueSettings.objects.get(study=study)
     assert (settings.counts, settings.time_limit_minutes) == ([7, 5, 3], 15)
+    # the endpoint typed in when creating is kept (it used to be dropped)
+    assert (settings.ai_base_url, settings.ai_model, settings.ai_api_key) == (
+        "http://llm.internal:8000/v1", "qwen-72b", "sk-typed-once")
     assert study.memberships.filter(user=staff, role="researcher").exists()
     change = reverse("admin:annotations_critiquesettings_change", args=[study.pk])
-    assert client.get(change).status_code == 200
+    page = client.get(change)
+    assert page.status_code == 200
+    # the key is write-only: never on the page; left empty it stays, typed it changes
+    html = page.content.decode()
+    assert "sk-typed-once" not in html and 'name="ai_api_key"' in html
+    edit = {k: v for k, v in form.items() if k not in ("name", "description", "guidelines")}
+    edit["critique_template"] = "{{question}} {{options}} {{first}} {{second}}"
+    for typed, kept in (("", "sk-typed-once"), ("sk-rotated", "sk-rotated")):
+        assert client.post(change, {**edit, "ai_api_key": typed, "ai_model": "qwen-110b"}) \
+            .status_code == 302
+        settings.refresh_from_db()
+        assert (settings.ai_api_key, settings.ai_model) == (kept, "qwen-110b")

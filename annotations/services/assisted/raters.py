@@ -31,7 +31,6 @@ from annotations.selectors import row_id_possible
 from annotations.services.assisted.design import arms_active, quiz_of, settings_of
 
 ARM_STREAM = 7
-ORDER_STREAM = 8
 
 
 class TutorialRequired(DomainError):
@@ -106,15 +105,13 @@ def _rater_draw(study: Study, user: User) -> RaterAssignment:
         raise InvalidStudy("The study has no active arm yet; ask a researcher.", field="arms")
     sequence = settings.raters_joined
     arm = arms[arm_position(study.seed, sequence, len(arms))]
-    order_seed = int(np.random.default_rng([study.seed, ORDER_STREAM, user.pk])
-                     .integers(0, 2**62))
     settings.raters_joined = sequence + 1
     settings.save(update_fields=["raters_joined"])
     try:
         with transaction.atomic():
             return RaterAssignment.objects.create(
                 study=study, user=user, arm=arm, arm_version=arm.version,
-                components=arm.components, sequence=sequence, order_seed=order_seed)
+                components=arm.components, sequence=sequence)
     except IntegrityError:
         return RaterAssignment.objects.select_related("arm", "study__assisted").get(
             study=study, user=user)

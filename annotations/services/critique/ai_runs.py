@@ -185,7 +185,8 @@ def _store(study: Study, batch: dict[int, dict[tuple[int, int], _Out]]) -> tuple
 def provider_config(settings: CritiqueSettings):
     from assistants.provider import config_from_settings
 
-    return config_from_settings(base_url=settings.ai_base_url, model=settings.ai_model)
+    return config_from_settings(base_url=settings.ai_base_url, model=settings.ai_model,
+                                api_key=settings.ai_api_key)
 
 
 @transaction.atomic

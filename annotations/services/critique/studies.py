@@ -14,6 +14,8 @@ from annotations.models.critique import DEFAULT_COUNTS, MAX_LEVEL
 
 TEMPLATE_FIELDS = ("response_system", "response_template", "critique_system",
                    "critique_template")
+# The study's own AI endpoint (empty: the server's OVERSIGHT_AI_* settings).
+ENDPOINT_FIELDS = ("ai_base_url", "ai_model", "ai_api_key")
 # Settings that decide the tree: fixed once the study opens.
 TREE_FIELDS = ("top_level", "counts", "mode")
 
@@ -67,10 +69,11 @@ def critique_study_create(*, name: str, top_level: int = 2, counts: Sequence[int
                           mode: str = CritiqueMode.HUMANS, time_limit_minutes: int = 20,
                           description: str = "", guidelines: str = "",
                           seed: int | None = None, created_by: User | None = None,
-                          **templates: str) -> Study:
+                          **texts: str) -> Study:
     """A draft critique study (``Study.kind = critique``) with its settings. ``counts``
-    defaults to the paper's tree cut at L; ``templates`` may set the four template fields.
-    ``created_by`` (not a superuser) becomes its researcher."""
+    defaults to the paper's tree cut at L; ``texts`` may set the four template fields and
+    the AI endpoint (``ENDPOINT_FIELDS``). ``created_by`` (not a superuser) becomes its
+    researcher."""
     if mode not in CritiqueMode.values:
         raise InvalidStudy(f"mode: '{mode}' is not one of {', '.join(CritiqueMode.values)}.",
                            field="mode")
@@ -78,7 +81,7 @@ def critique_study_create(*, name: str, top_level: int = 2, counts: Sequence[int
                           top_level)
     if not 1 <= time_limit_minutes <= 240:
         raise InvalidStudy("time_limit_minutes: from 1 to 240.", field="time_limit_minutes")
-    unknown = set(templates) - set(TEMPLATE_FIELDS)
+    unknown = set(texts) - {*TEMPLATE_FIELDS, *ENDPOINT_FIELDS}
     if unknown:
         raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
     if not name.strip():
@@ -90,7 +93,7 @@ def critique_study_create(*, name: str, top_level: int = 2, counts: Sequence[int
                                  guidelines=guidelines, lease_minutes=min(time_limit_minutes, 240),
                                  status=Study.Status.DRAFT, **extra)
     settings = CritiqueSettings(study=study, top_level=top_level, counts=counts, mode=mode,
-                                time_limit_minutes=time_limit_minutes, **templates)
+                                time_limit_minutes=time_limit_minutes, **texts)
     templates_check({f: getattr(settings, f) for f in TEMPLATE_FIELDS})
     settings.save()
     if created_by is not None and not created_by.is_superuser:
@@ -113,8 +116,7 @@ def critique_settings_update(*, study: Study, **changes) -> CritiqueSettings:
     study is open; the time limit, the templates and the AI endpoint may change any time
     (templates are validated)."""
     settings = CritiqueSettings.objects.select_for_update().get(study=study)
-    allowed = {*TREE_FIELDS, *TEMPLATE_FIELDS, "time_limit_minutes", "ai_base_url",
-               "ai_model"}
+    allowed = {*TREE_FIELDS, *TEMPLATE_FIELDS, *ENDPOINT_FIELDS, "time_limit_minutes"}
     unknown = set(changes) - allowed
     if unknown:
         raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")

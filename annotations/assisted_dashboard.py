@@ -45,6 +45,15 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "under_reliance": ("Under-reliance", "How many more errors this arm makes than the "
                        "baseline when the AI was right. Above 0: raters ignored good "
                        "advice."),
+    "effect": ("Effect (log-odds)", "How much the arm changes the odds that a rating is "
+               "right, against the baseline on the same sentences (a logistic regression "
+               "with a random intercept per sentence). Above 0: more often right."),
+    "odds_ratio": ("Odds ratio", "e^effect: the factor on the odds of a right rating. "
+                   "1 = no change; 1.5 = half as likely again."),
+    "p_value": ("p", "How often an effect this far from 0 would arise by chance if the arm "
+                "changed nothing. Below 0.05 is marked."),
+    "sentence_spread": ("Sentence spread τ", "How much sentences differ in difficulty (the "
+                        "random intercept's standard deviation, log-odds)."),
     "agreement_ai": ("Agrees with the AI", "Share of ratings whose verdict (Accurate or not) "
                      "equals the AI's."),
     "helpfulness": ("Helpfulness", "Raters' own rating of the AI's help: 0 not at all, 1 "
@@ -280,6 +289,12 @@ def _rows_reliance(payload: dict) -> list[dict]:
     return list((payload.get("reliance") or {}).get("rows", []))
 
 
+def _rows_regression(payload: dict) -> list[dict]:
+    fit = payload.get("regression") or {}
+    return [{**row, "baseline": fit.get("baseline"), "tau": fit.get("tau"),
+             "converged": fit.get("converged")} for row in fit.get("rows", [])]
+
+
 def _rows_agreement(payload: dict) -> list[dict]:
     return list(payload.get("agreement") or [])
 
@@ -294,6 +309,7 @@ FIGURES = {
     "held-out": ("Best threshold on held-out sentences", _rows_held_out),
     "bands": ("Confidence bands", _rows_bands),
     "reliance": ("Reliance per arm (Figure 2)", _rows_reliance),
+    "regression": ("Mixed-effects regression of accuracy on arm", _rows_regression),
     "calibration": ("AI calibration (Figure 3)", _rows_calibration),
     "results": ("Results table", _rows_results),
     "agreement": ("Agreement", _rows_agreement),

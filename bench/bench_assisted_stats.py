@@ -38,6 +38,7 @@ from estimators.factuality import (  # noqa: E402
     verdicts,
 )
 from estimators.hybridization import curve_band, threshold_curve  # noqa: E402
+from estimators.mixed_logit import arm_effects  # noqa: E402
 from estimators.reliance import reliance_by_arm  # noqa: E402
 
 
@@ -113,6 +114,11 @@ def main() -> None:
     report("reliance_by_arm, 2 000 resamples, raters spread over arms (800 raters)",
            timed(lambda: reliance_by_arm(**z, baseline="baseline", n_resamples=2000),
                  args.repeat), 2.0)
+
+    item = sim.item[verdicts(sim.label) != SKIPPED]
+    report("arm_effects: correct ~ arm + (1 | sentence), 25-node adaptive quadrature",
+           timed(lambda: arm_effects(x["correct"], x["arm"], item, baseline="baseline"),
+                 args.repeat))
 
     v = verdicts(sim.label)
     gold = gold_accurate(sim.gold)

@@ -19,6 +19,9 @@ queries), then m2stats' pure functions on arrays (:func:`analysis_payload`):
   against the baseline, helpfulness, time, agreement with the AI) with intervals from a
   bootstrap clustered by rater; engagement with the panel (sections opened, links
   followed) from the interaction log;
+* the paper's regression test of each arm: a mixed-effects logistic regression of each
+  rating's correctness on its arm (the baseline the reference) with a random intercept
+  per sentence (``estimators.mixed_logit``);
 * Krippendorff's α per arm and pooled, agreement with the AI's five-way label;
 * the results table: AI alone, each arm alone, and hybridized with each arm at the live
   threshold (or, without one, at the held-out best threshold).
@@ -64,6 +67,7 @@ from estimators.hybridization import (
     curve_band,
     held_out_threshold,
 )
+from estimators.mixed_logit import arm_effects
 from estimators.reliance import overall_accuracy, reliance_by_arm
 
 RULES = ("individual", "majority")
@@ -306,6 +310,8 @@ def _payload(rows: AssistedRows, seed: int, n_resamples: int, n_item_resamples: 
     payload["reliance"] = _reliance(rows, rated, r_arm, r_verdict, gold_acc[r_item],
                                     r_ai_correct, ai_acc_verdict[r_item], arms, baseline,
                                     seed, n_resamples)
+    payload["regression"] = _regression(r_arm, r_verdict, gold_acc[r_item], r_item, arms,
+                                        baseline)
     payload["agreement"] = _agreement(rows, rated, r_item, r_arm, r_verdict, items, arms,
                                       used_arms, seed)
     return payload
@@ -421,7 +427,7 @@ def _reliance(rows, rated, r_arm, r_verdict, r_gold_acc, r_ai_correct, r_ai_says
               arms, baseline, seed, n_resamples) -> dict | None:
     if not rated.any():
         return None
-    correct = np.where(r_gold_acc, r_verdict == ACCURATE, r_verdict == INACCURATE)
+    correct = _rating_correct(r_gold_acc, r_verdict)
     agrees = np.where(r_verdict == CANT_ASSESS, False,
                       (r_verdict == ACCURATE) == r_ai_says_accurate)
     labels = np.array([arms[j].label for j in r_arm], dtype=object)
@@ -440,6 +446,28 @@ def _reliance(rows, rated, r_arm, r_verdict, r_gold_acc, r_ai_correct, r_ai_says
                     row[name + suffix] = None
     return {"rows": out_rows, "baseline": base, "stratified": report.stratified,
             "n_resamples": n_resamples, "level": LEVEL}
+
+
+def _rating_correct(r_gold_acc: np.ndarray, r_verdict: np.ndarray) -> np.ndarray:
+    """A rating is correct when it says Accurate on an accurate sentence or Inaccurate on
+    an inaccurate one ("can't assess" is wrong)."""
+    return np.where(r_gold_acc, r_verdict == ACCURATE, r_verdict == INACCURATE)
+
+
+def _regression(r_arm, r_verdict, r_gold_acc, r_item, arms, baseline) -> dict | None:
+    """The paper's test of each arm: correct ~ arm + (1 | sentence), the baseline arm as
+    reference (``estimators.mixed_logit.arm_effects``); None without a baseline."""
+    if baseline is None or r_arm.size == 0:
+        return None
+    labels = np.array([arms[j].label for j in r_arm], dtype=object)
+    fit = arm_effects(_rating_correct(r_gold_acc, r_verdict).astype(float), labels, r_item,
+                      baseline=baseline.label, level=LEVEL)
+    return {"rows": fit.rows(), "baseline": fit.baseline,
+            "baseline_accuracy": _f(1 / (1 + math.exp(-fit.baseline_log_odds)))
+            if math.isfinite(fit.baseline_log_odds) else None,
+            "tau": _f(fit.tau), "n_ratings": fit.n_obs, "n_sentences": fit.n_groups,
+            "converged": fit.converged, "message": "" if fit.converged else fit.message,
+            "level": LEVEL}
 
 
 def _agreement(rows, rated, r_item, r_arm, r_verdict, items, arms, used_arms, seed) -> list:

@@ -66,7 +66,7 @@ def test_the_page_shows_every_figure_with_its_csv(seeded):
     html = _client(users["manager"]).get(
         reverse("dashboard", args=[study.pk])).content.decode()
     for testid in ("curves-chart", "reliance-chart", "calibration-chart", "best-threshold",
-                   "held-out", "reliance", "results", "agreement", "arms"):
+                   "held-out", "reliance", "regression", "results", "agreement", "arms"):
         assert f'data-testid="{testid}"' in html, testid
     for name in FIGURES:
         if name != "bands":

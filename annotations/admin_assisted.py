@@ -22,7 +22,7 @@ from annotations.admin import (
     is_researcher,
     staff_may_create_studies,
 )
-from annotations.admin_forms import WriteOnlyApiKeyForm
+from annotations.admin_forms import AI_ENDPOINT_LABELS, WriteOnlyApiKeyForm
 from annotations.errors import DomainError
 from annotations.models import (
     Arm,
@@ -69,6 +69,7 @@ class AssistedSettingsForm(WriteOnlyApiKeyForm, forms.ModelForm):
         model = AssistedSettings
         fields = [f.name for f in AssistedSettings._meta.get_fields()
                   if f.editable and f.name != "study"]
+        labels = AI_ENDPOINT_LABELS
 
     def clean(self):
         data = super().clean()

@@ -16,7 +16,7 @@ from annotations.admin import (
     StaffCreatesStudiesMixin,
     staff_may_create_studies,
 )
-from annotations.admin_forms import WriteOnlyApiKeyForm
+from annotations.admin_forms import AI_ENDPOINT_LABELS, WriteOnlyApiKeyForm
 from annotations.errors import InvalidStudy
 from annotations.models import (
     CritiqueOutput,
@@ -53,6 +53,7 @@ class CritiqueSettingsForm(WriteOnlyApiKeyForm, forms.ModelForm):
                   "response_template", "critique_system", "critique_template", "ai_base_url",
                   "ai_model", "ai_api_key"]
         widgets = dict.fromkeys(TEMPLATE_FIELDS, TEXTAREA)
+        labels = AI_ENDPOINT_LABELS
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -12,13 +12,19 @@ from annotations.services.studies import NewMember
 CLASS_NAME_MAX = StudyClass._meta.get_field("name").max_length
 
 
+# Labels of the AI endpoint's settings in both study types' forms ("Ai base url" otherwise).
+AI_ENDPOINT_LABELS = {"ai_base_url": "AI endpoint (base URL)", "ai_model": "AI model",
+                      "ai_temperature": "AI temperature", "ai_max_tokens": "AI max tokens"}
+
+
 class WriteOnlyApiKeyForm(forms.Form):
     """Mixed into a settings ModelForm whose model has ``ai_api_key``: the key is typed in a
     password box that is never filled in (the saved key never reaches a page) and left
     empty keeps the saved key."""
 
     ai_api_key = forms.CharField(
-        required=False, max_length=500, widget=forms.PasswordInput(render_value=False),
+        label="AI key", required=False, max_length=500,
+        widget=forms.PasswordInput(render_value=False),
         help_text="The endpoint's key; empty: the server's OVERSIGHT_AI_API_KEY. Never shown "
                   "again once saved; leave the box empty to keep the saved key.")
 

@@ -326,6 +326,20 @@ class StaffCreatesStudiesMixin:
             return True
         return super().has_change_permission(request, obj)
 
+    def _study_or_403(self, request, study_id: int) -> Study:
+        """The admin's study (its model: ``Study`` or a study type's proxy) if the user may
+        change it; 404 / 403 otherwise. For the admins' own study pages."""
+        study = get_object_or_404(self.model, pk=study_id)
+        if not self.has_change_permission(request, study):
+            raise PermissionDenied
+        return study
+
+    def _page(self, request, template: str, study: Study, title: str, **context):
+        """One of the admin's own study pages, in the admin's frame."""
+        return render(request, template, {
+            **self.admin_site.each_context(request), "title": title, "study": study,
+            "opts": self.model._meta, "original": study, **context})
+
 
 @admin.register(Study)
 class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
@@ -476,18 +490,6 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
             path("<int:study_id>/members/", wrap(self.members_view),
                  name="annotations_study_members"),
         ] + super().get_urls()
-
-    def _study_or_403(self, request, study_id: int) -> Study:
-        study = get_object_or_404(Study, pk=study_id)
-        if not self.has_change_permission(request, study):
-            raise PermissionDenied
-        return study
-
-    def _page(self, request, template: str, study: Study, title: str, **context):
-        return render(request, template, {
-            **self.admin_site.each_context(request), "title": title, "study": study,
-            "opts": self.model._meta, "original": study, **context,
-        })
 
     def _status_view(self, request, study_id: int, *, opening: bool) -> HttpResponse:
         study = self._study_or_403(request, study_id)

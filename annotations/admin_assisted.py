@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
@@ -260,17 +259,6 @@ class AssistedStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
             path("<int:study_id>/arms/<int:arm_id>/preview/", wrap(self.preview_view),
                  name=name + "preview"),
         ] + super().get_urls()
-
-    def _study_or_403(self, request, study_id: int) -> AssistedStudy:
-        study = get_object_or_404(AssistedStudy, pk=study_id)
-        if not self.has_change_permission(request, study):
-            raise PermissionDenied
-        return study
-
-    def _page(self, request, template: str, study: Study, title: str, **context):
-        return render(request, template, {
-            **self.admin_site.each_context(request), "title": title, "study": study,
-            "opts": self.model._meta, "original": study, **context})
 
     def _import(self, request, study_id: int, title: str, service, kind: str):
         study = self._study_or_403(request, study_id)

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotations import selectors
 from annotations.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.guidelines import guidelines_html
+from annotations.live import dashboard_unchanged, session_started_at
 from annotations.models import CritiqueTask, Study, StudyMembership
 from annotations.services.critique.answers import (
     CritiqueAnswer,
@@ -47,10 +48,7 @@ def _annotator_study(request: HttpRequest, study_id: int) -> Study:
 
 
 def _since(request: HttpRequest, study: Study):
-    key = f"{SESSION_KEY}:{study.pk}"
-    if key not in request.session:
-        request.session[key] = timezone.now().isoformat()
-    return timezone.datetime.fromisoformat(request.session[key])
+    return session_started_at(request, study, SESSION_KEY)
 
 
 def _progress(request: HttpRequest, study: Study) -> dict:
@@ -192,12 +190,8 @@ def critique_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     study = dashboard_study(request, study_id)
     domain, author = request.GET.get("domain", ""), request.GET.get("author", "all")
     if request.htmx and not request.htmx.history_restore_request:
-        if request.GET.get("since") is not None:
-            latest = selectors.study_latest_snapshot(study=study)
-            health = selectors.study_recompute_health(study=study)
-            if (request.GET["since"] == (str(latest.pk) if latest else "")
-                    and request.GET.get("health") == health.token):
-                return HttpResponse(status=204)
+        if dashboard_unchanged(request, study):
+            return HttpResponse(status=204)
         context = dashboard_context(study, domain=domain, author=author)
         context["poll_seconds"] = settings.OVERSIGHT_DASHBOARD_POLL_SECONDS
         return render(request, "critique/_dashboard_live.html", context)

@@ -7,13 +7,13 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from annotations import selectors
 from annotations.dashboard import dashboard_context
 from annotations.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.guidelines import guidelines_html
+from annotations.live import dashboard_unchanged, session_started_at
 from annotations.models import Query, Study, StudyMembership
 from annotations.services.labels import label_submit
 from annotations.services.labels import label_undo as label_undo_service
@@ -46,10 +46,7 @@ def _specialist(request: HttpRequest, study_id: int) -> StudyMembership:
 
 
 def _session_since(request: HttpRequest, study: Study):
-    key = f"{SESSION_START_KEY}:{study.pk}"
-    if key not in request.session:
-        request.session[key] = timezone.now().isoformat()
-    return timezone.datetime.fromisoformat(request.session[key])
+    return session_started_at(request, study, SESSION_START_KEY)
 
 
 def _render_query(request: HttpRequest, membership: StudyMembership, query: Query | None,
@@ -205,12 +202,8 @@ def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
         return assisted_dashboard(request, study_id)
     method = request.GET.get("method", "ml")
     if request.htmx and not request.htmx.history_restore_request:
-        if request.GET.get("since") is not None:
-            latest = selectors.study_latest_snapshot(study=study)
-            health = selectors.study_recompute_health(study=study)
-            if (request.GET["since"] == (str(latest.pk) if latest else "")
-                    and request.GET.get("health") == health.token):
-                return HttpResponse(status=204)
+        if dashboard_unchanged(request, study):
+            return HttpResponse(status=204)
         return render(request, "annotations/_dashboard_live.html",
                       dashboard_context(study, method))
     return render(request, "annotations/dashboard.html", dashboard_context(study, method))

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 
 from annotations import selectors
 from annotations.assisted_dashboard import FIGURES, assisted_dashboard_context, figure_csv
+from annotations.live import dashboard_unchanged
 from annotations.models import Study
 
 
@@ -32,12 +33,8 @@ def assisted_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     study = _assisted_study(request, study_id)
     rule = request.GET.get("rule", "individual")
     if request.htmx and not request.htmx.history_restore_request:
-        if request.GET.get("since") is not None:
-            latest = selectors.study_latest_snapshot(study=study)
-            health = selectors.study_recompute_health(study=study)
-            if (request.GET["since"] == (str(latest.pk) if latest else "")
-                    and request.GET.get("health") == health.token):
-                return HttpResponse(status=204)
+        if dashboard_unchanged(request, study):
+            return HttpResponse(status=204)
         return render(request, "assisted_dashboard/_live.html",
                       assisted_dashboard_context(study, rule))
     return render(request, "assisted_dashboard/dashboard.html",

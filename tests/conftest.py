@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from tests.assistants.standin import StandinServer
+
 ROOT = Path(__file__).resolve().parent.parent
 ON_POSTGRES = os.environ.get("DATABASE_URL", "").startswith("postgres")
 WITH_BROKER = bool(os.environ.get("CELERY_BROKER_URL"))
@@ -37,6 +39,22 @@ def study(db):
     from tests.factories import make_study
 
     return make_study()
+
+
+@pytest.fixture
+def standin():
+    """``standin(script)`` or ``standin(responder=fn)`` → a started StandinServer, closed
+    after the test."""
+    servers: list[StandinServer] = []
+
+    def start(script=None, *, responder=None) -> StandinServer:
+        server = StandinServer(list(script or []), responder=responder).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from annotations.services.critique import ai_runs
 from annotations.services.critique.ai_runs import RunRefused, critique_ai_run_start
 from annotations.services.critique.studies import critique_settings_update
 from tests.annotations.critique_helpers import make_critique_study
-from tests.assistants.standin import StandinServer, reply, status
+from tests.assistants.standin import reply, status
 
 pytestmark = pytest.mark.django_db
 
@@ -19,20 +19,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _runs_inline(settings):
     settings.CELERY_TASK_ALWAYS_EAGER = True  # the run's task runs on commit, in the test
-
-
-@pytest.fixture
-def standin():
-    servers = []
-
-    def start(script=None, *, responder=None) -> StandinServer:
-        server = StandinServer(list(script or []), responder=responder).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
 
 
 def _answering(body: dict):

@@ -1,29 +1,9 @@
-"""The stand-in endpoint as a fixture, and a trace that passes the format verifier."""
+"""A trace that passes the format verifier (the stand-in endpoint's fixture, ``standin``,
+is in tests/conftest.py: the critique tests use it too)."""
 
 from __future__ import annotations
 
 import copy
-
-import pytest
-
-from tests.assistants.standin import StandinServer
-
-
-@pytest.fixture
-def standin():
-    """``standin(script)`` or ``standin(responder=fn)`` → a started StandinServer, closed
-    after the test."""
-    servers: list[StandinServer] = []
-
-    def start(script=None, *, responder=None) -> StandinServer:
-        server = StandinServer(list(script or []), responder=responder).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
-
 
 GOOD_TRACE = {
     "searches": [

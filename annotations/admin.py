@@ -311,7 +311,8 @@ def staff_may_create_studies(request: HttpRequest) -> bool:
 class StaffCreatesStudiesMixin:
     """For the admins of a study type: any active staff account sees the module, the list
     (empty until they create a study) and the Add button; rows are still checked one by one
-    (``obj`` given) by the researcher scoping."""
+    (``obj`` given) by the researcher scoping. Also the admin's own study pages (imports,
+    open/close, members): the study checked, the page in the admin's frame."""
 
     def has_module_permission(self, request):
         return staff_may_create_studies(request) or super().has_module_permission(request)

@@ -17,6 +17,7 @@ from annotations.services.critique.answers import CritiqueAnswer, critique_answe
 from annotations.services.critique.assignment import (
     annotator_settings_by_id,
     critique_task_next,
+    critique_task_skip,
     task_mark_rendered,
 )
 from annotations.services.critique.task_view import task_view
@@ -104,3 +105,12 @@ class CritiqueTaskAnswerApi(APIView):
             "task": task_id, "level": output.level, "final": output.final,
             "choice": output.choice, "confidence": output.confidence,
             "time_on_task_ms": output.time_ms}).data, status=status.HTTP_201_CREATED)
+
+
+class CritiqueTaskSkipApi(APIView):
+    @extend_schema(request=None, responses={204: OpenApiResponse(description="Skipped")},
+                   summary="Hand the critique task you hold back to the pool (never offered "
+                           "to you again)")
+    def post(self, request, task_id: str):
+        critique_task_skip(public_id=task_id, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -9,4 +9,6 @@ urlpatterns = [
          name="api-critique-next"),
     path("critique/tasks/<str:task_id>/answer/", api.CritiqueTaskAnswerApi.as_view(),
          name="api-critique-answer"),
+    path("critique/tasks/<str:task_id>/skip/", api.CritiqueTaskSkipApi.as_view(),
+         name="api-critique-skip"),
 ]

@@ -9,6 +9,8 @@ urlpatterns = [
     path("studies/<int:study_id>/critique/next/", views.critique_next, name="critique-next"),
     path("studies/<int:study_id>/critique/<str:public_id>/answer/", views.critique_submit,
          name="critique-submit"),
+    path("studies/<int:study_id>/critique/<str:public_id>/skip/", views.critique_skip,
+         name="critique-skip"),
     path("studies/<int:study_id>/critique/<str:public_id>/lease/", views.critique_lease,
          name="critique-lease"),
 ]

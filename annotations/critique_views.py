@@ -24,6 +24,8 @@ from annotations.services.critique.answers import (
 )
 from annotations.services.critique.assignment import (
     critique_task_next,
+    critique_task_skip,
+    skipped_count,
     task_current,
     task_mark_rendered,
 )
@@ -54,7 +56,8 @@ def _since(request: HttpRequest, study: Study):
 def _progress(request: HttpRequest, study: Study) -> dict:
     done = CritiqueTask.objects.filter(study=study, answered_by=request.user)
     since = _since(request, study)
-    return {"answered": done.count(), "session": done.filter(answered_at__gte=since).count()}
+    return {"answered": done.count(), "session": done.filter(answered_at__gte=since).count(),
+            "skipped": skipped_count(study=study, user=request.user)}
 
 
 def _work(request: HttpRequest, study: Study, task: CritiqueTask | None, *, message: str = "",
@@ -144,6 +147,25 @@ def critique_submit(request: HttpRequest, study_id: int, public_id: str) -> Http
     recorded = f"Recorded: {level_name(output.level).lower()}, final answer {letter(output.final)}"
     task, message = _next(request, study)
     return _respond(request, study, task, message=message, recorded=recorded)
+
+
+@require_POST
+@login_required
+def critique_skip(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
+    """Hand the task back for another annotator (never offered to this one again), then
+    the next task in the same response."""
+    study = _annotator_study(request, study_id)
+    try:
+        critique_task_skip(public_id=public_id, user=request.user)
+    except LeaseExpired:
+        return _respond(request, study, None, message=EXPIRED, expired=True)
+    except DomainError as exc:
+        current = (task_current(study=study, user=request.user)
+                   if study.status == Study.Status.OPEN else None)
+        return _respond(request, study, current, message=exc.message)
+    task, message = _next(request, study)
+    return _respond(request, study, task, message=message,
+                    recorded="Skipped: the task went back to the pool for someone else")
 
 
 @require_POST

@@ -213,12 +213,13 @@ class CritiqueTaskEvent(TaskEvent):
 class CritiqueTaskBlock(models.Model):
     """``user`` may not receive ``task``: they wrote an output in its chain (any level
     below), or another output of its sibling group (one output per person per group, so
-    a majority vote never counts one person twice). The lease statement probes this
-    table's (task, user) key with NOT EXISTS."""
+    a majority vote never counts one person twice), or they skipped it. The lease
+    statement probes this table's (task, user) key with NOT EXISTS."""
 
     class Reason(models.TextChoices):
         CHAIN = "chain", "Wrote an output in the task's chain"
         SIBLING = "sibling", "Wrote another output of the same level of the question"
+        SKIPPED = "skipped", "Skipped it (handed it back for someone else)"
 
     # No database constraint: a foreign-key check takes a KEY SHARE lock on the task at
     # commit, and the sibling tasks an answer blocks may be locked FOR UPDATE by a

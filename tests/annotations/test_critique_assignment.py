@@ -22,7 +22,12 @@ from annotations.services.critique.answers import (
     InvalidCritiqueAnswer,
     critique_answer,
 )
-from annotations.services.critique.assignment import critique_task_next, level_order
+from annotations.services.critique.assignment import (
+    critique_task_next,
+    critique_task_skip,
+    level_order,
+    skipped_count,
+)
 from annotations.services.critique.studies import critique_study_close
 from tests.annotations.critique_helpers import answer_next, make_critique_study
 from tests.factories import UserFactory
@@ -131,6 +136,34 @@ def test_an_expired_task_goes_back_to_the_pool_and_to_someone_else():
     with pytest.raises(NotLeaseHolder):
         critique_answer(public_id=task.public_id, user=second, answer=CritiqueAnswer(
             reasoning="late", final=0, confidence=3))
+
+
+def test_a_skipped_task_goes_to_someone_else_and_never_back():
+    study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],
+                                       n_annotators=3)
+    first, second, third = users
+    task = critique_task_next(study=study, user=first)
+    # not theirs: refused, nothing changes
+    with pytest.raises(NotLeaseHolder):
+        critique_task_skip(public_id=task.public_id, user=second)
+    critique_task_skip(public_id=task.public_id, user=first)
+    task.refresh_from_db()
+    assert (task.status, task.holder_id, task.lease_expires_at) == ("pending", None, None)
+    assert CritiqueTaskEvent.objects.filter(task=task, kind="skipped", actor=first).count() == 1
+    assert skipped_count(study=study, user=first) == 1
+    # the skipper gets the other response slot, never this one again; another annotator
+    # gets the skipped task
+    other = critique_task_next(study=study, user=first)
+    assert other is not None and other.pk != task.pk and other.level == 0
+    assert critique_task_next(study=study, user=second).pk == task.pk
+    # a skip is refused once the lease has ended, and an answered task cannot be skipped
+    CritiqueTask.objects.filter(pk=other.pk).update(
+        lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+    with pytest.raises(LeaseExpired):
+        critique_task_skip(public_id=other.public_id, user=first)
+    answer_next(study, second)
+    assert skipped_count(study=study, user=second) == 0
+    assert not CritiqueOutput.objects.filter(study=study, author=first).exists()
 
 
 def test_the_beat_sweep_returns_expired_critique_leases():

@@ -224,6 +224,38 @@ def test_the_api_leases_and_answers(client):
     assert again.status_code == 409
 
 
+def test_skipping_on_the_page_and_through_the_api(client):
+    study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],
+                                       n_annotators=2)
+    client.force_login(users[0])
+    page = client.get(reverse("critique-work", args=[study.pk]))
+    client.post(reverse("critique-next", args=[study.pk]), HTTP_HX_REQUEST="true")
+    task = CritiqueTask.objects.get(holder=users[0])
+    html = client.get(reverse("critique-work", args=[study.pk])).content.decode()
+    assert reverse("critique-skip", args=[study.pk, task.public_id]) in html
+    assert 'hx-confirm="Skip this task?' in html and page.status_code == 200
+    # the page: skipped, and the next task (the other response slot) in the same answer
+    swapped = client.post(reverse("critique-skip", args=[study.pk, task.public_id]),
+                          HTTP_HX_REQUEST="true").content.decode()
+    assert "Skipped: the task went back to the pool for someone else" in swapped
+    assert 'data-testid="skipped-count">1<' in swapped
+    following = CritiqueTask.objects.get(holder=users[0], status="leased")
+    assert following.pk != task.pk and following.public_id in swapped
+    # skipping a task that is not yours says why, and keeps your own lease on the page
+    refused = client.post(reverse("critique-skip", args=[study.pk, task.public_id]),
+                          HTTP_HX_REQUEST="true").content.decode()
+    assert "This task is not leased to you." in refused
+    assert following.public_id in refused
+    # the API: 204, then the task is back in the pool and no longer the caller's
+    api = client.post(reverse("api-critique-skip", args=[following.public_id]))
+    assert api.status_code == 204
+    again = client.post(reverse("api-critique-skip", args=[following.public_id]))
+    assert (again.status_code, again.json()["code"]) == (403, "not_lease_holder")
+    client.force_login(users[1])
+    data = client.post(reverse("api-critique-next", args=[study.pk])).json()
+    assert data["id"] in {task.public_id, following.public_id}
+
+
 def test_the_api_next_task_in_bounded_statements(client, django_assert_max_num_queries):
     """Settings, study and membership in one read; current lease; the level state; the
     lease with both audit rows in one INSERT (rendered with it: no separate stamp); the

@@ -51,6 +51,9 @@ def test_the_managers_reliance_chart_updates_after_a_rating(browser, page, shots
     chart = page.get_by_test_id("reliance-chart")
     expect(chart).to_be_visible()
     page.screenshot(path=str(shots / "assisted-dashboard.png"), full_page=True)
+    regression = page.get_by_test_id("regression")  # the paper's test, one row per arm
+    expect(regression.locator("tbody tr")).to_have_count(2)
+    regression.screenshot(path=str(shots / "assisted-regression.png"))
     before = _arm_ratings(page, arm.name)
     bars_before = chart.locator("rect").evaluate_all("rs => rs.map(r => r.dataset.value)")
     rater = None

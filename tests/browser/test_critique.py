@@ -124,6 +124,32 @@ def test_keys_do_nothing_while_typing_and_an_incomplete_answer_keeps_the_text(pa
     assert not CritiqueOutput.objects.filter(study=study).exists()
 
 
+def test_skip_asks_first_then_hands_the_task_over(page, live_server):
+    study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],
+                                       n_annotators=2)
+    login(page, live_server, users[0].username)
+    page.goto(f"{live_server.url}/studies/{study.pk}/critique/")
+    page.keyboard.press("Enter")
+    expect(page.locator("article.critique-task")).to_be_visible()
+    first = CritiqueTask.objects.get(holder=users[0])
+    # dismissing the question keeps the task and what was typed
+    page.get_by_test_id("reasoning").fill("half a thought")
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    page.get_by_test_id("skip").click()
+    expect(page.get_by_test_id("reasoning")).to_have_value("half a thought")
+    first.refresh_from_db()
+    assert first.holder_id == users[0].pk
+    # accepting it hands the task back and shows the next one
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_test_id("skip").click()
+    expect(page.get_by_test_id("recorded")).to_contain_text("Skipped")
+    expect(page.get_by_test_id("skipped-count")).to_have_text("1")
+    expect(page.locator("article.critique-task")).to_be_visible()
+    first.refresh_from_db()
+    assert first.status == "pending" and first.holder_id is None
+    assert CritiqueTask.objects.get(holder=users[0], status="leased").pk != first.pk
+
+
 def test_the_demo_dashboards_show_every_table(page, shots, live_server, settings):
     from annotations.services.critique.demo import critique_demo_seed
 

@@ -193,6 +193,23 @@ def task_for_holder(*, public_id: str, user: User) -> CritiqueTask:
     return engine.task_for_holder(CRITIQUE_KIND, task, user)
 
 
+@transaction.atomic
+def critique_task_skip(*, public_id: str, user: User) -> CritiqueTask:
+    """Hand the task ``user`` holds back to its pool for another annotator; it is never
+    offered to them again (a ``skipped`` block). Audited as a skip; raises what
+    :func:`task_for_holder` raises (not theirs, lease ended, answered, study closed)."""
+    task = task_for_holder(public_id=public_id, user=user)
+    CritiqueTaskBlock.objects.get_or_create(
+        task=task, user=user, defaults={"reason": CritiqueTaskBlock.Reason.SKIPPED})
+    return engine.task_hand_back(CRITIQUE_KIND, task, user=user)
+
+
+def skipped_count(*, study: Study, user: User) -> int:
+    """Tasks of the study ``user`` skipped."""
+    return CritiqueTaskBlock.objects.filter(task__study=study, user=user,
+                                            reason=CritiqueTaskBlock.Reason.SKIPPED).count()
+
+
 def task_mark_rendered(*, task: CritiqueTask) -> None:
     """Record (once per lease) when the task was first shown: time on task counts from
     here."""

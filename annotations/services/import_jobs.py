@@ -197,12 +197,18 @@ def _progress_sink(job_id: int) -> tuple[Callable[[Progress], None], Callable[[]
     return to_cache, lambda: None
 
 
-def _lock_study_imports(study_id: int) -> None:
-    """Imports of one study wait for each other (PostgreSQL; the transaction's end frees)."""
+def _lock_study_imports(study_id: int, report: Callable[[Progress], None]) -> None:
+    """Imports of one study wait for each other (PostgreSQL; the transaction's end frees).
+    Only a job that really has to wait reports the phase "waiting" (the page then says it
+    waits for another import of the study); the others go straight on ("Starting…")."""
     if connection.vendor == "postgresql":
+        key = [ADVISORY_LOCK_CLASS, study_id]
         with connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)",
-                        [ADVISORY_LOCK_CLASS, study_id])
+            cur.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", key)
+            if cur.fetchone()[0]:
+                return
+            report(Progress(phase="waiting"))
+            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
 
 
 def _deferred_checks_now() -> None:
@@ -232,7 +238,7 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
 
     now = timezone.now()
     claimed = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED).update(
-        status=ImportJob.Status.RUNNING, started_at=now, updated_at=now, phase="waiting",
+        status=ImportJob.Status.RUNNING, started_at=now, updated_at=now, phase="",
         done=0, total=0)
     if not claimed:
         return ImportJob.objects.filter(pk=job_id).first()
@@ -240,7 +246,7 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
     sink, close = _progress_sink(job.pk)
     try:
         with transaction.atomic():
-            _lock_study_imports(job.study_id)
+            _lock_study_imports(job.study_id, sink)
             data = bytes(ImportJobFile.objects.get(job_id=job.pk).data)
             with progress_reporting(sink, interval=settings.OVERSIGHT_IMPORT_PROGRESS_SECONDS):
                 result = _service(job.kind)(study=job.study, source=io.BytesIO(data),

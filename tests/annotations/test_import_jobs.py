@@ -267,6 +267,45 @@ def test_the_embedded_thread_runs_the_job_while_the_request_returns_and_progress
     assert Item.objects.filter(study=study).count() == 20_000
 
 
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_only_a_job_that_waits_for_another_import_says_it_waits(settings):
+    """The page says "waiting for another import of this study" only while one holds the
+    study's import lock; a job alone goes straight to reading."""
+    from django.db import DEFAULT_DB_ALIAS, connections
+
+    from annotations.services.import_jobs import ADVISORY_LOCK_CLASS
+
+    settings.OVERSIGHT_IMPORT_RUNNER = "thread"
+    settings.OVERSIGHT_IMPORT_PROGRESS_SECONDS = 0.02
+    study = open_study()
+    other = connections.create_connection(DEFAULT_DB_ALIAS)  # another import's transaction
+    try:
+        other.set_autocommit(False)
+        with other.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [ADVISORY_LOCK_CLASS, study.pk])
+        job, _ = import_job_submit(study=study, kind="items", data=items_file(50),
+                                   name="second.jsonl")
+        deadline = time.monotonic() + 20
+        while ImportJob.objects.get(pk=job.pk).phase != "waiting":
+            assert time.monotonic() < deadline, ImportJob.objects.get(pk=job.pk).phase
+            time.sleep(0.01)
+        assert not Item.objects.filter(study=study).exists()
+    finally:
+        other.rollback()
+        other.close()
+    background_imports_join()
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.SUCCEEDED
+    # alone: never "waiting"
+    alone, _ = import_job_submit(study=study, kind="items", data=items_file(20_000, start=50),
+                                 name="alone.jsonl")
+    seen = _follow(alone.pk)
+    background_imports_join()
+    assert "waiting" not in {phase for _, phase, _ in seen}, seen
+    assert seen[-1] == (ImportJob.Status.SUCCEEDED, "done", 100)
+
+
 # --- duplicates, re-runs, stale jobs ------------------------------------------------------------
 
 def test_the_same_file_while_its_job_is_queued_is_that_job(settings):

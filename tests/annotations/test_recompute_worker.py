@@ -190,7 +190,13 @@ def test_answering_survives_redis_down_and_the_dashboard_catches_up(own_pipeline
     _redis_up()  # back, empty: no task was queued while it was down
     elapsed = _wait_for_snapshot(study, 3, timeout=60, supervise=supervise)
     print(f"caught up {elapsed:.1f} s after Redis came back")
+    # the task stores the snapshot, then marks the study caught up (its own commit, a
+    # moment later): the health turns clean and stays so
+    deadline = time.monotonic() + 10
     state = RecomputeState.objects.get(study=study)
+    while state.dirty_since is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        state = RecomputeState.objects.get(study=study)
     assert (state.dirty_since, state.failed_at) == (None, None)
 
 

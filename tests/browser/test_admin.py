@@ -57,8 +57,12 @@ def test_researcher_imports_items_fixes_an_error_and_opens_the_study(page, shots
     page.click("input[value=Import]")
     job = page.get_by_test_id("import-job")
     expect(page.locator("progress")).to_be_visible()
-    expect(page.get_by_test_id("import-phase")).to_have_text(
-        re.compile(r"Waiting to start…|Reading and checking scans\.csv|Writing [0-9,]+ of"))
+    # the line names the phase the job is in; on a fast database reading and writing may
+    # fall between two polls, so any phase of a running job (the order and the percentages
+    # are test_import_jobs.py's)
+    expect(page.get_by_test_id("import-phase")).to_have_text(re.compile(
+        r"Waiting to start…|Starting…|Reading and checking scans\.csv|Writing [0-9,]+ of"
+        r"|Committing"))
     # a picture for the guide once the bar has moved (if the import is still running)
     page.wait_for_function("""() => { const bar = document.querySelector('progress');
         return !bar || bar.value > 0; }""", timeout=120_000)

@@ -138,15 +138,21 @@ def critique_submit(request: HttpRequest, study_id: int, public_id: str) -> Http
         return _respond(request, study, task, form=form,
                         errors=getattr(exc, "problems", {exc.field: exc.message}),
                         message="Not recorded yet: " + exc.message)
-    except LeaseExpired:
-        return _respond(request, study, None, message=EXPIRED, expired=True)
     except DomainError as exc:
-        current = (task_current(study=study, user=request.user)
-                   if study.status == Study.Status.OPEN else None)
-        return _respond(request, study, current, message=exc.message)
+        return _refused(request, study, exc)
     recorded = f"Recorded: {level_name(output.level).lower()}, final answer {letter(output.final)}"
     task, message = _next(request, study)
     return _respond(request, study, task, message=message, recorded=recorded)
+
+
+def _refused(request: HttpRequest, study: Study, exc: DomainError) -> HttpResponse:
+    """A refused answer or skip: the lease ended (say so), or another refusal (say why,
+    with the annotator's current lease if any)."""
+    if isinstance(exc, LeaseExpired):
+        return _respond(request, study, None, message=EXPIRED, expired=True)
+    current = (task_current(study=study, user=request.user)
+               if study.status == Study.Status.OPEN else None)
+    return _respond(request, study, current, message=exc.message)
 
 
 @require_POST
@@ -157,12 +163,8 @@ def critique_skip(request: HttpRequest, study_id: int, public_id: str) -> HttpRe
     study = _annotator_study(request, study_id)
     try:
         critique_task_skip(public_id=public_id, user=request.user)
-    except LeaseExpired:
-        return _respond(request, study, None, message=EXPIRED, expired=True)
     except DomainError as exc:
-        current = (task_current(study=study, user=request.user)
-                   if study.status == Study.Status.OPEN else None)
-        return _respond(request, study, current, message=exc.message)
+        return _refused(request, study, exc)
     task, message = _next(request, study)
     return _respond(request, study, task, message=message,
                     recorded="Skipped: the task went back to the pool for someone else")

@@ -59,6 +59,7 @@ from estimators.factuality import (
     CANT_ASSESS,
     INACCURATE,
     item_human_correct,
+    ratings_correct,
     verdicts,
 )
 from estimators.hybridization import (
@@ -306,12 +307,12 @@ def _payload(rows: AssistedRows, seed: int, n_resamples: int, n_item_resamples: 
                                             rows.live, arms, used_arms, seed,
                                             n_item_resamples, n_curve_resamples)
                         for rule in RULES}
-    r_ai_correct = ai_correct[r_item]
-    payload["reliance"] = _reliance(rows, rated, r_arm, r_verdict, gold_acc[r_item],
-                                    r_ai_correct, ai_acc_verdict[r_item], arms, baseline,
-                                    seed, n_resamples)
-    payload["regression"] = _regression(r_arm, r_verdict, gold_acc[r_item], r_item, arms,
-                                        baseline)
+    r_correct = ratings_correct(r_verdict, gold_acc[r_item]).astype(float)
+    r_labels = np.array([arms[j].label for j in r_arm], dtype=object)
+    payload["reliance"] = _reliance(rows, rated, r_labels, r_verdict, r_correct,
+                                    ai_correct[r_item], ai_acc_verdict[r_item], arms,
+                                    baseline, seed, n_resamples)
+    payload["regression"] = _regression(r_labels, r_correct, r_item, baseline)
     payload["agreement"] = _agreement(rows, rated, r_item, r_arm, r_verdict, items, arms,
                                       used_arms, seed)
     return payload
@@ -423,17 +424,15 @@ def _rule_figures(conf, ai_correct, by_source, calibration, live, arms, used_arm
     return {"curves": curves, "held_out": held, "bands": bands, "overall": overall}
 
 
-def _reliance(rows, rated, r_arm, r_verdict, r_gold_acc, r_ai_correct, r_ai_says_accurate,
+def _reliance(rows, rated, labels, r_verdict, r_correct, r_ai_correct, r_ai_says_accurate,
               arms, baseline, seed, n_resamples) -> dict | None:
     if not rated.any():
         return None
-    correct = _rating_correct(r_gold_acc, r_verdict)
     agrees = np.where(r_verdict == CANT_ASSESS, False,
                       (r_verdict == ACCURATE) == r_ai_says_accurate)
-    labels = np.array([arms[j].label for j in r_arm], dtype=object)
     base = baseline.label if baseline is not None and baseline.label in set(labels) else None
     report = reliance_by_arm(
-        rater=rows.rating_rater[rated], arm=labels, correct=correct.astype(float),
+        rater=rows.rating_rater[rated], arm=labels, correct=r_correct,
         ai_correct=r_ai_correct, baseline=base or str(labels[0]),
         agrees_with_ai=agrees.astype(float), helpfulness=rows.rating_helpfulness[rated],
         seconds=rows.rating_seconds[rated], n_resamples=n_resamples, level=LEVEL, seed=seed)
@@ -448,20 +447,12 @@ def _reliance(rows, rated, r_arm, r_verdict, r_gold_acc, r_ai_correct, r_ai_says
             "n_resamples": n_resamples, "level": LEVEL}
 
 
-def _rating_correct(r_gold_acc: np.ndarray, r_verdict: np.ndarray) -> np.ndarray:
-    """A rating is correct when it says Accurate on an accurate sentence or Inaccurate on
-    an inaccurate one ("can't assess" is wrong)."""
-    return np.where(r_gold_acc, r_verdict == ACCURATE, r_verdict == INACCURATE)
-
-
-def _regression(r_arm, r_verdict, r_gold_acc, r_item, arms, baseline) -> dict | None:
+def _regression(labels, r_correct, r_item, baseline) -> dict | None:
     """The paper's test of each arm: correct ~ arm + (1 | sentence), the baseline arm as
     reference (``estimators.mixed_logit.arm_effects``); None without a baseline."""
-    if baseline is None or r_arm.size == 0:
+    if baseline is None or labels.size == 0:
         return None
-    labels = np.array([arms[j].label for j in r_arm], dtype=object)
-    fit = arm_effects(_rating_correct(r_gold_acc, r_verdict).astype(float), labels, r_item,
-                      baseline=baseline.label, level=LEVEL)
+    fit = arm_effects(r_correct, labels, r_item, baseline=baseline.label, level=LEVEL)
     return {"rows": fit.rows(), "baseline": fit.baseline,
             "baseline_accuracy": _f(1 / (1 + math.exp(-fit.baseline_log_odds)))
             if math.isfinite(fit.baseline_log_odds) else None,

@@ -234,17 +234,21 @@ class ArmEffect:
     n: int
     note: str = ""
 
+    @classmethod
+    def undefined(cls, arm: str, n: int, note: str) -> ArmEffect:
+        nan = math.nan
+        return cls(arm, nan, nan, nan, nan, nan, nan, n, note)
+
     def as_dict(self) -> dict[str, float | int | str | None]:
         def f(x: float) -> float | None:
             return float(x) if math.isfinite(x) else None
 
+        with np.errstate(over="ignore"):  # an effect past e^709 has no finite odds ratio
+            odds = np.exp([self.beta, self.lower, self.upper])
         return {"arm": self.arm, "beta": f(self.beta), "se": f(self.se), "z": f(self.z),
                 "p": f(self.p), "beta_lower": f(self.lower), "beta_upper": f(self.upper),
-                "odds_ratio": f(math.exp(self.beta)) if math.isfinite(self.beta) else None,
-                "odds_ratio_lower": f(math.exp(self.lower)) if math.isfinite(self.lower)
-                else None,
-                "odds_ratio_upper": f(math.exp(self.upper)) if math.isfinite(self.upper)
-                else None, "n": self.n, "note": self.note}
+                "odds_ratio": f(odds[0]), "odds_ratio_lower": f(odds[1]),
+                "odds_ratio_upper": f(odds[2]), "n": self.n, "note": self.note}
 
 
 @dataclass(frozen=True)
@@ -280,49 +284,32 @@ def arm_effects(correct: ArrayLike, arm: ArrayLike, group: ArrayLike, *, baselin
                          f"{labels.size} and {groups.size}")
     names = [a for a in dict.fromkeys(labels.tolist()) if a != baseline]
     counts = {a: int((labels == a).sum()) for a in [baseline, *names]}
+
+    def every(a: str) -> str:  # an arm whose ratings all agree: "correct" or "wrong"
+        return "correct" if y[labels == a].max() else "wrong"
+
     separated = {a for a in counts if counts[a] and y[labels == a].min() == y[labels == a]
                  .max()}
-    undefined = _undefined_effects(names, counts, separated, y, labels)
     if counts[baseline] == 0 or baseline in separated:
         why = ("no ratings in the baseline arm" if counts[baseline] == 0 else
-               "every baseline rating is " + ("correct" if y[labels == baseline].max()
-                                              else "wrong"))
-        nan = math.nan
+               f"every baseline rating is {every(baseline)}")
         return ArmRegression(baseline, tuple(
-            ArmEffect(a, nan, nan, nan, nan, nan, nan, counts[a], f"no reference: {why}")
-            for a in names), nan, nan, int(y.size), 0, False, f"not estimable: {why}", level)
+            ArmEffect.undefined(a, counts[a], f"no reference: {why}") for a in names),
+            math.nan, math.nan, int(y.size), 0, False, f"not estimable: {why}", level)
     used = [a for a in names if a not in separated]
     keep = np.isin(labels, [baseline, *used])
     X = np.column_stack([np.ones(int(keep.sum()))] +
                         [(labels[keep] == a).astype(float) for a in used])
     fit = fit_random_intercept_logit(y[keep], X, groups[keep],
                                      names=("(intercept)", *used), n_nodes=n_nodes)
-    q = stats.norm.ppf((1 + level) / 2)
     effects = []
     for a in names:
-        if a in undefined:
-            effects.append(undefined[a])
+        if a in separated:
+            effects.append(ArmEffect.undefined(
+                a, counts[a], f"every rating is {every(a)}: no finite effect"))
             continue
         j = used.index(a) + 1
-        b, se = float(fit.beta[j]), float(fit.se[j])
-        z = b / se if se > 0 else math.nan
-        effects.append(ArmEffect(a, b, se, z, float(2 * stats.norm.sf(abs(z))), b - q * se,
-                                 b + q * se, counts[a]))
+        effects.append(ArmEffect(a, float(fit.beta[j]), float(fit.se[j]), float(fit.z[j]),
+                                 float(fit.p[j]), *fit.interval(j, level), counts[a]))
     return ArmRegression(baseline, tuple(effects), float(fit.beta[0]), fit.tau, fit.n_obs,
                          fit.n_groups, fit.converged, fit.message, level)
-
-
-def _undefined_effects(names: list[str], counts: dict[str, int], separated: set[str],
-                       y: np.ndarray, labels: np.ndarray) -> dict[str, ArmEffect]:
-    nan = math.nan
-    out = {}
-    for a in names:
-        if counts[a] == 0:
-            note = "no ratings"
-        elif a in separated:
-            every = "correct" if y[labels == a].max() else "wrong"
-            note = f"every rating is {every}: no finite effect"
-        else:
-            continue
-        out[a] = ArmEffect(a, nan, nan, nan, nan, nan, nan, counts[a], note)
-    return out

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotations import selectors
 from annotations.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.guidelines import guidelines_html
+from annotations.inputs import int_or_none
 from annotations.live import dashboard_unchanged, session_started_at
 from annotations.models import CritiqueTask, Study, StudyMembership
 from annotations.services.critique.answers import (
@@ -111,13 +112,6 @@ def critique_next(request: HttpRequest, study_id: int) -> HttpResponse:
     return _respond(request, study, task, message=message)
 
 
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except ValueError:
-        return None
-
-
 @require_POST
 @login_required
 def critique_submit(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
@@ -126,8 +120,8 @@ def critique_submit(request: HttpRequest, study_id: int, public_id: str) -> Http
     study = _annotator_study(request, study_id)
     post = request.POST
     answer = CritiqueAnswer(reasoning=post.get("reasoning", ""),
-                            final=_int_or_none(post.get("final")),
-                            confidence=_int_or_none(post.get("confidence")),
+                            final=int_or_none(post.get("final")),
+                            confidence=int_or_none(post.get("confidence")),
                             choice=post.get("choice", ""))
     try:
         output = critique_answer(public_id=public_id, user=request.user, answer=answer)

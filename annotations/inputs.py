@@ -129,6 +129,15 @@ class RequestTooLarge(APIException):
     default_code = "request_too_large"
 
 
+def int_or_none(value: str | None) -> int | None:
+    """A form field's optional whole number: None when it is missing, empty or not a whole
+    number (a stray "²" or 5 000 digits included), never an exception."""
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
 def too_large_message() -> str:
     return (f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes "
             f"(DATA_UPLOAD_MAX_MEMORY_SIZE): send fewer records per request or upload a file "

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotations.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.guidelines import guidelines_html
+from annotations.inputs import int_or_none
 from annotations.models import Exposure, Rating, RatingTask, Study
 from annotations.services.assisted.design import (
     assisted_warning_of,
@@ -174,19 +175,14 @@ def rate_next(request: HttpRequest, study_id: int) -> HttpResponse:
     return _work(request, study, task, message=message)
 
 
-def _int_or_none(value: str | None) -> int | None:
-    value = (value or "").strip()
-    return int(value) if value.lstrip("-").isdigit() else None
-
-
 @require_POST
 @login_required
 def rate_answer(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
     """Store the rating, then hand out the next sentence in the same response."""
     study = _rater_study(request, study_id)
     data = RatingInput(label=request.POST.get("label", ""),
-                       confidence=_int_or_none(request.POST.get("confidence")),
-                       helpfulness=_int_or_none(request.POST.get("helpfulness")),
+                       confidence=int_or_none(request.POST.get("confidence")),
+                       helpfulness=int_or_none(request.POST.get("helpfulness")),
                        comment=request.POST.get("comment", ""))
     try:
         result = rating_submit(user=request.user, public_id=public_id, data=data)
@@ -243,9 +239,9 @@ def rate_event(request: HttpRequest, study_id: int, public_id: str) -> HttpRespo
         interaction_record(
             user=request.user, public_id=public_id, kind=str(body.get("kind", "")),
             section=str(body.get("section", "")), target=str(body.get("target") or ""),
-            trace=trace if isinstance(trace, int) else _int_or_none(trace if isinstance(
+            trace=trace if isinstance(trace, int) else int_or_none(trace if isinstance(
                 trace, str) else None),
-            client_ms=client_ms if isinstance(client_ms, int) else _int_or_none(
+            client_ms=client_ms if isinstance(client_ms, int) else int_or_none(
                 client_ms if isinstance(client_ms, str) else None))
     except DomainError as exc:
         return JsonResponse(exc.as_dict(), status=exc.http_status)

@@ -3,6 +3,8 @@ item and prediction imports and label exports from the study page."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
@@ -327,6 +329,22 @@ class StaffCreatesStudiesMixin:
             return True
         return super().has_change_permission(request, obj)
 
+    def _study_save(self, request, obj, form, change, insert: Callable[[], object]) -> None:
+        """``save_model`` of a study type's admin: a new study through its service
+        (``insert``), its creator (not a superuser) becoming its researcher; a changed one
+        saves only the fields the form changed — never status (the services own it), and a
+        concurrent open/close is not overwritten by a stale copy."""
+        if not change:
+            insert()
+            if not request.user.is_superuser:
+                membership_add(study=obj, user=request.user,
+                               role=StudyMembership.Role.RESEARCHER)
+            return
+        concrete = {f.name for f in obj._meta.concrete_fields}
+        fields = [f for f in form.changed_data if f in concrete]
+        if fields:
+            obj.save(update_fields=fields)
+
     def _study_or_403(self, request, study_id: int) -> Study:
         """The admin's study (its model: ``Study`` or a study type's proxy) if the user may
         change it; 404 / 403 otherwise. For the admins' own study pages."""
@@ -388,18 +406,8 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
         return [] if obj is None else self.inlines
 
     def save_model(self, request, obj, form, change):
-        if not change:
-            study_insert(study=obj, classes=form.cleaned_data["classes"])
-            if not request.user.is_superuser:  # its creator researches it
-                membership_add(study=obj, user=request.user,
-                               role=StudyMembership.Role.RESEARCHER)
-            return
-        # Only the fields the form changed: never status (the services own it), and a
-        # concurrent open/close is not overwritten by a stale copy.
-        concrete = {f.name for f in obj._meta.concrete_fields}
-        fields = [f for f in form.changed_data if f in concrete]
-        if fields:
-            obj.save(update_fields=fields)
+        self._study_save(request, obj, form, change, lambda: study_insert(
+            study=obj, classes=form.cleaned_data["classes"]))
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)

@@ -30,7 +30,6 @@ from annotations.models import (
     RoutingChange,
     Sentence,
     Study,
-    StudyMembership,
 )
 from annotations.services.assisted.ai import sampling_progress, sampling_start
 from annotations.services.assisted.design import (
@@ -46,7 +45,7 @@ from annotations.services.assisted.selectors import (
     rater_bonuses,
     study_overview,
 )
-from annotations.services.studies import membership_add, study_close, study_open
+from annotations.services.studies import study_close, study_open
 from annotations.views_assisted import (
     CONFIDENCE_CHOICES,
     HELPFULNESS_CHOICES,
@@ -175,16 +174,7 @@ class AssistedStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
         return [] if obj is None else self.inlines
 
     def save_model(self, request, obj, form, change):
-        if not change:
-            assisted_study_insert(study=obj)
-            if not request.user.is_superuser:
-                membership_add(study=obj, user=request.user,
-                               role=StudyMembership.Role.RESEARCHER)
-            return
-        concrete = {f.name for f in obj._meta.concrete_fields}
-        fields = [f for f in form.changed_data if f in concrete]
-        if fields:
-            obj.save(update_fields=fields)
+        self._study_save(request, obj, form, change, lambda: assisted_study_insert(study=obj))
 
     def save_formset(self, request, form, formset, change):
         """Arms through ``arm_save`` (checks, version bumps); an open study then gets the

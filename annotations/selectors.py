@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import OperationalError, connection, transaction
-from django.db.models import Case, Count, F, IntegerField, Q, QuerySet, Sum, When
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from annotations.models import (
@@ -546,39 +545,89 @@ class ItemLabels:
 
 def study_item_labels(*, study: Study, ordinals: list[int],
                       bands: bool = False) -> ItemLabels:
-    """The study's answered 'yes'/'no' queries (quality checks excluded) as integer arrays
-    read straight from the cursor (a list of int tuples becomes one numpy array in C), mask
-    bits unpacked in numpy; each item's stratum from a second, distinct query. ``bands``:
-    also each label's confidence band per system (``ItemLabels.band``)."""
-    answered = Query.objects.filter(study=study, status=Query.Status.ANSWERED,
-                                    is_quality_check=False,
-                                    answer__in=[Query.Answer.YES, Query.Answer.NO])
-    labels = (answered.annotate(is_yes=Case(When(answer=Query.Answer.YES, then=1), default=0,
-                                    output_field=IntegerField()))
-              .values_list("item_id", "k", "is_yes", "match_mask", "present_mask")
-              .order_by())
-    if bands:
-        labels = labels.annotate(b0=Coalesce("band_bit0", 0), b1=Coalesce("band_bit1", 0),
-                                 b2=Coalesce("band_bit2", 0)).values_list(
-            "item_id", "k", "is_yes", "match_mask", "present_mask", "b0", "b1", "b2")
-    sql, params = labels.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    data = np.array(rows, dtype=np.int64).reshape(-1, 8 if bands else 5)
-    items, index = np.unique(data[:, 0], return_inverse=True)
-    # the stratum the counts use (the query's copy of its item's)
-    strata = dict(answered.values_list("item_id", "stratum").distinct().order_by())
+    """The study's answered 'yes'/'no' queries (quality checks excluded) as integer arrays,
+    mask bits unpacked in numpy; each item's stratum is the one its queries carry (the
+    query's copy of its item's, as in the counts). ``bands``: also each label's confidence
+    band per system (``ItemLabels.band``). PostgreSQL sends the labels as one bytea per
+    stratum by binary COPY (:func:`_item_labels_copied`); elsewhere they are fetched."""
+    read = _item_labels_copied if connection.vendor == "postgresql" else _item_labels_fetched
+    names, label_stratum, data = read(study, bands)
+    items, first, index = np.unique(data[:, 0], return_index=True, return_inverse=True)
     bits = np.array(ordinals, dtype=np.int64)
     return ItemLabels(
         item=index.ravel(), n_items=len(items),
-        item_strata=np.array([strata.get(int(i), "") for i in items], dtype=object),
+        item_strata=np.array(names + [""], dtype=object)[label_stratum[first]],
         k=data[:, 1].astype(int), yes=data[:, 2] == 1,
         match=((data[:, 3:4] >> bits) & 1).astype(np.int8),
         present=((data[:, 4:5] >> bits) & 1).astype(np.int8),
         band=(sum(((data[:, 5 + plane:6 + plane] >> bits) & 1) << plane for plane in range(3))
               .astype(np.int8) if bands else None),
     )
+
+
+# the strata's names, each label's stratum (an index into the names), and the labels'
+# columns as int64 (labels, 5 or 8): item id, k, 1 for 'yes', match and present masks
+# [, band bits 0–2]
+LabelRows = tuple[list[str], np.ndarray, np.ndarray]
+
+
+def _item_label_columns(bands: bool) -> list[str]:
+    q = connection.ops.quote_name
+    columns = [q("item_id"), q("k"), f"CASE WHEN {q('answer')} = %s THEN 1 ELSE 0 END",
+               q("match_mask"), q("present_mask")]
+    return columns + ([f"COALESCE({q(f'band_bit{plane}')}, 0)" for plane in range(3)]
+                      if bands else [])
+
+
+def _item_labels_where() -> str:
+    return f"{_answered_sql()} AND {connection.ops.quote_name('answer')} IN (%s, %s)"
+
+
+def _item_labels_params(study: Study) -> list:
+    return [Query.Answer.YES, study.pk, Query.Status.ANSWERED, Query.Answer.YES,
+            Query.Answer.NO]
+
+
+def _item_labels_fetched(study: Study, bands: bool) -> LabelRows:
+    """:data:`LabelRows` fetched row by row (a list of int tuples becomes one numpy array
+    in C); the strata from a second, distinct query."""
+    q = connection.ops.quote_name
+    columns = _item_label_columns(bands)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(columns)} {_item_labels_where()}",
+                       _item_labels_params(study))
+        data = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, len(columns))
+        cursor.execute(f"SELECT DISTINCT {q('item_id')}, {q('stratum')} "
+                       f"{_item_labels_where()}", _item_labels_params(study)[1:])
+        strata = dict(cursor.fetchall())
+    names = sorted(set(strata.values()))
+    code = {name: i for i, name in enumerate(names)}
+    items, index = np.unique(data[:, 0], return_inverse=True)
+    item_stratum = np.array([code[strata[int(i)]] for i in items], dtype=np.intp)
+    return names, item_stratum[index.ravel()], data
+
+
+def _item_labels_copied(study: Study, bands: bool) -> LabelRows:
+    """:data:`LabelRows` from one statement: per stratum, its labels' columns as int8
+    concatenated into one bytea (``string_agg``), sent by binary COPY and decoded by numpy
+    — three times faster than fetching 400 000 rows and reading the strata apart."""
+    q = connection.ops.quote_name
+    columns = _item_label_columns(bands)
+    record = " || ".join(f"int8send(({column})::bigint)" for column in columns)
+    sql = (f"COPY (SELECT {q('stratum')}, string_agg({record}, ''::bytea) "
+           f"{_item_labels_where()} GROUP BY 1 ORDER BY 1) TO STDOUT (FORMAT BINARY)")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL jit = off")
+        with cursor.cursor.copy(sql, _item_labels_params(study)) as copy:
+            raw = b"".join(copy)
+    names, sizes, chunks = [], [], []
+    for stratum, packed in _copy_tuples(raw):
+        names.append(bytes(stratum).decode())
+        sizes.append(len(packed) // (8 * len(columns)))
+        chunks.append(packed)
+    data = np.frombuffer(b"".join(chunks), dtype=">i8").astype(np.int64)
+    return (names, np.repeat(np.arange(len(names), dtype=np.intp), sizes),
+            data.reshape(-1, len(columns)))
 
 
 def study_first_query_answers(*, study: Study) -> dict[int, dict[str, int]]:

@@ -49,6 +49,7 @@ ordinary or complementary score) the design effect is 1.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 from scipy import sparse
@@ -72,11 +73,19 @@ class Clusters:
     s_comp: np.ndarray
 
     def totals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(n_o, S_o, n_c, S_c) per cell."""
+        """(n_o, S_o, n_c, S_c) per cell (read-only; summed once per instance: a recompute
+        asks for them once per estimator and scope)."""
+        return self._totals
+
+    @cached_property
+    def _totals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         shape = np.broadcast_shapes(*(x.shape for x in (self.n_ord, self.s_ord, self.n_comp,
                                                          self.s_comp)))[1:]
-        return tuple(np.broadcast_to(x.sum(axis=0), shape).astype(float)
-                     for x in (self.n_ord, self.s_ord, self.n_comp, self.s_comp))
+        out = tuple(np.broadcast_to(x.sum(axis=0), shape).astype(float)
+                    for x in (self.n_ord, self.s_ord, self.n_comp, self.s_comp))
+        for total in out:
+            total.flags.writeable = False
+        return out
 
     def subset(self, items: np.ndarray) -> Clusters:
         """The clusters of ``items`` (a boolean mask or indices on axis 0)."""

@@ -304,3 +304,46 @@ def test_several_queries_per_item_cluster_every_estimator_by_item():
                            queries_per_item=3)
     assert plan["items"] == expected.items and plan["design_effect"] > 1.05
     assert plan["routed_queries"] == expected.routed_queries
+
+
+def test_item_labels_are_every_answered_label_with_its_item_stratum_and_bits():
+    """study_item_labels (binary COPY on PostgreSQL, fetched rows elsewhere) against the
+    stored queries read one by one: 'yes'/'no' answers only, quality checks excluded, each
+    label's item, stratum, class, answer, mask and band bits."""
+    from annotations.selectors import study_item_labels
+
+    study = make_study(k=4, n_items=120, queries_per_item=3, checks=4,
+                       systems={"a": 0.8, "b": 0.5, "c": 0.4}, seed=53, strata=3)
+    study_simulate(study=study)
+    rng = np.random.default_rng(53)
+    answered = list(Query.objects.filter(study=study, status="answered").order_by("pk"))
+    for q in answered[::3]:
+        Query.objects.filter(pk=q.pk).update(
+            band_bit0=int(rng.integers(8)), band_bit1=int(rng.integers(8)), band_bit2=None)
+    # rows the reader must leave out: an abstention, an answered check
+    Query.objects.filter(pk=answered[1].pk).update(answer="unsure")
+    Query.objects.filter(pk=answered[2].pk).update(is_quality_check=True)
+    ordinals = sorted(AISystem.objects.filter(study=study).values_list("ordinal", flat=True))
+    labels = study_item_labels(study=study, ordinals=ordinals, bands=True)
+
+    expected = []
+    queries = Query.objects.filter(study=study, status="answered").select_related("item")
+    for q in queries:
+        if q.is_quality_check or q.answer not in ("yes", "no"):
+            continue
+        bands = [sum(((getattr(q, f"band_bit{p}") or 0) >> o & 1) << p for p in range(3))
+                 for o in ordinals]
+        expected.append((q.item.external_id, q.item.stratum, q.k, q.answer == "yes",
+                         *[q.match_mask >> o & 1 for o in ordinals],
+                         *[q.present_mask >> o & 1 for o in ordinals], *bands))
+    external = dict(Item.objects.filter(study=study).values_list("pk", "external_id"))
+    item_ids = sorted(Query.objects.filter(study=study, status="answered",
+                                           is_quality_check=False,
+                                           answer__in=["yes", "no"])
+                      .values_list("item_id", flat=True).distinct())
+    assert labels.n_items == len(item_ids) and len(labels.yes) == len(expected)
+    got = [(external[item_ids[i]], labels.item_strata[i], int(labels.k[n]), bool(labels.yes[n]),
+            *labels.match[n].tolist(), *labels.present[n].tolist(), *labels.band[n].tolist())
+           for n, i in enumerate(labels.item)]
+    assert sorted(got) == sorted(expected)
+    assert len(set(labels.item_strata)) == 3

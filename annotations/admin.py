@@ -34,6 +34,7 @@ from annotations.selectors import (
     import_job_progress,
     read_while_sqlite_busy,
     study_events,
+    study_has_answers,
     study_import_jobs,
     study_setup_checklist,
 )
@@ -328,6 +329,14 @@ class StaffCreatesStudiesMixin:
         if obj is None and staff_may_create_studies(request):
             return True
         return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        # a study's answers are its record (and deleting one would sweep up every item
+        # and label behind a slow confirmation page): close it instead
+        if obj is not None and study_has_answers(
+                study=obj if isinstance(obj, Study) else obj.study):  # critique: its settings
+            return False
+        return super().has_delete_permission(request, obj)
 
     def _study_save(self, request, obj, form, change, insert: Callable[[], object]) -> None:
         """``save_model`` of a study type's admin: a new study through its service

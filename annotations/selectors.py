@@ -543,6 +543,13 @@ class ItemLabels:
     band: np.ndarray | None = None  # (labels, systems) confidence band index, 0 = none
 
 
+def study_has_answers(*, study: Study) -> bool:
+    """Whether any task of the study (a query, a rating task or a critique task) was
+    answered: its record, which is never deleted with the study."""
+    return any(tasks.filter(status="answered").exists()
+               for tasks in (study.queries, study.rating_tasks, study.critique_tasks))
+
+
 def study_item_labels(*, study: Study, ordinals: list[int],
                       bands: bool = False) -> ItemLabels:
     """The study's answered 'yes'/'no' queries (quality checks excluded) as integer arrays,

@@ -320,3 +320,27 @@ def test_an_item_with_answers_cannot_be_deleted_and_one_without_can(two):
     assert Item.objects.filter(study=mine).count() == 4
     ok = client.post(f"/admin/annotations/item/{unanswered.pk}/delete/", {"post": "yes"})
     assert ok.status_code == 302 and not Item.objects.filter(pk=unanswered.pk).exists()
+
+
+def test_a_study_with_answers_cannot_be_deleted_and_a_draft_can(two):
+    """Deleting a study swept up its items and labels (the admin only stopped it after an
+    8 s confirmation page, naming 'item' permissions); a study with answers now has no
+    Delete button and its delete page is refused; a study with none can still go."""
+    from annotations.models import Study
+    from annotations.services.studies import study_create
+
+    mine, _ = two
+    client = _researcher(mine)
+    page = client.get(f"/admin/annotations/study/{mine.pk}/change/")
+    assert page.status_code == 200 and b"deletelink" not in page.content
+    refused = client.post(f"/admin/annotations/study/{mine.pk}/delete/", {"post": "yes"})
+    assert refused.status_code == 403
+    assert Query.objects.filter(study=mine, status=Query.Status.ANSWERED).count() == 1
+
+    draft = study_create(name="draft to drop", classes=["a", "b", "c"])
+    membership_add(study=draft, user=role_user(mine, "researcher"),
+                   role=StudyMembership.Role.RESEARCHER)
+    page = client.get(f"/admin/annotations/study/{draft.pk}/change/")
+    assert b"deletelink" in page.content
+    ok = client.post(f"/admin/annotations/study/{draft.pk}/delete/", {"post": "yes"})
+    assert ok.status_code == 302 and not Study.objects.filter(pk=draft.pk).exists()

@@ -238,3 +238,20 @@ def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, p
     manager_page.context.close()
     assert width <= 390 + 1, f"the study page scrolls sideways at 390 px ({width} px wide)"
     assert members_width <= 390 + 1, f"the members page is {members_width} px wide at 390 px"
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_study_page_and_members_page_do_not_scroll_sideways(page, live_server, width):
+    """At 1280 px the classes and members inlines (description and guidelines boxes)
+    made the study's admin page 1 386 px wide; at 800–1024 px the members form did the
+    same. Wide tables now scroll inside their box."""
+    study = make_study(k=5, n_items=4, seed=67, name="A study with five classes")
+    page.set_viewport_size({"width": width, "height": 900})
+    admin_login(page, live_server, role_user(study, "researcher").username)
+    for url in (f"/admin/annotations/study/{study.pk}/change/",
+                f"/admin/annotations/study/{study.pk}/members/"):
+        page.goto(live_server.url + url)
+        expect(page.locator("#content")).to_be_visible()
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, url
+    page.set_viewport_size({"width": 800, "height": 900})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 800

@@ -4,7 +4,7 @@ items), close. Opening and closing happen only here: forms never write ``Study.s
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth.validators import UnicodeUsernameValidator
@@ -110,9 +110,8 @@ def study_event_record(*, study: Study, kind: str, by: User | None = None,
 @transaction.atomic
 def study_open(*, study: Study, by: User | None = None) -> int:
     """Open a draft (or re-open-route an open) study and route every item not yet routed.
-    Returns the number routed. Refused for a closed study or K < 2. Audited in the same
-    transaction: ``opened`` (draft → open) or ``items_routed`` (an open study routing
-    items added since), with the number routed. Assisted studies open through
+    Returns the number routed. Refused for a closed study or K < 2; audited as every
+    opening is (:func:`study_opening`). Assisted studies open through
     ``assisted_study_open`` (their sentences are routed instead), critique studies through
     ``critique_study_open`` (their own tasks)."""
     if study.kind == Study.Kind.ASSISTED:
@@ -123,32 +122,47 @@ def study_open(*, study: Study, by: User | None = None) -> int:
         from annotations.services.critique.studies import critique_study_open
 
         return critique_study_open(study=study, by=by)
+
+    def classes_check(study: Study) -> None:
+        k = study.classes.count()
+        if k < 2:
+            raise InvalidStudy(f"Study '{study}' has K = {k} classes; at least 2 are needed.",
+                               field="classes")
+
+    return study_opening(study=study, by=by, check=classes_check,
+                         first_tasks=lambda study: items_route(study=study))
+
+
+@transaction.atomic
+def study_opening(*, study: Study, by: User | None, check: Callable[[Study], None],
+                  first_tasks: Callable[[Study], int], counted: str = "routed") -> int:
+    """The opening every study type shares; its ``*_open`` service passes what differs.
+    In one transaction: the study's row locked and ``study`` refreshed from it; a closed
+    study refused (it stays closed); the type's ``check`` (raises InvalidStudy); status
+    open, the first opening time kept; ``first_tasks`` makes the type's tasks and returns
+    how many; audited — ``opened`` from a draft, ``items_routed`` when an open study got
+    new tasks (nothing when it got none) — with ``{counted: n, "from": status before}``."""
     locked = Study.objects.select_for_update().get(pk=study.pk)
     study.status, study.opened_at = locked.status, locked.opened_at
-    k = study.classes.count()
-    if k < 2:
-        raise InvalidStudy(f"Study '{study}' has K = {k} classes; at least 2 are needed.",
-                           field="classes")
     if study.status == Study.Status.CLOSED:
         raise InvalidStudy(f"Study '{study}' is closed; a closed study stays closed.",
                            field="status")
+    check(study)
     was = study.status
     study.status = Study.Status.OPEN
     study.opened_at = study.opened_at or timezone.now()
     study.save(update_fields=["status", "opened_at"])
-    routed = items_route(study=study)
-    if was != Study.Status.OPEN:
-        study_event_record(study=study, kind="opened", by=by,
-                           detail={"routed": routed, "from": was})
-    elif routed:
-        study_event_record(study=study, kind="items_routed", by=by, detail={"routed": routed})
-    return routed
+    made = first_tasks(study)
+    if was != Study.Status.OPEN or made:
+        study_event_record(study=study, kind="opened" if was != Study.Status.OPEN
+                           else "items_routed", by=by, detail={counted: made, "from": was})
+    return made
 
 
 @transaction.atomic
 def study_close(*, study: Study, by: User | None = None) -> None:
-    """Close a study: no query is offered or answered any more. Closing twice is refused.
-    Audited (``closed``) in the same transaction."""
+    """Close a study of any type: no task is offered or answered any more. Closing twice is
+    refused. Audited (``closed``) in the same transaction."""
     locked = Study.objects.select_for_update().get(pk=study.pk)
     study.status, study.closed_at = locked.status, locked.closed_at
     if study.status == Study.Status.CLOSED:

@@ -95,3 +95,32 @@ def test_the_list_action_records_the_researcher(client, draft):
     client.post(reverse("admin:annotations_study_changelist"),
                 {"action": "open_studies", "_selected_action": [draft.pk]})
     assert events(draft) == [("opened", researcher.pk, {"routed": 4, "from": "draft"})]
+
+
+def test_every_study_type_opens_and_closes_through_one_audited_path():
+    """Partitioned, assisted and critique studies share study_opening / study_close: the
+    same refusal of a closed study, the same 'opened' / 'closed' rows, and no
+    'items_routed' row for a re-opening that made nothing (the assisted and critique
+    copies wrote one with a count of 0)."""
+    from annotations.services.critique.studies import critique_study_close, critique_study_open
+    from tests.annotations.assisted_helpers import make_assisted_study
+    from tests.annotations.critique_helpers import make_critique_study
+
+    critique, _ = make_critique_study(n_questions=3, open_=False)
+    made = critique_study_open(study=critique)
+    assert made > 0 and critique.status == Study.Status.OPEN
+    assert critique_study_open(study=critique) == 0
+    assisted = make_assisted_study(n_sentences=4, open_=False)
+    routed = study_open(study=assisted)  # dispatches to assisted_study_open
+    assert routed == 4 and study_open(study=assisted) == 0
+    critique_study_close(study=critique)
+    study_close(study=assisted)
+    assert events(critique) == [("opened", None, {"tasks": made, "from": "draft"}),
+                                ("closed", None, {"from": "open"})]
+    assert events(assisted) == [("opened", None, {"routed": 4, "from": "draft"}),
+                                ("closed", None, {"from": "open"})]
+    for study, opener in ((critique, critique_study_open), (assisted, study_open)):
+        with pytest.raises(InvalidStudy, match="a closed study stays closed"):
+            opener(study=study)
+    with pytest.raises(InvalidStudy, match="already closed"):
+        critique_study_close(study=critique)

@@ -9,7 +9,6 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 
 from annotations.errors import InvalidStudy
 from annotations.models import Arm, AssistedSettings, Sentence, Study
@@ -252,35 +251,25 @@ def assisted_study_open(*, study: Study, by=None) -> int:
     have its AI rating (sample or import traces first). Routes every routable sentence and
     returns how many were routed."""
     from annotations.services.assisted.routing import sentences_route
+    from annotations.services.studies import study_opening
 
-    locked = Study.objects.select_for_update().get(pk=study.pk)
-    study.status, study.opened_at = locked.status, locked.opened_at
-    if study.status == Study.Status.CLOSED:
-        raise InvalidStudy(f"Study '{study}' is closed; a closed study stays closed.",
-                           field="status")
-    settings = settings_of(study)
-    arms = arms_active(study)
-    if not arms:
-        raise InvalidStudy("The study has no active arm: add at least the baseline.",
-                           field="arms")
-    settings_check(settings, arm_names=[a.name for a in Arm.objects.filter(study=study)])
-    if not Sentence.objects.filter(study=study).exists():
-        raise InvalidStudy("The study has no sentences: import them first.",
-                           field="sentences")
-    assisted = [a for a in arms if not a.is_baseline]
-    waiting = Sentence.objects.filter(study=study, ai_source="").count()
-    if waiting and (assisted or settings.routing != AssistedSettings.Routing.ALL):
-        why = (f"arm '{assisted[0].name}' shows AI output" if assisted
-               else "routing by confidence needs it")
-        raise InvalidStudy(f"{waiting} sentence(s) have no AI rating yet and {why}: sample "
-                           f"or import their traces first.", field="sentences")
-    from annotations.services.studies import study_event_record
+    def design_check(study: Study) -> None:
+        settings = settings_of(study)
+        arms = arms_active(study)
+        if not arms:
+            raise InvalidStudy("The study has no active arm: add at least the baseline.",
+                               field="arms")
+        settings_check(settings, arm_names=[a.name for a in Arm.objects.filter(study=study)])
+        if not Sentence.objects.filter(study=study).exists():
+            raise InvalidStudy("The study has no sentences: import them first.",
+                               field="sentences")
+        assisted = [a for a in arms if not a.is_baseline]
+        waiting = Sentence.objects.filter(study=study, ai_source="").count()
+        if waiting and (assisted or settings.routing != AssistedSettings.Routing.ALL):
+            why = (f"arm '{assisted[0].name}' shows AI output" if assisted
+                   else "routing by confidence needs it")
+            raise InvalidStudy(f"{waiting} sentence(s) have no AI rating yet and {why}: "
+                               "sample or import their traces first.", field="sentences")
 
-    was = study.status
-    study.status = Study.Status.OPEN
-    study.opened_at = study.opened_at or timezone.now()
-    study.save(update_fields=["status", "opened_at"])
-    routed = sentences_route(study=study)
-    study_event_record(study=study, kind="opened" if was == Study.Status.DRAFT else
-                       "items_routed", by=by, detail={"routed": routed, "from": was})
-    return routed
+    return study_opening(study=study, by=by, check=design_check,
+                         first_tasks=lambda study: sentences_route(study=study))

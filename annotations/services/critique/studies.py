@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.db import transaction
-from django.utils import timezone
 
 from annotations.errors import InvalidStudy
 from annotations.models import CritiqueMode, CritiqueSettings, Study, StudyMembership, User
@@ -139,46 +138,28 @@ def critique_settings_update(*, study: Study, **changes) -> CritiqueSettings:
     return settings
 
 
-@transaction.atomic
 def critique_study_open(*, study: Study, by=None) -> int:
     """Open a draft (or open) critique study and make every task whose inputs exist
     (``generation.critique_generate``). Returns how many tasks were made. Refused for a
-    closed study or one without questions."""
+    closed study or one without questions; audited (``studies.study_opening``)."""
     from annotations.services.critique.generation import critique_generate
+    from annotations.services.studies import study_opening
 
     critique_settings(study)
-    locked = Study.objects.select_for_update().get(pk=study.pk)
-    if locked.status == Study.Status.CLOSED:
-        raise InvalidStudy(f"Study '{study}' is closed; a closed study stays closed.",
-                           field="status")
-    if not locked.critique_questions.exists():
-        raise InvalidStudy(f"Study '{study}' has no questions yet: import them first.",
-                           field="questions")
-    from annotations.services.studies import study_event_record
 
-    was = locked.status
-    locked.status = Study.Status.OPEN
-    locked.opened_at = locked.opened_at or timezone.now()
-    locked.save(update_fields=["status", "opened_at"])
-    study.status, study.opened_at = locked.status, locked.opened_at
-    made = critique_generate(study=locked).total
-    study_event_record(study=locked, kind="opened" if was == Study.Status.DRAFT else
-                       "items_routed", by=by, detail={"tasks": made, "from": was})
-    return made
+    def questions_check(study: Study) -> None:
+        if not study.critique_questions.exists():
+            raise InvalidStudy(f"Study '{study}' has no questions yet: import them first.",
+                               field="questions")
+
+    return study_opening(study=study, by=by, check=questions_check, counted="tasks",
+                         first_tasks=lambda study: critique_generate(study=study).total)
 
 
-@transaction.atomic
 def critique_study_close(*, study: Study, by=None) -> None:
-    """Close the study: no task is handed out or answered any more (audited ``closed``)."""
-    critique_settings(study)
-    locked = Study.objects.select_for_update().get(pk=study.pk)
-    if locked.status == Study.Status.CLOSED:
-        raise InvalidStudy(f"Study '{study}' is already closed.", field="status")
-    from annotations.services.studies import study_event_record
+    """Close the study: no task is handed out or answered any more (``studies.study_close``,
+    audited ``closed``)."""
+    from annotations.services.studies import study_close
 
-    was = locked.status
-    locked.status = Study.Status.CLOSED
-    locked.closed_at = timezone.now()
-    locked.save(update_fields=["status", "closed_at"])
-    study.status, study.closed_at = locked.status, locked.closed_at
-    study_event_record(study=locked, kind="closed", by=by, detail={"from": was})
+    critique_settings(study)
+    study_close(study=study, by=by)

@@ -33,6 +33,7 @@ from annotations.models import (
 from annotations.selectors import (
     import_job_progress,
     read_while_sqlite_busy,
+    researched_study_ids,
     study_events,
     study_has_answers,
     study_import_jobs,
@@ -57,13 +58,7 @@ from assistants.models import AISystem
 
 def researcher_study_ids(request: HttpRequest) -> set[int] | None:
     """Studies a staff user may configure; None means all (superuser)."""
-    if request.user.is_superuser:
-        return None
-    return set(
-        StudyMembership.objects.filter(
-            user=request.user, role=StudyMembership.Role.RESEARCHER
-        ).values_list("study_id", flat=True)
-    )
+    return researched_study_ids(user=request.user)
 
 
 def is_researcher(request: HttpRequest) -> bool:

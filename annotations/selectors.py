@@ -29,6 +29,14 @@ DASHBOARD_ROLES = (Role.RESEARCHER, Role.MANAGER)
 
 
 # --- permissions -------------------------------------------------------------------------
+def researched_study_ids(*, user: User) -> set[int] | None:
+    """The studies the user researches (configures); None means every study (superuser)."""
+    if user.is_superuser:
+        return None
+    return set(StudyMembership.objects.filter(user=user, role=Role.RESEARCHER)
+               .values_list("study_id", flat=True))
+
+
 def user_roles(*, user: User, study: Study) -> set[str]:
     """Roles the user holds in the study; superusers are researchers everywhere."""
     if not user.is_authenticated:

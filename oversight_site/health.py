@@ -2,8 +2,10 @@
 required is down).
 
 Anonymous callers get the status only (no error strings, worker names, versions or study
-names); staff see the details. Stale studies make the status "degraded" (still 200: the
-web process is fine, and a container health check must not restart it for that)."""
+names); staff see the details, and of the stale studies only those they research (a
+superuser: all), so no researcher learns another study's name or error. Stale studies
+make the status "degraded" (still 200: the web process is fine, and a container health
+check must not restart it for that)."""
 
 from __future__ import annotations
 
@@ -51,8 +53,8 @@ def _broker_and_workers() -> tuple[dict, dict]:
                     "names": sorted(name for r in replies for name in r)}
 
 
-def _recompute(detailed: bool) -> dict:
-    from annotations.selectors import stale_studies
+def _recompute(detailed: bool, user=None) -> dict:
+    from annotations.selectors import researched_study_ids, stale_studies
 
     try:
         stale = stale_studies()
@@ -61,10 +63,11 @@ def _recompute(detailed: bool) -> dict:
     body: dict = {"ok": not stale, "stale_studies": len(stale),
                   "failed_studies": sum(1 for _, h in stale if h.failed_at is not None)}
     if detailed:
+        mine = researched_study_ids(user=user)
         body["studies"] = [
             {"id": study.pk, "name": study.name, "stale_since": h.stale_since.isoformat(),
              "failed_at": h.failed_at.isoformat() if h.failed_at else None, "error": h.error}
-            for study, h in stale
+            for study, h in stale if mine is None or study.pk in mine
         ]
     return body
 
@@ -77,7 +80,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     detailed = bool(getattr(request, "user", None) and request.user.is_staff)
     database = _database()
     broker, workers = _broker_and_workers()
-    recompute = _recompute(detailed)
+    recompute = _recompute(detailed, request.user if detailed else None)
     ok = database["ok"] and broker["ok"] and workers["ok"]
     parts = {"database": database, "broker": broker, "workers": workers}
     if not detailed:

@@ -4,8 +4,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from annotations.models import RecomputeState
-from tests.factories import make_study
+from annotations.models import RecomputeState, User
+from tests.factories import make_study, role_user
 
 pytestmark = pytest.mark.django_db
 
@@ -21,8 +21,6 @@ def test_healthz_reports_each_part():
 
 
 def _staff_client() -> Client:
-    from annotations.models import User
-
     client = Client()
     client.force_login(User.objects.create_user("ops", password="pw", is_staff=True))
     return client
@@ -47,10 +45,19 @@ def test_healthz_reports_stale_studies_without_details_to_anonymous_callers(sett
     assert "vendor" not in text and "names" not in text
     staff = _staff_client().get("/healthz").json()
     assert staff["database"]["vendor"] in {"sqlite", "postgresql"}
-    [row] = staff["recompute"]["studies"]
-    assert (row["id"], row["name"], row["error"]) == (
-        study.pk, "secret-study-name", "IndexError: index 1 is out of bounds")
-    assert row["stale_since"] == (now - dt.timedelta(minutes=5)).isoformat()
+    # staff who research no study (every researcher is staff) see counts, no study
+    assert staff["recompute"]["studies"] == [] and staff["recompute"]["stale_studies"] == 1
+    other = Client()
+    other.force_login(role_user(fresh, "researcher"))  # researches the other study only
+    assert "secret-study-name" not in other.get("/healthz").content.decode()
+    for user in (role_user(study, "researcher"),
+                 User.objects.create_superuser("root", password="pw")):
+        client = Client()
+        client.force_login(user)
+        [row] = client.get("/healthz").json()["recompute"]["studies"]
+        assert (row["id"], row["name"], row["error"]) == (
+            study.pk, "secret-study-name", "IndexError: index 1 is out of bounds")
+        assert row["stale_since"] == (now - dt.timedelta(minutes=5)).isoformat()
 
 
 def test_healthz_hides_broker_errors_from_anonymous_callers(settings, monkeypatch):

@@ -188,6 +188,8 @@ def _quality_check_lease(
     a = int(rng.integers(1, CHECK_ORDER_PRIME))
     b = int(rng.integers(0, CHECK_ORDER_PRIME))
     table, items, skips = Query._meta.db_table, Item._meta.db_table, QuerySkip._meta.db_table
+    k = membership.study_class.index
+    pool, pool_params = _routed_pool(study, k, user, now)
     sql = (
         f"INSERT INTO {table} (study_id, public_id, item_id, k, sequence, rank, stratum, "
         "is_quality_check, status, holder_id, issued_at, rendered_at, lease_expires_at, "
@@ -199,11 +201,15 @@ def _quality_check_lease(
         "AND (q.answered_by_id = %s OR q.holder_id = %s)) "
         f"AND NOT EXISTS (SELECT 1 FROM {table} q JOIN {skips} s ON s.query_id = q.id "
         "WHERE q.item_id = i.id AND s.user_id = %s) "
+        # only while a routed query could be handed out instead: past the end of the
+        # class's pool, a query offered after "no queries left" would be a check
+        f"AND EXISTS (SELECT 1 FROM {table} q WHERE q.status = %s AND ({pool})) "
         "ORDER BY (i.id * %s + %s) %% %s LIMIT 1 RETURNING *"
     )
-    params = [study.pk, new_public_id(), membership.study_class.index, True,
+    params = [study.pk, new_public_id(), k, True,
               Query.Status.LEASED, user.pk, now, now + lease_length(study), study.pk,
-              user.pk, user.pk, user.pk, a, b, CHECK_ORDER_PRIME]
+              user.pk, user.pk, user.pk, Query.Status.PENDING, *pool_params,
+              a, b, CHECK_ORDER_PRIME]
     rows = list(Query.objects.raw(sql, params))
     if not rows:
         return None
@@ -264,13 +270,20 @@ def _pending_lease(study: Study, k: int, user: User, now: dt.datetime) -> Query 
     (user, query) unique index per candidate) and follow-ups still held for their answer's
     undo window (a pending query's ``lease_expires_at``: not before then; see
     ``labels.label_undo``)."""
+    pool, pool_params = _routed_pool(study, k, user, now)
+    return engine.lease_first(QUERY_KIND, pool_sql=pool, pool_params=pool_params,
+                              user=user, now=now, expires=now + lease_length(study))
+
+
+def _routed_pool(study: Study, k: int, user: User, now: dt.datetime) -> tuple[str, list]:
+    """The condition (on a pending query ``q``) and its parameters for the routed queries
+    of class k that ``user`` may be handed now: not checks, not skipped by them, not a
+    follow-up still held for its answer's undo window."""
     skips = QuerySkip._meta.db_table
     pool = ("q.study_id = %s AND q.k = %s AND NOT q.is_quality_check "
             "AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= %s) AND NOT EXISTS "
             f"(SELECT 1 FROM {skips} s WHERE s.user_id = %s AND s.query_id = q.id)")
-    return engine.lease_first(QUERY_KIND, pool_sql=pool,
-                              pool_params=[study.pk, k, now, user.pk],
-                              user=user, now=now, expires=now + lease_length(study))
+    return pool, [study.pk, k, now, user.pk]
 
 
 def query_current_lease(

@@ -172,3 +172,39 @@ def test_a_quality_check_is_leased_with_as_many_statements_as_a_routed_query():
         assert q.is_quality_check == (gold_rate == 1.0)
         counts[gold_rate] = [s["sql"].split()[0] for s in ctx.captured_queries]
     assert len(counts[1e-12]) == len(counts[1.0])
+
+
+def test_no_check_is_handed_out_once_the_class_pool_is_empty():
+    """A query offered after "no queries left" could only be a check (a probe at gold rate
+    0.5 got five in a row while the counter read 0): checks are drawn only while a routed
+    query of the class could be handed out instead — also when the rest of the pool is
+    held back (skipped by this specialist)."""
+    from annotations.services.routing import query_skip
+
+    study = make_study(k=3, n_items=30, checks=20, gold_rate=0.5, seed=9)
+    user = specialist(study, 0)
+    routed = checks = 0
+    while (q := query_lease_next(study=study, user=user)) is not None:
+        if q.is_quality_check:
+            checks += 1
+        else:
+            routed += 1
+        label_submit(query_id=q.pk, user=user, answer="no")
+    assert routed == Query.objects.filter(study=study, k=0, is_quality_check=False).count()
+    assert checks > 0  # checks were handed out while routed queries remained
+    for _ in range(40):
+        assert query_lease_next(study=study, user=user) is None
+    assert Query.objects.filter(study=study, is_quality_check=True).count() == checks
+
+    # the same when what is left of the pool is skipped by this specialist
+    other = make_study(k=3, n_items=6, checks=20, gold_rate=0.5, seed=10)
+    user = specialist(other, 1)
+    while (q := query_lease_next(study=other, user=user)) is not None:
+        if q.is_quality_check:
+            label_submit(query_id=q.pk, user=user, answer="no")
+        else:
+            query_skip(query_id=q.pk, user=user)
+    assert Query.objects.filter(study=other, k=1, is_quality_check=False,
+                                status="pending").exists()
+    for _ in range(40):
+        assert query_lease_next(study=other, user=user) is None

@@ -147,32 +147,62 @@ def query_for_specialist(*, query: Query, study: Study | None = None) -> QueryFo
 
 
 def specialist_progress(*, user: User, study: Study, since=None,
-                        membership: StudyMembership | None = None) -> dict[str, int]:
+                        membership: StudyMembership | None = None,
+                        holding: bool = False) -> dict[str, int]:
     """What the labelling page counts: ``answered`` (all of this user's answers in the
     study), ``session`` (those since ``since``) and ``remaining`` in their class. Pass the
     specialist ``membership`` when it is at hand (read once per request); otherwise it is
-    read here. Two statements: the user's counts, the class's counts.
+    read here. Two statements: the user's counts, the class's counts (:func:`_class_counts`).
 
-    ``remaining`` = pending routed queries of the class − quality checks of the class that
-    are leased or answered, floored at 0. Quality checks are made on demand, outside the
-    pool; counted this way a check moves the figure exactly as a routed query does (−1 when
-    handed out, 0 when answered, +1 when skipped or expired), so it cannot be recognised by
-    it. The price: the figure undercounts the pool by the checks issued so far."""
+    ``remaining`` = the class's pending queries this user may still get (routed ones they
+    did not skip) − quality checks of the class that are leased or answered − checks they
+    skipped, floored at 0. Quality checks are made on demand, outside the pool; counted
+    this way a check moves the figure exactly as a routed query does (−1 when handed out,
+    0 when answered, 0 when skipped — it never comes back to them — and +1 when expired),
+    so it cannot be recognised by it. The price: the figure undercounts the pool by the
+    checks issued so far. So that it does not read 0 while queries are still to come, it is
+    at least 1 while a routed query is pending for the user and none is on their screen
+    (``holding`` False: with no query shown there is nothing the floor could give away).
+    ``waiting``: those pending routed queries; when none could be leased they are
+    follow-ups held for their answer's undo window, and the page says more will come
+    rather than "no queries left"."""
     if membership is None:
         membership = specialist_membership(user=user, study=study)
     mine = Query.objects.filter(study=study, answered_by=user).aggregate(
         answered=Count("id"),
         session=Count("id", filter=Q(answered_at__gte=since)) if since is not None
         else Count("id"))
-    remaining = 0
+    remaining = free = 0
     if membership is not None:
-        counts = Query.objects.filter(study=study, k=membership.study_class.index).aggregate(
-            pending=Count("id", filter=Q(status=Query.Status.PENDING, is_quality_check=False)),
-            checks=Count("id", filter=Q(is_quality_check=True)
-                         & ~Q(status=Query.Status.PENDING)),
-        )
-        remaining = max(0, counts["pending"] - counts["checks"])
-    return {"answered": mine["answered"], "session": mine["session"], "remaining": remaining}
+        pending, checks, skipped_routed, skipped_checks = _class_counts(
+            study, membership.study_class.index, user)
+        free = pending - skipped_routed
+        remaining = max(0 if holding else min(free, 1), free - skipped_checks - checks)
+    return {"answered": mine["answered"], "session": mine["session"], "remaining": remaining,
+            "waiting": free}
+
+
+def _class_counts(study: Study, k: int, user: User) -> tuple[int, int, int, int]:
+    """In one statement, of class k's queries: pending routed ones, checks leased or
+    answered, and the pending routed ones and pending checks ``user`` skipped."""
+    q = connection.ops.quote_name
+    table, skips = Query._meta.db_table, QuerySkip._meta.db_table
+    pending = Query.Status.PENDING
+
+    def skipped(check: bool) -> str:
+        return (f"(SELECT COUNT(*) FROM {skips} s JOIN {table} p ON p.id = s.query_id "
+                f"WHERE s.user_id = %s AND p.study_id = %s AND p.k = %s AND p.status = %s "
+                f"AND {'' if check else 'NOT '}p.is_quality_check)")
+
+    sql = (f"SELECT COALESCE(SUM(CASE WHEN {q('status')} = %s AND NOT {q('is_quality_check')} "
+           "THEN 1 ELSE 0 END), 0), "
+           f"COALESCE(SUM(CASE WHEN {q('is_quality_check')} AND {q('status')} <> %s "
+           f"THEN 1 ELSE 0 END), 0), {skipped(False)}, {skipped(True)} "
+           f"FROM {table} WHERE {q('study_id')} = %s AND {q('k')} = %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pending, pending, user.pk, study.pk, k, pending,
+                             user.pk, study.pk, k, pending, study.pk, k])
+        return tuple(int(v) for v in cursor.fetchone())
 
 
 # --- counts for the estimators -------------------------------------------------------------

@@ -59,10 +59,12 @@ def _render_query(request: HttpRequest, membership: StudyMembership, query: Quer
     context = {"study": study, "message": message, "recorded": recorded, "expired": expired,
                "progress": selectors.specialist_progress(
                    user=request.user, study=study, membership=membership,
-                   since=_session_since(request, study))}
+                   since=_session_since(request, study), holding=query is not None)}
     if query is not None:
         query_mark_rendered(query=query)
         context["q"] = selectors.query_for_specialist(query=query, study=study)
+    elif message == NO_QUERIES_LEFT and context["progress"]["waiting"]:
+        context["message"] = MORE_SOON  # follow-ups held for their answer's undo window
     template = "annotations/label.html" if full else "annotations/_query.html"
     if full:
         context["membership"] = membership
@@ -72,6 +74,8 @@ def _render_query(request: HttpRequest, membership: StudyMembership, query: Quer
 
 
 NO_QUERIES_LEFT = "No queries left for your class. Thank you!"
+MORE_SOON = ("No query is free for you right now; more of your class's queries will be free "
+             "shortly. Press Enter to look again.")
 EXPIRED = ("Your time on this query ran out, so it went back to the pool for another "
            "specialist and your answer was not recorded. Press Enter for the next query.")
 

@@ -7,6 +7,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.models import Query
+from annotations.services.labels import label_submit
 from annotations.services.routing import query_lease_next
 from tests.factories import make_study, specialist
 
@@ -250,7 +251,9 @@ def test_counters_move_the_same_for_a_quality_check_and_a_routed_query():
 
         label_submit(query_id=q.pk, user=user, answer="no")
         steps.append(specialist_progress(user=user, study=study))
-        seen[gold_rate] = steps
+        # what the page shows ("waiting" only picks the message when nothing is shown)
+        seen[gold_rate] = [{k: v for k, v in step.items() if k != "waiting"}
+                           for step in steps]
     assert seen[0.0] == seen[1.0]
     assert [s["remaining"] for s in seen[0.0]][:2] == [seen[0.0][0]["remaining"],
                                                       seen[0.0][0]["remaining"] - 1]
@@ -310,3 +313,51 @@ def test_the_answer_post_reads_the_membership_once_in_bounded_statements(
         held.refresh_from_db()
         assert held.status == "answered"
         assert _membership_reads(captured.captured_queries) == 1
+
+
+def test_remaining_never_reads_0_on_the_no_query_page_while_queries_are_to_come(settings):
+    """The figure undercounts the pool by the checks handed out, so it read 0 while routed
+    queries were still to come. With no query on screen it is now at least 1 while one
+    is pending for the specialist; with a query on screen it is the symmetric count."""
+    from annotations.models import Study
+    from annotations.selectors import specialist_progress
+
+    settings.OVERSIGHT_MIN_ANSWER_MS = 0
+    study = make_study(k=3, n_items=6, checks=12, seed=71)
+    Study.objects.filter(pk=study.pk).update(gold_rate=1.0)  # (the form allows up to 0.5)
+    study.refresh_from_db()
+    user = specialist(study, 0)
+    routed_left = Query.objects.filter(study=study, k=0, is_quality_check=False).count()
+    assert routed_left >= 1
+    for _ in range(routed_left + 1):  # gold rate 1: every lease is a check while any is
+        q = query_lease_next(study=study, user=user)
+        assert q.is_quality_check
+        label_submit(query_id=q.pk, user=user, answer="no")
+    assert specialist_progress(user=user, study=study, holding=True)["remaining"] == 0
+    assert specialist_progress(user=user, study=study)["remaining"] == 1
+    client = Client()
+    client.force_login(user)
+    page = client.get(reverse("label", args=[study.pk])).content.decode()
+    assert 'data-testid="remaining-count">1<' in page
+
+
+def test_a_follow_up_held_for_the_undo_window_says_more_will_come(settings):
+    """With several queries per item, a 'no' routes a follow-up that is held for the
+    answer's undo window. Its class's specialist was told "No queries left for your class"
+    while the figure counted it; they are now told more will come."""
+    settings.OVERSIGHT_MIN_ANSWER_MS = 0
+    study = make_study(k=3, n_items=1, queries_per_item=2, seed=72)
+    first = Query.objects.get(study=study)
+    label_submit(query_id=query_lease_next(study=study, user=specialist(study, first.k)).pk,
+                 user=specialist(study, first.k), answer="no")
+    follow = Query.objects.get(study=study, sequence=1)
+    assert follow.status == Query.Status.PENDING
+    client = Client()
+    client.force_login(specialist(study, follow.k))
+    page = client.post(reverse("label-next", args=[study.pk]), **HTMX).content.decode()
+    assert "will be free shortly" in page and "No queries left" not in page
+    assert 'data-testid="remaining-count">1<' in page
+    other = ({0, 1, 2} - {first.k, follow.k}).pop()
+    client.force_login(specialist(study, other))
+    page = client.post(reverse("label-next", args=[study.pk]), **HTMX).content.decode()
+    assert "No queries left for your class" in page

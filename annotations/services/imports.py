@@ -15,6 +15,7 @@ from annotations.services.bulk import IN_LIST_MAX, gc_paused, rows_insert, rows_
 from annotations.services.item_options import option_order_for, options_conflict
 from annotations.services.progress import progress_phase
 from annotations.services.records import (
+    json_kind,
     option_index,
     option_text,
     parse_bool,
@@ -129,10 +130,16 @@ def _items_import(*, study: Study, source: IO | str, name: str | None, fmt: str 
             errors.append(f"{where}: text: missing")
             continue
         try:
-            options = [str(o) for o in parse_json_cell(rec.get("options"), expect=list)]
+            given = parse_json_cell(rec.get("options"), expect=list)
         except (ValueError, TypeError) as exc:
             errors.append(f"{where}: options: {exc}")
             continue
+        odd = next((i for i, o in enumerate(given) if isinstance(o, dict | list)), None)
+        if odd is not None:
+            errors.append(f"{where}: options[{odd}]: must be text or a number, not "
+                          f"{json_kind(given[odd])}")
+            continue
+        options = [str(o) for o in given]
         if options and len(options) != k:
             errors.append(f"{where}: options: {len(options)} options but the study has K={k}")
             continue

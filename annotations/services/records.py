@@ -118,18 +118,32 @@ def _check_storable(record: dict, columns, nul: bool, where: str) -> None:
         raise ImportFailed([f"{where}: {problem}"])
 
 
+JSON_KINDS = {list: "an array", dict: "an object", str: "text", bool: "true or false",
+              int: "a number", float: "a number", type(None): "null"}
+
+
+def json_kind(value) -> str:
+    """How a decoded JSON value is called in messages ("an array", "a number" …)."""
+    return JSON_KINDS.get(type(value), type(value).__name__)
+
+
 def parse_json_cell(value, *, expect: type):
-    """CSV cells hold JSON for lists and objects; JSONL already has them decoded."""
+    """A list or object field: CSV cells hold it as JSON text, JSONL already decoded. Empty
+    → an empty one; anything else → ValueError naming what was given ("expected a JSON
+    array, not a number")."""
     if isinstance(value, expect):
         return value
     if value in (None, ""):
         return expect()
+    wanted = {list: "array", dict: "object"}[expect]
+    if not isinstance(value, str):  # JSONL: decoded, but of another kind
+        raise ValueError(f"expected a JSON {wanted}, not {json_kind(value)}")
     parsed = json_loads(value)  # InputRejected is a ValueError
     path = nul_path(parsed)
     if path is not None:
         raise ValueError(f"{path or 'a key'}: {NUL_MESSAGE}")
     if not isinstance(parsed, expect):
-        raise ValueError(f"expected a JSON {expect.__name__}")
+        raise ValueError(f"expected a JSON {wanted}, not {json_kind(parsed)}")
     return parsed
 
 

@@ -223,13 +223,28 @@ OK_LINE = json.dumps(item(id="ok-1"))
      "items.jsonl:2: id: must be text or a number, not an object"),
     (jsonl_bytes(OK_LINE, json.dumps(item(id=["a"]))),
      "items.jsonl:2: id: must be text or a number, not an array"),
+    # a list or object field of another JSON kind was a Python message ("the JSON object
+    # must be str, bytes or bytearray, not dict"); an object among the options was stored
+    # as its Python repr
+    (jsonl_bytes(OK_LINE, json.dumps(item(id="n", options={"a": 1}))),
+     "items.jsonl:2: options: expected a JSON array, not an object"),
+    (jsonl_bytes(OK_LINE, json.dumps(item(id="n", options=5))),
+     "items.jsonl:2: options: expected a JSON array, not a number"),
+    (jsonl_bytes(OK_LINE, json.dumps(item(id="n", options=["a", {"x": 2}]))),
+     "items.jsonl:2: options[1]: must be text or a number, not an object"),
+    (jsonl_bytes(OK_LINE, json.dumps(item(id="n", metadata=[1]))),
+     "items.jsonl:2: metadata: expected a JSON object, not an array"),
+    (b'id,text,metadata\nok-1,fine,{}\nn,t,5\n',
+     "items.csv:3: metadata: expected a JSON object, not a number"),
 ], ids=["deep", "nul-text", "nul-metadata", "nul-options", "long-id", "long-stratum",
-        "id-object", "id-array"])
+        "id-object", "id-array", "options-object", "options-number", "option-object",
+        "metadata-array", "csv-metadata-number"])
 def test_admin_items_import_reports_bad_input(make_study, content, error):
     study = make_study(k=2, n_items=4)
     before = snapshot(study)
 
-    response = admin_import(study, "items", "items.jsonl", content)
+    name = "items.csv" if content.startswith(b"id,") else "items.jsonl"
+    response = admin_import(study, "items", name, content)
 
     assert response.status_code == 200
     assert [str(e) for e in response.context["errors"]] == [error]

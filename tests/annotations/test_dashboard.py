@@ -268,3 +268,53 @@ def test_the_estimator_choice_is_kept_in_the_url_and_the_poll():
     html = _render(study, _contract_payload(), "?method=ivw")
     assert 'hx-push-url="true"' in html and 'option value="ivw" selected' in html
     assert "&amp;method=ivw" in html.split('id="live"')[1].split(">")[0]
+
+
+def test_chart_marks_carry_their_values_and_each_colour_means_one_thing(study):
+    """The two charts of the page: every dot and interval bar has a tooltip (<title>)
+    with the system, the estimator and the figures the snapshot holds; in the interval
+    chart a colour is one estimator (as its legend says), in the convergence chart one AI
+    system, and no colour is used by both charts."""
+    import re
+
+    payload = study_recompute(study_id=study.pk).payload
+    study_recompute(study_id=study.pk)  # a second snapshot: the convergence chart draws
+    client = Client()
+    client.force_login(role_user(study, "manager"))
+    html = client.get(reverse("dashboard", args=[study.pk])).content.decode()
+    charts = re.findall(r"<svg class=\"chart\".*?</svg>\s*<p class=\"legend\">.*?</p>", html,
+                        re.S)
+    assert len(charts) == 2
+    intervals, convergence = charts
+
+    labels = {"ord": "Ordinary", "comp": "Complementary", "ivw": "IVW",
+              "ml": "Maximum likelihood"}
+    colour_of: dict[str, set[str]] = {}
+    dots = re.findall(r'<circle [^>]*fill="([^"]+)"><title>([^<]+)</title>', intervals)
+    assert len(dots) == len(payload["systems"]) * len(labels)
+    bars = re.findall(r'<line [^>]*stroke="([^"]+)"[^>]*><title>([^<]+)</title>', intervals)
+    for row in payload["systems"]:
+        for method, label in labels.items():
+            est = row["estimates"][method]
+            want = (f"{row['name']} · {label}: {est['accuracy']:.3f} "
+                    f"[{est['ci_low']:.3f}, {est['ci_high']:.3f}]")
+            [colour] = [c for c, title in dots if title == want]
+            colour_of.setdefault(label, set()).add(colour)
+            assert (colour, want) in bars  # the interval bar says the same
+    assert all(len(c) == 1 for c in colour_of.values())  # one colour per estimator
+    interval_colours = {label: c.pop() for label, c in colour_of.items()}
+    assert len(set(interval_colours.values())) == len(labels)  # … and one estimator a colour
+    legend = {label: colour for colour, label in re.findall(
+        r'<i style="background: ([^"]+)"></i>([^<]+)</span>', intervals)}
+    assert {k: legend[k] for k in labels.values()} == interval_colours
+
+    lines = re.findall(r'<polyline [^>]*stroke="([^"]+)"[^>]*><title>([^<]+)</title>',
+                       convergence)
+    assert sorted(name for _, name in lines) == sorted(r["name"] for r in payload["systems"])
+    assert len({colour for colour, _ in lines}) == len(lines)  # one colour per system
+    assert not {colour for colour, _ in lines} & set(interval_colours.values())
+    for colour, name in lines:
+        ml = next(r for r in payload["systems"] if r["name"] == name)["estimates"]["ml"]
+        assert (f'fill="{colour}"><title>{name}: {ml["accuracy"]:.3f} after '
+                f'{payload["n_answered"]:,} answers</title>') in convergence
+        assert f'<i style="background: {colour}"></i>{name}</span>' in convergence

@@ -175,7 +175,8 @@ def _quality_check_lease(
 ) -> Query | None:
     """With probability ``study.gold_rate`` (seeded by study, user and the user's draw
     counter; the outcome is stored as ``is_quality_check``), lease a gold item the
-    specialist has not seen, asking their own class."""
+    specialist has not seen, asking their own class — only while a routed query of their
+    class could be handed to them instead (``_routed_pool``)."""
     if study.gold_rate <= 0:
         return None
     rng = study_rng(study, 2, user.pk, draw)

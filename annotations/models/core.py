@@ -224,6 +224,8 @@ class Item(models.Model):
     ROUTED_FIXED = "The item has routed queries: its options (and K) are fixed once it is routed."
     ANSWERED_FIXED = ("an answered item cannot be rewritten (its labels answer the stored "
                       "question)")
+    LEASED_FIXED = ("a specialist is answering it right now: its text can change once they "
+                    "have answered or their lease has ended")
     CONTENT_FIELDS = ("text", "stratum", "gold_option", "metadata")
 
     def clean(self) -> None:
@@ -247,6 +249,9 @@ class Item(models.Model):
         if changed and queries.filter(status=Query.Status.ANSWERED).exists():
             raise ValidationError({changed[0]: f"The item has answered queries; "
                                                f"{self.ANSWERED_FIXED}."})
+        if "text" in changed and queries.filter(status=Query.Status.LEASED).exists():
+            raise ValidationError({"text": f"{self.LEASED_FIXED[0].upper()}"
+                                           f"{self.LEASED_FIXED[1:]}."})
 
     def position_of(self, original_index: int | None) -> int | None:
         """Displayed position (= class) of an original option index; None when missing."""

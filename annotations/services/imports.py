@@ -203,11 +203,14 @@ def _items_write(study: Study, records: list[tuple[int, dict]], *, label: str, u
                 )
         raise ImportFailed(errors)
     answered: set[int] = set()
+    leased: set[int] = set()  # someone is reading the stored text: it may not change now
     if existing:
-        answered_qs = Query.objects.filter(study=study, status=Query.Status.ANSWERED)
+        held = Query.objects.filter(study=study, status__in=[Query.Status.ANSWERED,
+                                                              Query.Status.LEASED])
         if len(existing) <= IN_LIST_MAX:
-            answered_qs = answered_qs.filter(item_id__in=[i.pk for i in existing.values()])
-        answered = set(answered_qs.values_list("item_id", flat=True).distinct())
+            held = held.filter(item_id__in=[i.pk for i in existing.values()])
+        for item_id, state in held.values_list("item_id", "status").distinct():
+            (answered if state == Query.Status.ANSWERED else leased).add(item_id)
     to_update: list[Item] = []
     new: list[dict] = []
     unchanged = 0
@@ -228,6 +231,10 @@ def _items_write(study: Study, records: list[tuple[int, dict]], *, label: str, u
         if item.pk in answered:
             errors.append(f"{label}:{line}: id: item '{item.external_id}' has answered "
                           f"queries; {Item.ANSWERED_FIXED}")
+            continue
+        if item.pk in leased and item.text != r["text"]:
+            errors.append(f"{label}:{line}: text: item '{item.external_id}': "
+                          f"{Item.LEASED_FIXED}")
             continue
         for f in Item.CONTENT_FIELDS:
             setattr(item, f, r[f])

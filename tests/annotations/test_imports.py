@@ -378,6 +378,37 @@ def test_update_refuses_to_rewrite_answered_items_and_says_why():
     assert (answered.text, other.text) == texts
 
 
+def test_the_text_of_an_item_a_specialist_is_reading_does_not_change_under_them():
+    """Rewriting an item while its query is leased changed the question under the
+    specialist reading it: their answer would have been stored against a text they never
+    saw. The text waits for the answer (or the lease's end); its gold, stratum and
+    metadata, which specialists do not see, may still change."""
+    from django.core.exceptions import ValidationError
+
+    from annotations.services.routing import query_lease_next
+    from tests.factories import specialist
+
+    study = make_study(k=3, n_items=4, seed=35)
+    k = Query.objects.filter(study=study).order_by("pk").first().k
+    held = query_lease_next(study=study, user=specialist(study, k)).item
+    rows = [{"id": held.external_id, "text": "a different question", "options": held.options}]
+    with pytest.raises(ImportFailed) as info:
+        items_import(study=study, source=jsonl(rows), name="u.jsonl", update=True)
+    assert str(info.value) == (
+        f"u.jsonl:1: text: item '{held.external_id}': a specialist is answering it right "
+        "now: its text can change once they have answered or their lease has ended")
+    held.text = "a different question"
+    with pytest.raises(ValidationError, match="A specialist is answering it right now"):
+        held.full_clean()
+    held.refresh_from_db()
+    rows = [{"id": held.external_id, "text": held.text, "options": held.options,
+             "stratum": "moved", "gold_index": held.gold_option}]
+    result = items_import(study=study, source=jsonl(rows), name="u.jsonl", update=True)
+    assert result.updated == 1
+    held.refresh_from_db()
+    assert held.stratum == "moved" and held.text != "a different question"
+
+
 def test_update_with_identical_answered_items_is_a_no_op():
     study = make_study(k=3, n_items=4, seed=32)
     answered = _answer_one(study).item

@@ -32,7 +32,6 @@ from annotations.models import (
 )
 from annotations.selectors import (
     import_job_progress,
-    read_while_sqlite_busy,
     researched_study_ids,
     study_events,
     study_has_answers,
@@ -53,6 +52,7 @@ from annotations.services.studies import (
     study_insert,
     study_open,
 )
+from annotations.sqlite_locks import while_sqlite_locked
 from assistants.models import AISystem
 
 
@@ -599,7 +599,7 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
         """A job's page: its progress bar (htmx polls this view for the fragment every
         second until the job ends), then its summary or its errors."""
         study = self._study_or_403(request, study_id)
-        job = read_while_sqlite_busy(lambda: (
+        job = while_sqlite_locked(lambda: (
             import_jobs_expire(study=study),
             get_object_or_404(ImportJob.objects.select_related("created_by"), pk=job_id,
                               study=study))[1])

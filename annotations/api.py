@@ -40,6 +40,7 @@ from annotations.services.routing import (
     query_mark_rendered,
     query_skip,
 )
+from annotations.sqlite_locks import while_sqlite_locked
 
 Role = StudyMembership.Role
 
@@ -198,9 +199,9 @@ class ImportJobDetailApi(APIView):
                    summary="One import job: its status, progress, summary or errors "
                    "(researchers of its study)")
     def get(self, request, job_id: int):
-        job = selectors.read_while_sqlite_busy(lambda: get_object_or_404(ImportJob, pk=job_id))
+        job = while_sqlite_locked(lambda: get_object_or_404(ImportJob, pk=job_id))
         study = _study_for(request, job.study_id, Role.RESEARCHER)
-        if selectors.read_while_sqlite_busy(lambda: import_jobs_expire(study=study)):
+        if while_sqlite_locked(lambda: import_jobs_expire(study=study)):
             job.refresh_from_db()
         return Response(ImportJobOutputSerializer(job, context={"request": request}).data)
 

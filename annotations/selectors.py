@@ -940,26 +940,6 @@ class ImportJobProgress:
     percent: int | None
 
 
-def read_while_sqlite_busy(read, *, tries: int = 50, pause: float = 0.1):
-    """``read()``, retried for up to ``tries × pause`` seconds while SQLite reports the
-    table locked: an import job writing in this process's import thread holds SQLite's
-    table lock for its statement (shared-cache in-memory databases: for its transaction);
-    a poll of the job (its admin page, the API) waits instead of failing with a 500. Other
-    databases never raise it."""
-    import time
-
-    from django.db import OperationalError
-
-    for attempt in range(tries):
-        try:
-            return read()
-        except OperationalError as exc:
-            if "locked" not in str(exc) or attempt == tries - 1:
-                raise
-            time.sleep(pause)
-    raise AssertionError("unreachable: the last attempt returns or raises")
-
-
 def import_job_progress(*, job) -> ImportJobProgress:
     """A job's progress: its row, or — SQLite, while it runs — the figures its runner keeps
     in the cache (the import's transaction holds the database's write lock there)."""

@@ -48,6 +48,7 @@ from annotations.models import ImportJob, ImportJobFile, Study, User
 from annotations.services.progress import Progress, progress_phase, progress_reporting
 from annotations.services.recompute import short_error
 from annotations.services.records import detect_format
+from annotations.sqlite_locks import while_sqlite_locked
 
 log = logging.getLogger(__name__)
 
@@ -237,9 +238,12 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
     from celery.exceptions import SoftTimeLimitExceeded
 
     now = timezone.now()
-    claimed = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED).update(
+    # the job's own row is written (here, at its end) while its page may be polling it:
+    # while_sqlite_locked (the test suite's shared-cache SQLite would fail the write)
+    claimed = while_sqlite_locked(lambda: ImportJob.objects.filter(
+        pk=job_id, status=ImportJob.Status.QUEUED).update(
         status=ImportJob.Status.RUNNING, started_at=now, updated_at=now, phase="",
-        done=0, total=0)
+        done=0, total=0))
     if not claimed:
         return ImportJob.objects.filter(pk=job_id).first()
     job = ImportJob.objects.select_related("study").get(pk=job_id)
@@ -256,9 +260,10 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
                 _deferred_checks_now()
             rows = result.created + result.updated + getattr(result, "unchanged", 0)
             ended = timezone.now()
-            if not ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.RUNNING).update(
+            if not while_sqlite_locked(lambda: ImportJob.objects.filter(
+                    pk=job.pk, status=ImportJob.Status.RUNNING).update(
                     status=ImportJob.Status.SUCCEEDED, summary=_summary(result), phase="done",
-                    done=rows, total=rows, updated_at=ended, finished_at=ended):
+                    done=rows, total=rows, updated_at=ended, finished_at=ended)):
                 raise _Expired  # failed meanwhile (expired, or deleted): keep nothing
             ImportJobFile.objects.filter(job_id=job.pk).delete()
     except _Expired:
@@ -286,10 +291,15 @@ def _finish_failed(job_id: int, errors: list[str], *,
     if len(errors) > ERRORS_KEPT:
         errors = [*errors[:ERRORS_KEPT], f"… and {len(errors) - ERRORS_KEPT} more"]
     ended = timezone.now()
-    with transaction.atomic():
-        ImportJob.objects.filter(pk=job_id, status__in=status_from).update(
-            status=ImportJob.Status.FAILED, errors=errors, updated_at=ended, finished_at=ended)
-        ImportJobFile.objects.filter(job_id=job_id).delete()
+
+    def mark() -> None:
+        with transaction.atomic():
+            ImportJob.objects.filter(pk=job_id, status__in=status_from).update(
+                status=ImportJob.Status.FAILED, errors=errors, updated_at=ended,
+                finished_at=ended)
+            ImportJobFile.objects.filter(job_id=job_id).delete()
+
+    while_sqlite_locked(mark)
 
 
 def import_jobs_expire(*, study: Study | None = None, now=None) -> int:

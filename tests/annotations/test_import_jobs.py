@@ -621,3 +621,42 @@ def test_two_jobs_of_one_study_wait_for_each_other(celery_worker_process, settin
     assert Item.objects.filter(study=study).count() == 30_000
     assert ImportJob.objects.get(pk=failed["id"]).started_at < ImportJob.objects.get(
         pk=succeeded["id"]).finished_at
+
+
+def test_a_statement_that_meets_a_sqlite_table_lock_is_retried_and_other_errors_are_not():
+    """The embedded import thread's last UPDATE of its job met the job page's read in the
+    shared-cache test database ('database table is locked': no busy timeout there) and the
+    job stayed 'running' for good (a CI failure). Its writes, like the pages' reads, are
+    retried for a few seconds; any other error is raised at once."""
+    from django.db import OperationalError
+
+    from annotations.sqlite_locks import while_sqlite_locked
+
+    calls = []
+
+    def meets_the_lock_twice():
+        calls.append(1)
+        if len(calls) < 3:
+            raise OperationalError("database table is locked: annotations_importjob")
+        return "written"
+
+    assert while_sqlite_locked(meets_the_lock_twice, pause=0.01) == "written"
+    assert len(calls) == 3
+
+    def broken():
+        calls.append(1)
+        raise OperationalError("no such table: annotations_importjob")
+
+    calls.clear()
+    with pytest.raises(OperationalError, match="no such table"):
+        while_sqlite_locked(broken, pause=0.01)
+    assert len(calls) == 1
+
+    def always_locked():
+        calls.append(1)
+        raise OperationalError("database table is locked")
+
+    calls.clear()
+    with pytest.raises(OperationalError, match="locked"):
+        while_sqlite_locked(always_locked, tries=4, pause=0.01)
+    assert len(calls) == 4

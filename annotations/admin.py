@@ -328,10 +328,23 @@ class StaffCreatesStudiesMixin:
     def has_delete_permission(self, request, obj=None):
         # a study's answers are its record (and deleting one would sweep up every item
         # and label behind a slow confirmation page): close it instead
-        if obj is not None and study_has_answers(
-                study=obj if isinstance(obj, Study) else obj.study):  # critique: its settings
+        if obj is not None and self._answered(obj):
             return False
         return super().has_delete_permission(request, obj)
+
+    @staticmethod
+    def _answered(obj) -> bool:
+        return study_has_answers(study=obj if isinstance(obj, Study) else obj.study)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        """A study with answers: back to its page with the reason, not a bare 403."""
+        obj = self.get_object(request, object_id)
+        if obj is not None and self.has_view_permission(request, obj) and self._answered(obj):
+            self.message_user(request, f"“{obj}” has answers, which are the study's record, "
+                              "so it cannot be deleted. Close it instead.", messages.ERROR)
+            return redirect(reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}"
+                                    "_change", args=[obj.pk]))
+        return super().delete_view(request, object_id, extra_context)
 
     def _study_save(self, request, obj, form, change, insert: Callable[[], object]) -> None:
         """``save_model`` of a study type's admin: a new study through its service

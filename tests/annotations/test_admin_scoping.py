@@ -333,8 +333,11 @@ def test_a_study_with_answers_cannot_be_deleted_and_a_draft_can(two):
     client = _researcher(mine)
     page = client.get(f"/admin/annotations/study/{mine.pk}/change/")
     assert page.status_code == 200 and b"deletelink" not in page.content
-    refused = client.post(f"/admin/annotations/study/{mine.pk}/delete/", {"post": "yes"})
-    assert refused.status_code == 403
+    refused = client.post(f"/admin/annotations/study/{mine.pk}/delete/", {"post": "yes"},
+                          follow=True)
+    assert refused.redirect_chain[-1][0] == f"/admin/annotations/study/{mine.pk}/change/"
+    assert "has answers, which are the study&#x27;s record, so it cannot be deleted. Close " \
+        "it instead." in refused.content.decode()
     assert Query.objects.filter(study=mine, status=Query.Status.ANSWERED).count() == 1
 
     draft = study_create(name="draft to drop", classes=["a", "b", "c"])

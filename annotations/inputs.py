@@ -76,6 +76,15 @@ def nul_path(value: object, prefix: str = "") -> str | None:
     return None
 
 
+JSON_KINDS = {list: "an array", dict: "an object", str: "text", bool: "true or false",
+              int: "a number", float: "a number", type(None): "null"}
+
+
+def json_kind(value) -> str:
+    """How a decoded JSON value is called in messages ("an array", "a number" …)."""
+    return JSON_KINDS.get(type(value), type(value).__name__)
+
+
 def record_problem(
     record: dict, columns: dict[str, models.Field] | None = None, *, nul: bool = True
 ) -> str | None:
@@ -90,8 +99,7 @@ def record_problem(
     for name, field in (columns or {}).items():
         value = record.get(name)
         if isinstance(value, dict | list):
-            kind = "an object" if isinstance(value, dict) else "an array"
-            return f"{name}: must be text or a number, not {kind}"
+            return f"{name}: must be text or a number, not {json_kind(value)}"
         if value is None or not getattr(field, "max_length", None):
             continue
         size = len(str(value).strip())

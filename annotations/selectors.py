@@ -584,7 +584,7 @@ class ItemLabels:
 def study_has_answers(*, study: Study) -> bool:
     """Whether any task of the study (a query, a rating task or a critique task) was
     answered: its record, which is never deleted with the study."""
-    return any(tasks.filter(status="answered").exists()
+    return any(tasks.filter(status=Query.Status.ANSWERED).exists()  # one TaskStatus for all
                for tasks in (study.queries, study.rating_tasks, study.critique_tasks))
 
 
@@ -624,13 +624,10 @@ def _item_label_columns(bands: bool) -> list[str]:
                       if bands else [])
 
 
-def _item_labels_where() -> str:
-    return f"{_answered_sql()} AND {connection.ops.quote_name('answer')} IN (%s, %s)"
-
-
-def _item_labels_params(study: Study) -> list:
-    return [Query.Answer.YES, study.pk, Query.Status.ANSWERED, Query.Answer.YES,
-            Query.Answer.NO]
+def _item_labels_where(study: Study) -> tuple[str, list]:
+    """The labels' FROM … WHERE and its parameters (the columns' one, 'yes', goes first)."""
+    return (f"{_answered_sql()} AND {connection.ops.quote_name('answer')} IN (%s, %s)",
+            [study.pk, Query.Status.ANSWERED, Query.Answer.YES, Query.Answer.NO])
 
 
 def _item_labels_fetched(study: Study, bands: bool) -> LabelRows:
@@ -638,12 +635,11 @@ def _item_labels_fetched(study: Study, bands: bool) -> LabelRows:
     in C); the strata from a second, distinct query."""
     q = connection.ops.quote_name
     columns = _item_label_columns(bands)
+    where, params = _item_labels_where(study)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {', '.join(columns)} {_item_labels_where()}",
-                       _item_labels_params(study))
+        cursor.execute(f"SELECT {', '.join(columns)} {where}", [Query.Answer.YES, *params])
         data = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, len(columns))
-        cursor.execute(f"SELECT DISTINCT {q('item_id')}, {q('stratum')} "
-                       f"{_item_labels_where()}", _item_labels_params(study)[1:])
+        cursor.execute(f"SELECT DISTINCT {q('item_id')}, {q('stratum')} {where}", params)
         strata = dict(cursor.fetchall())
     names = sorted(set(strata.values()))
     code = {name: i for i, name in enumerate(names)}
@@ -659,11 +655,12 @@ def _item_labels_copied(study: Study, bands: bool) -> LabelRows:
     q = connection.ops.quote_name
     columns = _item_label_columns(bands)
     record = " || ".join(f"int8send(({column})::bigint)" for column in columns)
+    where, params = _item_labels_where(study)
     sql = (f"COPY (SELECT {q('stratum')}, string_agg({record}, ''::bytea) "
-           f"{_item_labels_where()} GROUP BY 1 ORDER BY 1) TO STDOUT (FORMAT BINARY)")
+           f"{where} GROUP BY 1 ORDER BY 1) TO STDOUT (FORMAT BINARY)")
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL jit = off")
-        with cursor.cursor.copy(sql, _item_labels_params(study)) as copy:
+        with cursor.cursor.copy(sql, [Query.Answer.YES, *params]) as copy:
             raw = b"".join(copy)
     names, sizes, chunks = [], [], []
     for stratum, packed in _copy_tuples(raw):

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.text import capfirst
 
 from annotations.task_models import LeasedTask, TaskEvent
 
@@ -250,8 +251,7 @@ class Item(models.Model):
             raise ValidationError({changed[0]: f"The item has answered queries; "
                                                f"{self.ANSWERED_FIXED}."})
         if "text" in changed and queries.filter(status=Query.Status.LEASED).exists():
-            raise ValidationError({"text": f"{self.LEASED_FIXED[0].upper()}"
-                                           f"{self.LEASED_FIXED[1:]}."})
+            raise ValidationError({"text": f"{capfirst(self.LEASED_FIXED)}."})
 
     def position_of(self, original_index: int | None) -> int | None:
         """Displayed position (= class) of an original option index; None when missing."""

@@ -10,12 +10,12 @@ from django.db.models import Count, OuterRef, Subquery
 from django.utils import timezone
 
 from annotations.errors import ImportFailed, InvalidStudy
+from annotations.inputs import json_kind
 from annotations.models import Item, Query, Study
 from annotations.services.bulk import IN_LIST_MAX, gc_paused, rows_insert, rows_update
 from annotations.services.item_options import option_order_for, options_conflict
 from annotations.services.progress import progress_phase
 from annotations.services.records import (
-    json_kind,
     option_index,
     option_text,
     parse_bool,

@@ -12,7 +12,14 @@ from typing import IO
 from django.db import models
 
 from annotations.errors import ImportFailed
-from annotations.inputs import NUL_MESSAGE, InputRejected, json_loads, nul_path, record_problem
+from annotations.inputs import (
+    NUL_MESSAGE,
+    InputRejected,
+    json_kind,
+    json_loads,
+    nul_path,
+    record_problem,
+)
 from annotations.services.progress import progress_advance, progress_phase
 
 FORMATS = ("csv", "jsonl")
@@ -116,15 +123,6 @@ def _check_storable(record: dict, columns, nul: bool, where: str) -> None:
     problem = record_problem(record, columns, nul=nul)
     if problem:
         raise ImportFailed([f"{where}: {problem}"])
-
-
-JSON_KINDS = {list: "an array", dict: "an object", str: "text", bool: "true or false",
-              int: "a number", float: "a number", type(None): "null"}
-
-
-def json_kind(value) -> str:
-    """How a decoded JSON value is called in messages ("an array", "a number" …)."""
-    return JSON_KINDS.get(type(value), type(value).__name__)
 
 
 def parse_json_cell(value, *, expect: type):

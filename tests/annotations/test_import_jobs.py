@@ -632,31 +632,32 @@ def test_a_statement_that_meets_a_sqlite_table_lock_is_retried_and_other_errors_
 
     from annotations.sqlite_locks import while_sqlite_locked
 
-    calls = []
+    locked = OperationalError("database table is locked: annotations_importjob")
 
-    def meets_the_lock_twice():
-        calls.append(1)
-        if len(calls) < 3:
-            raise OperationalError("database table is locked: annotations_importjob")
-        return "written"
+    def statement(*outcomes):
+        """A statement whose calls end, in turn, as ``outcomes`` (raised when errors);
+        ``calls`` counts them."""
+        calls = []
 
-    assert while_sqlite_locked(meets_the_lock_twice, pause=0.01) == "written"
+        def call():
+            calls.append(1)
+            outcome = outcomes[min(len(calls), len(outcomes)) - 1]
+            if isinstance(outcome, Exception):
+                raise outcome
+            return outcome
+
+        return call, calls
+
+    call, calls = statement(locked, locked, "written")
+    assert while_sqlite_locked(call, pause=0.01) == "written"
     assert len(calls) == 3
 
-    def broken():
-        calls.append(1)
-        raise OperationalError("no such table: annotations_importjob")
-
-    calls.clear()
+    call, calls = statement(OperationalError("no such table: annotations_importjob"))
     with pytest.raises(OperationalError, match="no such table"):
-        while_sqlite_locked(broken, pause=0.01)
+        while_sqlite_locked(call, pause=0.01)
     assert len(calls) == 1
 
-    def always_locked():
-        calls.append(1)
-        raise OperationalError("database table is locked")
-
-    calls.clear()
+    call, calls = statement(locked)  # locked every time
     with pytest.raises(OperationalError, match="locked"):
-        while_sqlite_locked(always_locked, tries=4, pause=0.01)
+        while_sqlite_locked(call, tries=4, pause=0.01)
     assert len(calls) == 4

@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from annotations.admin_forms import MemberFormSet, StudyAddForm
+from annotations.admin_forms import MemberFormSet, StudyAddForm, StudyForm, StudyNameForm
 from annotations.errors import DomainError
 from annotations.inputs import StorableJSONFormField
 from annotations.models import (
@@ -346,12 +346,23 @@ class StaffCreatesStudiesMixin:
                                     "_change", args=[obj.pk]))
         return super().delete_view(request, object_id, extra_context)
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        """The form knows whose studies its name must differ from (StudyNameForm)."""
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if issubclass(form, StudyNameForm):
+            study = obj if obj is None or isinstance(obj, Study) else obj.study
+            creator = request.user if study is None else study.created_by
+            form.study_creator = creator
+            form.creator_is_user = creator == request.user
+        return form
+
     def _study_save(self, request, obj, form, change, insert: Callable[[], object]) -> None:
         """``save_model`` of a study type's admin: a new study through its service
         (``insert``), its creator (not a superuser) becoming its researcher; a changed one
         saves only the fields the form changed — never status (the services own it), and a
         concurrent open/close is not overwritten by a stale copy."""
         if not change:
+            obj.created_by = request.user
             insert()
             if not request.user.is_superuser:
                 membership_add(study=obj, user=request.user,
@@ -380,6 +391,7 @@ class StaffCreatesStudiesMixin:
 @admin.register(Study)
 class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
     study_field = "pk"
+    form = StudyForm
     list_display = ["name", "status", "k_classes", "queries_per_item", "gold_rate",
                     "created_at", "links"]
     list_filter = ["status"]

@@ -21,7 +21,12 @@ from annotations.admin import (
     is_researcher,
     staff_may_create_studies,
 )
-from annotations.admin_forms import AI_ENDPOINT_LABELS, WriteOnlyApiKeyForm
+from annotations.admin_forms import (
+    AI_ENDPOINT_LABELS,
+    StudyForm,
+    StudyNameForm,
+    WriteOnlyApiKeyForm,
+)
 from annotations.errors import DomainError
 from annotations.models import (
     Arm,
@@ -136,7 +141,7 @@ class ArmInline(StudyInline, admin.TabularInline):
         return False  # raters are assigned to arms: deactivate instead
 
 
-class AssistedStudyAddForm(forms.ModelForm):
+class AssistedStudyAddForm(StudyNameForm, forms.ModelForm):
     class Meta:
         model = AssistedStudy
         fields = ["name", "description", "lease_minutes"]
@@ -145,6 +150,7 @@ class AssistedStudyAddForm(forms.ModelForm):
 @admin.register(AssistedStudy)
 class AssistedStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
     study_field = "pk"
+    form = StudyForm
     list_display = ["name", "status", "sentence_count", "arm_list", "created_at", "links"]
     list_filter = ["status"]
     search_fields = ["name"]

@@ -16,7 +16,7 @@ from annotations.admin import (
     StaffCreatesStudiesMixin,
     staff_may_create_studies,
 )
-from annotations.admin_forms import AI_ENDPOINT_LABELS, WriteOnlyApiKeyForm
+from annotations.admin_forms import AI_ENDPOINT_LABELS, StudyNameForm, WriteOnlyApiKeyForm
 from annotations.errors import InvalidStudy
 from annotations.models import (
     CritiqueOutput,
@@ -82,17 +82,11 @@ class CritiqueSettingsForm(WriteOnlyApiKeyForm, forms.ModelForm):
         return data
 
 
-class CritiqueStudyAddForm(CritiqueSettingsForm):
+class CritiqueStudyAddForm(StudyNameForm, CritiqueSettingsForm):
     name = forms.CharField(max_length=200)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
     guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False,
                                  help_text="Shown to annotators on every task (Markdown).")
-
-    def clean_name(self):
-        name = self.cleaned_data["name"].strip()
-        if Study.objects.filter(name=name).exists():
-            raise forms.ValidationError("A study with this name exists already.")
-        return name
 
 
 @admin.register(CritiqueSettings)

@@ -1,12 +1,14 @@
-"""Forms of the researcher's study screens: the add-study form (classes typed in, one per
-line), the members form (people added or created with their role and class) and the
-write-only AI key of the assisted and critique studies' settings."""
+"""Forms of the researcher's study screens: a study's name (unique per creator), the
+add-study form (classes typed in, one per line), the members form (people added or created
+with their role and class) and the write-only AI key of the assisted and critique studies'
+settings."""
 
 from __future__ import annotations
 
 from django import forms
 
-from annotations.models import Study, StudyClass, StudyMembership
+from annotations.models import Study, StudyClass, StudyMembership, User
+from annotations.selectors import study_name_taken
 from annotations.services.studies import NewMember
 
 CLASS_NAME_MAX = StudyClass._meta.get_field("name").max_length
@@ -36,6 +38,35 @@ class WriteOnlyApiKeyForm(forms.Form):
         return key
 
 
+class StudyNameForm(forms.BaseForm):
+    """Mixed into every form that names a study: the name must differ from the creator's
+    other studies' names, and only those (a global check would tell a researcher which names
+    other researchers use). The admin's ``get_form`` sets ``study_creator`` (the study's
+    creator; the user for a new one) and ``creator_is_user``."""
+
+    study_creator: User | None = None
+    creator_is_user = True
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        instance = getattr(self, "instance", None)
+        pk = instance.pk if isinstance(instance, Study) else None
+        if study_name_taken(name=name, created_by=self.study_creator, exclude_pk=pk):
+            whose = "You already have" if self.creator_is_user else (
+                f"Its creator ({self.study_creator}) already has")
+            raise forms.ValidationError(f"{whose} a study named “{name}”; choose another name.")
+        return name
+
+
+class StudyForm(StudyNameForm, forms.ModelForm):
+    """A study's change form (partitioned and assisted): its name checked as above (the
+    admin's fieldsets give the other fields)."""
+
+    class Meta:
+        model = Study
+        fields = ["name"]
+
+
 def classes_parse(text: str) -> list[tuple[str, str]]:
     """One class per non-empty line, class 0 first: ``name`` or ``name: description``."""
     pairs = []
@@ -47,7 +78,7 @@ def classes_parse(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
-class StudyAddForm(forms.ModelForm):
+class StudyAddForm(StudyNameForm, forms.ModelForm):
     """Everything a new study needs before members can be added: its settings and classes."""
 
     classes = forms.CharField(

@@ -71,6 +71,15 @@ def studies_for_user(*, user: User) -> list[tuple[Study, set[str], StudyMembersh
     return sorted(by_study.values(), key=lambda t: t[0].name)
 
 
+def study_name_taken(*, name: str, created_by: User | None,
+                     exclude_pk: int | None = None) -> bool:
+    """Whether ``created_by`` already has a study of this name (studies without a creator:
+    another one without a creator). Names are unique per creator only: whether another
+    researcher uses a name is never asked, so never told."""
+    studies = Study.objects.filter(name=name, created_by=created_by)
+    return studies.exclude(pk=exclude_pk).exists() if exclude_pk else studies.exists()
+
+
 def row_id_possible(row_id: int) -> bool:
     """Whether a database row can have this id (ids come from URLs; SQLite refuses integers
     beyond 64 bits, and foreign-key lookups are not range-checked by Django)."""

@@ -60,9 +60,10 @@ def run(args: argparse.Namespace) -> None:
         _force_strategy(args.strategy)
 
     name = f"bench {args.answers} × {args.systems} systems, K = {args.k}, {args.queries} per item"
-    study = Study.objects.filter(name=name).first() if args.keep else None
+    seeded = Study.objects.filter(name=name, created_by__isnull=True)  # never a researcher's
+    study = seeded.first() if args.keep else None
     if study is None:
-        Study.objects.filter(name=name).delete()
+        seeded.delete()
         study = _seed(args, name)
     else:
         print(f"reusing the seeded study '{name}'")

@@ -40,7 +40,15 @@ class Study(models.Model):
         AUTO = "auto", "Standard 95 % (mid-p exact where labels are few)"
         CONSERVATIVE = "conservative", "Conservative for audits (at least 95 %, wider)"
 
-    name = models.CharField(max_length=200, unique=True)
+    # Unique among one creator's studies only: a global uniqueness would tell a researcher
+    # which names other researchers' studies bear.
+    name = models.CharField(max_length=200)
+    created_by = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.SET_NULL, editable=False,
+        related_name="studies_created",
+        help_text="Who created the study (its names are unique among their studies); empty "
+        "for studies made by commands and demos.",
+    )
     kind = models.CharField(
         max_length=12, choices=Kind.choices, default=Kind.PARTITIONED,
         help_text="Partitioned: specialists answer 'is it class k?' about items. Assisted: "
@@ -101,6 +109,10 @@ class Study(models.Model):
     class Meta:
         verbose_name_plural = "studies"
         ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["created_by", "name"],
+                                    name="study_unique_name_per_creator"),
+        ]
 
     def __str__(self) -> str:
         return self.name

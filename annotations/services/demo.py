@@ -78,7 +78,7 @@ def demo_seed(*, n_items: int = 3000, n_checks: int = 40, answers: int = 1500,
         accounts.credentials.append(("admin + researcher", "admin", "admin"))
         manager = _user("manager", "manager")
         accounts.credentials.append(("manager", "manager", "manager"))
-        study = Study.objects.filter(name=DEMO_STUDY).first()
+        study = Study.objects.filter(name=DEMO_STUDY, created_by__isnull=True).first()
         created = study is None
         if created:
             study = study_create(

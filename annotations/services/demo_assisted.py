@@ -314,7 +314,7 @@ def assisted_demo_seed(*, seed: int = 20261124, design: AssistedDesign | None = 
     from annotations.services.assisted_analysis import assisted_recompute
     from annotations.services.studies import membership_add
 
-    existing = Study.objects.filter(name=DEMO_ASSISTED_STUDY).first()
+    existing = Study.objects.filter(name=DEMO_ASSISTED_STUDY, created_by__isnull=True).first()
     for role, users in (members or {}).items():
         for user in users:
             if existing is not None:

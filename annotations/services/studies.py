@@ -16,6 +16,7 @@ from django.utils import timezone
 from annotations.errors import InvalidStudy, NotPermitted
 from annotations.models import Study, StudyClass, StudyEvent, StudyMembership, User
 from annotations.models.events import STUDY_EVENT_KINDS
+from annotations.selectors import study_name_taken
 from annotations.services.routing import items_route
 
 
@@ -24,15 +25,26 @@ def study_create(*, name: str, classes: Sequence[str | tuple[str, str]], descrip
                  queries_per_item: int = 1, lease_minutes: int = 10,
                  shuffle_options: bool = True, gold_rate: float = 0.0,
                  seed: int | None = None,
-                 interval_method: str = Study.IntervalMethod.AUTO) -> Study:
+                 interval_method: str = Study.IntervalMethod.AUTO,
+                 created_by: User | None = None) -> Study:
     """Create a draft study with K named classes (name or (name, description) pairs)."""
     extra = {"seed": seed} if seed is not None else {}
     study = Study(
         name=name, description=description, queries_per_item=queries_per_item,
         lease_minutes=lease_minutes, shuffle_options=shuffle_options, gold_rate=gold_rate,
-        interval_method=interval_method, **extra,
+        interval_method=interval_method, created_by=created_by, **extra,
     )
     return study_insert(study=study, classes=classes)
+
+
+def study_name_check(*, study: Study) -> None:
+    """InvalidStudy unless the study has a name its creator uses for no other study (names
+    are unique per creator: another researcher's names are neither refused nor told)."""
+    if not study.name.strip():
+        raise InvalidStudy("name: a study needs a name.", field="name")
+    if study_name_taken(name=study.name, created_by=study.created_by, exclude_pk=study.pk):
+        raise InvalidStudy(f"name: you already have a study named “{study.name}”.",
+                           field="name")
 
 
 @transaction.atomic
@@ -40,9 +52,11 @@ def study_insert(*, study: Study, classes: Sequence[str | tuple[str, str]]) -> S
     """Save the unsaved ``study`` as a draft with its K classes, in order (class 0 first).
 
     ``study_create`` builds the instance from arguments; the admin's add form builds it from
-    the form. Refused: fewer than 2 classes, repeated or empty names, settings out of range."""
+    the form. Refused: fewer than 2 classes, repeated or empty names, a name its creator
+    already uses, settings out of range."""
     if study.pk is not None:
         raise InvalidStudy(f"Study '{study}' is already saved.", field="classes")
+    study_name_check(study=study)
     if len(classes) < 2:
         raise InvalidStudy(f"A study needs at least 2 classes (K = {len(classes)}).",
                            field="classes")

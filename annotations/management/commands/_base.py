@@ -15,12 +15,18 @@ PROGRESS_SECONDS = 2.0
 
 
 def get_study(ref: str) -> Study:
-    """A study by id or exact name."""
+    """A study by id or exact name; a name several studies bear (names are unique per
+    creator only) is refused with their ids."""
     study = Study.objects.filter(pk=int(ref)).first() if ref.isdigit() else None
-    study = study or Study.objects.filter(name=ref).first()
-    if study is None:
+    if study is not None:
+        return study
+    named = list(Study.objects.filter(name=ref).select_related("created_by").order_by("pk")[:10])
+    if len(named) > 1:
+        ids = ", ".join(f"{s.pk} by {s.created_by or 'no one'}" for s in named)
+        raise CommandError(f"{len(named)} studies are named '{ref}' (ids {ids}): give the id.")
+    if not named:
         raise CommandError(f"No study with id or name '{ref}'.")
-    return study
+    return named[0]
 
 
 def progress_printer(out: TextIO, label: str) -> Callable[[Progress], None]:

@@ -11,7 +11,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotations.errors import InvalidStudy
-from annotations.models import Arm, AssistedSettings, Sentence, Study
+from annotations.models import Arm, AssistedSettings, Sentence, Study, User
+from annotations.services.studies import study_name_check
 
 DEFAULT_BAND_CUTOFFS = (0.7, 0.9)
 
@@ -100,11 +101,12 @@ def band_cutoffs_of(settings: AssistedSettings) -> tuple[float, float]:
 @transaction.atomic
 def assisted_study_create(*, name: str, description: str = "", seed: int | None = None,
                           lease_minutes: int = 20, baseline: str | None = "Baseline",
-                          **settings: Any) -> Study:
+                          created_by: User | None = None, **settings: Any) -> Study:
     """A draft assisted study with its settings (``settings``: AssistedSettings fields) and,
     unless ``baseline`` is None, an unassisted baseline arm of that name."""
     extra = {"seed": seed} if seed is not None else {}
-    study = Study(name=name, description=description, lease_minutes=lease_minutes, **extra)
+    study = Study(name=name, description=description, lease_minutes=lease_minutes,
+                  created_by=created_by, **extra)
     return assisted_study_insert(study=study, baseline=baseline, **settings)
 
 
@@ -117,6 +119,7 @@ def assisted_study_insert(*, study: Study, baseline: str | None = "Baseline",
         raise InvalidStudy(f"Study '{study}' is already saved.", field="name")
     study.kind = Study.Kind.ASSISTED
     study.status = Study.Status.DRAFT
+    study_name_check(study=study)
     try:
         study.full_clean(exclude=["seed"])
     except ValidationError as exc:

@@ -103,7 +103,7 @@ def critique_demo_seed() -> CritiqueDemo:
     ]
     # (simulation seeds: draws whose realised accuracies are typical of the planted ones)
     for name, design, mode, top, counts, ai_levels, seed, sim_seed, description in plans:
-        study = Study.objects.filter(name=name).first()
+        study = Study.objects.filter(name=name, created_by__isnull=True).first()
         if study is None:
             study, answered = _seed_one(name, design, mode=mode, top_level=top, counts=counts,
                                         ai_levels=ai_levels, seed=seed, sim_seed=sim_seed,

@@ -72,7 +72,7 @@ def critique_study_create(*, name: str, top_level: int = 2, counts: Sequence[int
     """A draft critique study (``Study.kind = critique``) with its settings. ``counts``
     defaults to the paper's tree cut at L; ``texts`` may set the four template fields and
     the AI endpoint (``ENDPOINT_FIELDS``). ``created_by`` (not a superuser) becomes its
-    researcher."""
+    researcher; the name is unique among their studies."""
     if mode not in CritiqueMode.values:
         raise InvalidStudy(f"mode: '{mode}' is not one of {', '.join(CritiqueMode.values)}.",
                            field="mode")
@@ -83,21 +83,19 @@ def critique_study_create(*, name: str, top_level: int = 2, counts: Sequence[int
     unknown = set(texts) - {*TEMPLATE_FIELDS, *ENDPOINT_FIELDS}
     if unknown:
         raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
-    if not name.strip():
-        raise InvalidStudy("name: a study needs a name.", field="name")
-    if Study.objects.filter(name=name).exists():
-        raise InvalidStudy(f"name: a study named '{name}' exists already.", field="name")
     extra = {"seed": seed} if seed is not None else {}
-    study = Study.objects.create(name=name, kind=Study.Kind.CRITIQUE, description=description,
-                                 guidelines=guidelines, lease_minutes=min(time_limit_minutes, 240),
-                                 status=Study.Status.DRAFT, **extra)
+    study = Study(name=name, kind=Study.Kind.CRITIQUE, description=description,
+                  guidelines=guidelines, lease_minutes=min(time_limit_minutes, 240),
+                  status=Study.Status.DRAFT, created_by=created_by, **extra)
+    from annotations.services.studies import membership_add, study_name_check
+
+    study_name_check(study=study)
+    study.save()
     settings = CritiqueSettings(study=study, top_level=top_level, counts=counts, mode=mode,
                                 time_limit_minutes=time_limit_minutes, **texts)
     templates_check({f: getattr(settings, f) for f in TEMPLATE_FIELDS})
     settings.save()
     if created_by is not None and not created_by.is_superuser:
-        from annotations.services.studies import membership_add
-
         membership_add(study=study, user=created_by, role=StudyMembership.Role.RESEARCHER)
     return study
 

@@ -139,6 +139,9 @@ CELERY_TASK_TIME_LIMIT = 300
 CELERY_TASK_SOFT_TIME_LIMIT = 240
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Survives losing Redis while holding countdown/retry messages (Celery 5.7.0 ended with
+# "'NoneType' object has no attribute 'hostname'"): docs/operations.md, "Worker supervision"
+CELERY_WORKER_CONSUMER = "oversight_site.worker:Consumer"
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {"annotations.tasks.study_recompute_task": {"queue": "estimates"}}
 CELERY_BEAT_SCHEDULE = {

@@ -1,6 +1,23 @@
 from django.apps import AppConfig
+from django.core import checks
 
 
 class AssistantsConfig(AppConfig):
     name = "assistants"
     verbose_name = "AI systems"
+
+    def ready(self) -> None:
+        checks.register(egress_settings_check, checks.Tags.security)
+
+
+def egress_settings_check(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """OVERSIGHT_AI_ALLOWED_HOSTS parses (a typo must stop the server, not widen the list)."""
+    from assistants.egress import policy_from_settings
+
+    try:
+        policy_from_settings()
+    except ValueError as exc:
+        return [checks.Error(str(exc), hint="Host names, .domains, *, IP addresses or CIDR "
+                             "networks, comma-separated (docs/operations.md).",
+                             id="oversight.E001")]
+    return []

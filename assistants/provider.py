@@ -13,6 +13,13 @@ unknown model) fail at once: repeating them cannot help.
 The API key goes to the endpoint in the ``Authorization`` header only: it is not in the
 config's repr, in log records, or in error messages (a server echoing it is redacted).
 The openai package's own retries are off (``max_retries=0``) so the attempt count is ours.
+
+Egress (``assistants.egress``): the site's key goes only to the site's endpoint; the base URL
+must be allowed by the operator before each request; every connection is made to a checked,
+non-internal address; redirects are not followed (a 3xx fails at once) and a refused
+endpoint is never retried. A failed call's body is never put in the error or the log: the
+error says the HTTP status, the error class and the time (UTC), so an endpoint cannot be used
+to read another service's answers through the study page.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 
 from annotations.inputs import InputRejected, json_loads
+from assistants.egress import EgressPolicy, EndpointRefused, endpoint_check, http_client
 
 logger = logging.getLogger(__name__)
 
@@ -83,13 +91,17 @@ def config_from_settings(**overrides: object) -> ProviderConfig:
     """The site's defaults (settings ``OVERSIGHT_AI_BASE_URL``, ``OVERSIGHT_AI_MODEL``,
     ``OVERSIGHT_AI_API_KEY``, ``OVERSIGHT_AI_TIMEOUT``, ``OVERSIGHT_AI_MAX_RETRIES``) with a
     study's own values on top. Overrides that are None or "" are ignored, so a study that
-    leaves a field empty uses the site's value."""
+    leaves a field empty uses the site's value — except the key: the site's key is used only
+    when the endpoint is the site's (``egress.site_key_for``); a study naming another
+    endpoint without a key of its own sends none."""
     from django.conf import settings
 
+    from assistants.egress import site_key_for
+
+    site_url = getattr(settings, "OVERSIGHT_AI_BASE_URL", "")
     values: dict[str, object] = {
-        "base_url": getattr(settings, "OVERSIGHT_AI_BASE_URL", ""),
+        "base_url": site_url,
         "model": getattr(settings, "OVERSIGHT_AI_MODEL", ""),
-        "api_key": getattr(settings, "OVERSIGHT_AI_API_KEY", ""),
         "timeout": float(getattr(settings, "OVERSIGHT_AI_TIMEOUT", 60.0)),
         "max_retries": int(getattr(settings, "OVERSIGHT_AI_MAX_RETRIES", 3)),
     }
@@ -97,7 +109,10 @@ def config_from_settings(**overrides: object) -> ProviderConfig:
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise TypeError(f"unknown provider settings: {', '.join(unknown)}")
-    values.update({k: v for k, v in overrides.items() if v is not None and v != ""})
+    values.update({k: v for k, v in overrides.items()
+                   if v is not None and v != "" and k != "api_key"})
+    values["api_key"] = site_key_for(str(values["base_url"]), str(overrides.get("api_key") or ""),
+                                     getattr(settings, "OVERSIGHT_AI_API_KEY", ""), site_url)
     return ProviderConfig(**values)  # type: ignore[arg-type]
 
 
@@ -117,15 +132,19 @@ class Completion:
 
 class ProviderError(Exception):
     """The endpoint gave no usable answer after ``attempts`` attempts. ``what`` is the last
-    failure; ``endpoint`` the chat URL without credentials."""
+    failure; ``endpoint`` the chat URL without credentials; ``at`` the time of the last
+    failure (UTC)."""
 
     def __init__(self, what: str, *, endpoint: str, model: str, attempts: int) -> None:
         self.what = what
         self.endpoint = endpoint
         self.model = model
         self.attempts = attempts
+        self.at = time.gmtime()
         tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
-        super().__init__(f"{endpoint} (model '{model}'): {what} — gave up after {tries}")
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", self.at)
+        super().__init__(f"{endpoint} (model '{model}'): {what} — gave up after {tries}, "
+                         f"last at {when}")
 
 
 class ProviderNotConfigured(ProviderError):
@@ -137,15 +156,19 @@ class _Garbage(Exception):
 
 
 @functools.lru_cache(maxsize=8)
-def _client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
+def _client(base_url: str, api_key: str, timeout: float, policy: EgressPolicy) -> openai.OpenAI:
     return openai.OpenAI(base_url=base_url, api_key=api_key or PLACEHOLDER_KEY,
-                         timeout=timeout, max_retries=0)
+                         timeout=timeout, max_retries=0,
+                         http_client=http_client(policy, base_url=base_url, timeout=timeout))
 
 
 def complete(config: ProviderConfig, messages: Sequence[Mapping[str, str]], *,
-             seed: int | None = None) -> Completion:
+             seed: int | None = None, policy: EgressPolicy | None = None) -> Completion:
     """Ask the endpoint once (retrying failed attempts, see the module's docstring) and
-    return its message, or raise ProviderError."""
+    return its message, or raise ProviderError. ``policy``: the egress rules (default: the
+    settings', ``egress.policy_from_settings``)."""
+    from assistants.egress import policy_from_settings
+
     endpoint = config.endpoint
     if not config.base_url.strip() or not config.model.strip():
         missing = "base URL" if not config.base_url.strip() else "model"
@@ -154,7 +177,12 @@ def complete(config: ProviderConfig, messages: Sequence[Mapping[str, str]], *,
             f"study's provider settings)",
             endpoint=endpoint if config.base_url.strip() else "(none)", model=config.model,
             attempts=0)
-    client = _client(config.base_url, config.api_key, config.timeout)
+    policy = policy or policy_from_settings()
+    try:
+        endpoint_check(config.base_url, policy=policy, resolve_names=False)
+    except EndpointRefused as exc:
+        raise _refused(exc, config, attempts=0) from None
+    client = _client(config.base_url, config.api_key, config.timeout, policy)
     extra: dict[str, object] = {}
     if seed is not None and config.send_seed:
         extra["seed"] = int(seed)
@@ -170,12 +198,16 @@ def complete(config: ProviderConfig, messages: Sequence[Mapping[str, str]], *,
             body = response.http_response.text
         except openai.APITimeoutError:
             what = f"no answer within {config.timeout:g} s (timeout)"
+        except EndpointRefused as exc:  # the guarded connection's check (egress rule 3)
+            raise _refused(exc, config, attempts=attempt) from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
             what = f"connection failed ({type(cause).__name__}: {cause})"
         except openai.APIStatusError as exc:
             code = exc.status_code
-            what = f"HTTP {code}: {_excerpt(_safe_text(exc.response))}"
+            what = f"HTTP {code} ({type(exc).__name__})"
+            if 300 <= code < 400:
+                what = f"HTTP {code} (a redirect; redirects are not followed)"
             if not (code in RETRY_STATUSES or code >= 500):
                 what = _redact(what, config)
                 logger.error("AI provider %s (model %s): %s; not retried", endpoint,
@@ -202,24 +234,35 @@ def complete(config: ProviderConfig, messages: Sequence[Mapping[str, str]], *,
     raise ProviderError(what, endpoint=endpoint, model=config.model, attempts=attempt)
 
 
+def _refused(exc: EndpointRefused, config: ProviderConfig, *, attempts: int) -> ProviderError:
+    what = f"endpoint refused: {exc}"
+    logger.error("AI provider %s (model %s): %s; not attempted", config.endpoint, config.model,
+                 what)
+    return ProviderError(what, endpoint=config.endpoint, model=config.model, attempts=attempts)
+
+
 def _completion(body: str, latency: float, attempt: int) -> Completion:
+    """The completion in ``body``, or _Garbage saying what is wrong with it — its kind and
+    size, never its text (module docstring)."""
+    size = f"{len(body.encode('utf-8', 'replace'))} bytes"
     try:
         raw = json_loads(body)
     except InputRejected as exc:
         raise _Garbage(f"the answer is not usable JSON ({exc})") from None
     except ValueError:
-        raise _Garbage(f"the answer is not JSON: {_excerpt(body)}") from None
+        raise _Garbage(f"the answer is not JSON ({size})") from None
     if not isinstance(raw, dict):
-        raise _Garbage(f"the answer is not a JSON object: {_excerpt(body)}")
+        raise _Garbage(f"the answer is not a JSON object ({size})")
     choices = raw.get("choices")
     if not isinstance(choices, list) or not choices:
-        raise _Garbage(f"the answer has no choices: {_excerpt(body)}")
+        raise _Garbage(f"the answer has no choices ({size})")
     first = choices[0] if isinstance(choices[0], dict) else {}
     message = first.get("message") if isinstance(first.get("message"), dict) else {}
     text = message.get("content")
     if not isinstance(text, str) or not text.strip():
-        raise _Garbage(f"the answer has no message text (finish_reason "
-                       f"{first.get('finish_reason')!r}): {_excerpt(body)}")
+        finish = first.get("finish_reason")
+        finish = finish if isinstance(finish, str) and len(finish) <= 40 else None
+        raise _Garbage(f"the answer has no message text (finish_reason {finish!r}, {size})")
     usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else None
     finish = first.get("finish_reason")
     return Completion(text=text, raw=raw, model=str(raw.get("model") or ""), usage=usage,
@@ -245,20 +288,6 @@ def _retry_after(value: str | None) -> float | None:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError):
         return None
-
-
-def _safe_text(response: object) -> str:
-    try:
-        return str(response.text)  # type: ignore[attr-defined]
-    except Exception:  # a streamed or closed body: say nothing about it
-        return ""
-
-
-def _excerpt(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
-    if not flat:
-        return "(empty body)"
-    return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
 def _redact(text: str, config: ProviderConfig) -> str:

@@ -19,6 +19,10 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     # OVERSIGHT_TEST_DB lets several checkouts test on one server side by side.
     DATABASES["default"]["TEST"] = {"NAME": os.environ.get("OVERSIGHT_TEST_DB", "oversight_test")}
 
+# The stand-in AI endpoints of the tests listen on the loopback: listed as an address, as an
+# operator lists a local vLLM (tests/security/test_egress.py checks the default refusals).
+OVERSIGHT_AI_ALLOWED_HOSTS = ["127.0.0.1"]
+
 # Serve static files from the finders without collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True

@@ -93,7 +93,9 @@ def test_a_failing_endpoint_stores_nothing_and_reports_why(standin, settings,
     study = _study(server)
     run = _run(study, django_capture_on_commit_callbacks)
     assert run.status == "failed" and run.stored == 0
-    assert "model not found" in run.errors[0] and server.base_url in run.errors[0]
+    # the status and the error class, never the endpoint's body (issue 15)
+    assert "HTTP 400 (BadRequestError)" in run.errors[0] and server.base_url in run.errors[0]
+    assert "model not found" not in run.errors[0]
     assert not CritiqueOutput.objects.filter(study=study).exists()
 
 

@@ -332,7 +332,7 @@ def test_researchers_create_a_critique_study_in_the_admin(client):
             "top_level": "2", "counts": "", "mode": "humans", "time_limit_minutes": "15",
             "response_system": "", "response_template": "Q {{question}} {{options}}",
             "critique_system": "", "critique_template": "{{question}} {{options}} "
-            "{{first}} {{wrong}}", "ai_base_url": "http://llm.internal:8000/v1",
+            "{{first}} {{wrong}}", "ai_base_url": "http://127.0.0.1:8000/v1",
             "ai_model": "qwen-72b", "ai_api_key": "sk-typed-once"}
     page = client.post(url, form).content.decode()
     assert "unknown placeholder" in page and not Study.objects.filter(
@@ -345,7 +345,7 @@ def test_researchers_create_a_critique_study_in_the_admin(client):
     assert (settings.counts, settings.time_limit_minutes) == ([7, 5, 3], 15)
     # the endpoint typed in when creating is kept (it used to be dropped)
     assert (settings.ai_base_url, settings.ai_model, settings.ai_api_key) == (
-        "http://llm.internal:8000/v1", "qwen-72b", "sk-typed-once")
+        "http://127.0.0.1:8000/v1", "qwen-72b", "sk-typed-once")
     assert study.memberships.filter(user=staff, role="researcher").exists()
     change = reverse("admin:annotations_critiquesettings_change", args=[study.pk])
     page = client.get(change)

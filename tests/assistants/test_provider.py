@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 
 import pytest
@@ -108,7 +109,8 @@ def test_a_provider_that_keeps_failing_raises_a_clear_error(standin, failure):
     assert error.model == "standin-7b"
     assert what in error.what
     assert str(error).startswith(f"{server.base_url}/chat/completions (model 'standin-7b'): ")
-    assert str(error).endswith("gave up after 3 attempts")
+    assert re.search(r"gave up after 3 attempts, last at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$",
+                     str(error))
 
 
 @pytest.mark.parametrize("code", [400, 401, 403, 404, 422])
@@ -118,8 +120,8 @@ def test_a_client_error_is_not_retried(standin, code):
         complete(config(server, max_retries=3), MESSAGES)
     assert caught.value.attempts == 1
     assert len(server.requests) == 1
-    assert f"HTTP {code}" in caught.value.what
-    assert "model not found" in caught.value.what
+    assert re.fullmatch(rf"HTTP {code} \(\w+Error\)", caught.value.what)
+    assert "model not found" not in str(caught.value)  # the body is never shown (issue 15)
 
 
 def test_retry_after_of_a_429_is_honoured(standin):
@@ -152,7 +154,7 @@ def test_the_key_is_never_logged_nor_shown(standin, caplog):
     logged = "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records)
     assert "retrying" in logged  # the failures were logged …
     assert KEY not in logged  # … without the key
-    assert KEY not in str(caught.value) and "[key]" in str(caught.value)
+    assert KEY not in str(caught.value) and "bad token" not in str(caught.value)
     assert KEY not in repr(cfg)
 
 

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from annotations.errors import DomainError, InvalidStudy
 from annotations.models import AssistedSettings, Exposure, Sentence, Study, User
+from annotations.services.ai_endpoints import ai_endpoint_check
 from annotations.services.assisted.design import settings_of
 from annotations.services.assisted.routing import sentences_reroute, splitmix64
 from assistants.aggregation import (
@@ -164,14 +165,16 @@ def sampling_seed(study: Study, sentence: Sentence) -> int:
 def sampling_start(*, study: Study, user: User | None = None,
                    sentences: Iterable[Sentence] | None = None) -> SamplingRun:
     """Queue one sampling task per sentence (those given, else every sentence whose AI
-    output no rater was shown yet). Checks the endpoint is configured and the template
-    valid before anything is queued. The tasks start after commit."""
+    output no rater was shown yet). Checks the endpoint is configured and allowed
+    (``ai_endpoints.ai_endpoint_check``) and the template valid before anything is queued.
+    The tasks start after commit."""
     settings = settings_of(study)
     config = provider_config(settings)
     if not config.base_url or not config.model:
         raise InvalidStudy("ai_base_url: no endpoint configured (set the study's base URL "
                            "and model, or OVERSIGHT_AI_BASE_URL / OVERSIGHT_AI_MODEL).",
                            field="ai_base_url")
+    ai_endpoint_check(config.base_url, resolve_names=False)
     prompt_template(settings, given_searches=True)
     qs = Sentence.objects.filter(study=study)
     if sentences is not None:

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from annotations.errors import InvalidStudy
 from annotations.models import Arm, AssistedSettings, Sentence, Study, User
+from annotations.services.ai_endpoints import ai_endpoint_check
 from annotations.services.studies import study_name_check
 
 DEFAULT_BAND_CUTOFFS = (0.7, 0.9)
@@ -129,6 +130,7 @@ def assisted_study_insert(*, study: Study, baseline: str | None = "Baseline",
     if unknown:
         raise InvalidStudy(f"{sorted(unknown)[0]}: not a setting of assisted studies",
                            field=sorted(unknown)[0])
+    ai_endpoint_check(settings.get("ai_base_url", ""))
     study.save()
     record = AssistedSettings(study=study, **settings)
     settings_check(record)

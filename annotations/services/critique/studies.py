@@ -10,6 +10,7 @@ from django.db import transaction
 from annotations.errors import InvalidStudy
 from annotations.models import CritiqueMode, CritiqueSettings, Study, StudyMembership, User
 from annotations.models.critique import DEFAULT_COUNTS, MAX_LEVEL
+from annotations.services.ai_endpoints import ai_endpoint_check, ai_key_after_change
 
 TEMPLATE_FIELDS = ("response_system", "response_template", "critique_system",
                    "critique_template")
@@ -83,6 +84,7 @@ def critique_study_create(*, name: str, top_level: int = 2, counts: Sequence[int
     unknown = set(texts) - {*TEMPLATE_FIELDS, *ENDPOINT_FIELDS}
     if unknown:
         raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
+    ai_endpoint_check(texts.get("ai_base_url", ""))
     extra = {"seed": seed} if seed is not None else {}
     study = Study(name=name, kind=Study.Kind.CRITIQUE, description=description,
                   guidelines=guidelines, lease_minutes=min(time_limit_minutes, 240),
@@ -111,7 +113,8 @@ def critique_settings(study: Study) -> CritiqueSettings:
 def critique_settings_update(*, study: Study, **changes) -> CritiqueSettings:
     """Change settings. The tree (``top_level``, ``counts``, ``mode``) is fixed once the
     study is open; the time limit, the templates and the AI endpoint may change any time
-    (templates are validated)."""
+    (templates are validated; a new endpoint is checked, and drops the saved key unless a key
+    comes with it: ``services.ai_endpoints``)."""
     settings = CritiqueSettings.objects.select_for_update().get(study=study)
     allowed = {*TREE_FIELDS, *TEMPLATE_FIELDS, *ENDPOINT_FIELDS, "time_limit_minutes"}
     unknown = set(changes) - allowed
@@ -122,6 +125,11 @@ def critique_settings_update(*, study: Study, **changes) -> CritiqueSettings:
     if tree and locked.status != Study.Status.DRAFT:
         raise InvalidStudy(f"{tree[0]}: the tree is fixed once the study is open.",
                            field=tree[0])
+    if "ai_base_url" in changes and changes["ai_base_url"] != settings.ai_base_url:
+        ai_endpoint_check(changes["ai_base_url"])
+        changes["ai_api_key"] = ai_key_after_change(
+            old_url=settings.ai_base_url, new_url=changes["ai_base_url"],
+            saved_key=settings.ai_api_key, typed_key=changes.get("ai_api_key", ""))
     for name, value in changes.items():
         setattr(settings, name, value)
     if settings.mode not in CritiqueMode.values:

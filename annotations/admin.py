@@ -19,7 +19,7 @@ from django.utils.html import format_html
 
 from annotations.admin_forms import MemberFormSet, StudyAddForm, StudyForm, StudyNameForm
 from annotations.errors import DomainError
-from annotations.inputs import StorableJSONFormField
+from annotations.inputs import StorableJSONFormField, accepts_upload, file_too_large_message
 from annotations.models import (
     EstimateSnapshot,
     ImportJob,
@@ -288,10 +288,8 @@ class UploadForm(forms.Form):
         if not upload.name.lower().endswith((".csv", ".jsonl", ".ndjson")):
             raise forms.ValidationError(f"“{upload.name}” is neither a .csv nor a .jsonl file; "
                                         f"rename it to say which it is.")
-        limit = settings.OVERSIGHT_IMPORT_MAX_BYTES
-        if upload.size > limit:
-            raise forms.ValidationError(f"“{upload.name}” has {upload.size:,} bytes; at most "
-                                        f"{limit:,} fit in one import: split the file.")
+        if upload.size > settings.OVERSIGHT_IMPORT_MAX_BYTES:
+            raise forms.ValidationError(file_too_large_message(upload.name, upload.size))
         return upload
 
 
@@ -614,9 +612,11 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                           f"{title} — {study.name}", form=form, errors=errors, kind=kind,
                           jobs=study_import_jobs(study=study, kind=kind)[:5])
 
+    @accepts_upload
     def import_items_view(self, request, study_id: int):
         return self._import_view(request, study_id, ImportJob.Kind.ITEMS)
 
+    @accepts_upload
     def import_predictions_view(self, request, study_id: int):
         return self._import_view(request, study_id, ImportJob.Kind.PREDICTIONS)
 

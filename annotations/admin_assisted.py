@@ -28,6 +28,7 @@ from annotations.admin_forms import (
     WriteOnlyApiKeyForm,
 )
 from annotations.errors import DomainError
+from annotations.inputs import accepts_upload
 from annotations.models import (
     Arm,
     AssistedSettings,
@@ -273,10 +274,12 @@ class AssistedStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
         return self._page(request, "admin/annotations/assistedstudy/import.html", study,
                           f"{title} — {study.name}", form=form, errors=errors, kind=kind)
 
+    @accepts_upload
     def import_sentences_view(self, request, study_id: int):
         return self._import(request, study_id, "Import sentences", sentences_import,
                             "sentences")
 
+    @accepts_upload
     def import_traces_view(self, request, study_id: int):
         return self._import(request, study_id, "Import AI traces", traces_import, "traces")
 

@@ -217,4 +217,3 @@ class CritiqueRunAdmin(ReadOnlyCritiqueAdmin):
     list_display = ["pk", "study", "kind", "status", "done", "total", "stored", "unparseable",
                     "created_at", "finished_at"]
     list_filter = ["kind", "status"]
-    exclude = ["input_text"]

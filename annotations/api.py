@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 
 from annotations import selectors
 from annotations.errors import ImportFailed, NotPermitted
+from annotations.inputs import accepts_upload, file_too_large_message
 from annotations.models import ImportJob, Study, StudyMembership
 from annotations.serializers import (
     AnswerInputSerializer,
@@ -161,6 +162,7 @@ class PredictionListApi(APIView):
                        ImportJob.Kind.PREDICTIONS, PredictionImportOutputSerializer)
 
 
+@accepts_upload
 class ImportJobListApi(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
@@ -185,9 +187,7 @@ class ImportJobListApi(APIView):
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]
         if upload.size > settings.OVERSIGHT_IMPORT_MAX_BYTES:
-            raise ImportFailed([f"{upload.name}: {upload.size:,} bytes; at most "
-                                f"{settings.OVERSIGHT_IMPORT_MAX_BYTES:,} per file: split "
-                                f"the file"])
+            raise ImportFailed([file_too_large_message(upload.name, upload.size)])
         job, _ = import_job_submit(study=study, kind=data.validated_data["kind"],
                                    data=upload.read(), name=upload.name, user=request.user,
                                    update=data.validated_data["update"])

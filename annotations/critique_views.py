@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotations import selectors
 from annotations.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.guidelines import guidelines_html
-from annotations.inputs import int_or_none
+from annotations.inputs import accepts_upload, int_or_none
 from annotations.live import dashboard_unchanged, session_started_at
 from annotations.models import CritiqueTask, Study, StudyMembership
 from annotations.services.critique.answers import (
@@ -254,6 +254,7 @@ def _manage_context(study: Study) -> dict:
             if config.base_url else "", "exports": EXPORTS}
 
 
+@accepts_upload  # the questions and AI-outputs files (sizes checked by the guard)
 @login_required
 def critique_manage(request: HttpRequest, study_id: int) -> HttpResponse:
     """The researchers' page of a critique study: open or close it, import questions and AI
@@ -288,9 +289,8 @@ def critique_manage(request: HttpRequest, study_id: int) -> HttpResponse:
                                                    name=upload.name)
                 messages.success(request, f"Imported {upload.name}: {result.summary()}.")
             elif action == "outputs" and upload is not None:
-                text = upload.read().decode("utf-8-sig", errors="strict")
-                run = critique_import_run_start(study=study, text=text, name=upload.name,
-                                                by=request.user)
+                run = critique_import_run_start(study=study, data=upload.read(),
+                                                name=upload.name, by=request.user)
                 messages.info(request, f"Import of {upload.name} started (run #{run.pk}).")
             elif action == "run":
                 run = critique_ai_run_start(study=study, by=request.user)
@@ -300,8 +300,6 @@ def critique_manage(request: HttpRequest, study_id: int) -> HttpResponse:
                           else "Unknown action."]
         except ImportFailed as exc:
             errors = exc.errors
-        except UnicodeDecodeError as exc:
-            errors = [f"{upload.name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]
         except DomainError as exc:
             errors = [exc.message]
         if not errors:

@@ -21,6 +21,16 @@ from rest_framework.exceptions import APIException, ParseError
 
 MAX_JSON_DEPTH = 64
 NUL_MESSAGE = "contains a NUL character (\\u0000), which cannot be stored"
+# Upper lengths of free texts, in characters (docs/operations.md, "Limits and bad input").
+# They are the model fields' max_length, so the imports (record_problem), the admin forms
+# and the API serializers read them from one place.
+LONG_TEXT_MAX = 50_000  # an item's or question's text, a sentence's prompt and response
+SENTENCE_MAX = 5_000  # the sentence to rate
+OPTION_MAX = 5_000  # one answer option of an item or a question
+AI_TEXT_MAX = 100_000  # an AI output's text as written and its reasoning
+# Any single text in a request body (a form field, a JSON string or key): the backstop for
+# fields without a smaller bound of their own.
+FIELD_MAX = 100_000
 
 
 class InputRejected(ValueError):
@@ -31,11 +41,12 @@ def _no_constant(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def json_loads(text: str) -> object:
+def json_loads(text: str, *, strict: bool = True) -> object:
     """``json.loads`` that refuses nesting deeper than ``MAX_JSON_DEPTH`` levels with
-    ``InputRejected``, and NaN/Infinity (ValueError, as malformed text)."""
+    ``InputRejected``, and NaN/Infinity (ValueError, as malformed text). ``strict=False``
+    lets control characters through inside strings (so that a NUL is found by field)."""
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, strict=strict)
     except RecursionError:
         raise InputRejected(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
     # A text with fewer brackets than the limit cannot nest deeper: skip the walk.
@@ -55,6 +66,30 @@ def _depth(value: object) -> int:
         children = node.values() if isinstance(node, dict) else node
         stack.extend((c, level + 1) for c in children if isinstance(c, dict | list))
     return deepest
+
+
+def long_path(value: object, limit: int = FIELD_MAX, prefix: str = "") -> tuple[str, int] | None:
+    """(path, length) of the first string or key longer than ``limit`` characters (a key's
+    path is the object holding it); None when there is none."""
+    stack: list[tuple[object, str]] = [(value, prefix)]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if len(node) > limit:
+                return path, len(node)
+        elif isinstance(node, dict):
+            key = next((k for k in node if len(str(k)) > limit), None)
+            if key is not None:
+                return path, len(str(key))
+            sep = "." if path else ""
+            stack.extend((v, f"{path}{sep}{k}") for k, v in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend((node[i], f"{path}[{i}]") for i in range(len(node) - 1, -1, -1))
+    return None
+
+
+def too_long_message(size: int, limit: int) -> str:
+    return f"{size} characters; at most {limit} fit"
 
 
 def nul_path(value: object, prefix: str = "") -> str | None:
@@ -86,16 +121,22 @@ def json_kind(value) -> str:
 
 
 def record_problem(
-    record: dict, columns: dict[str, models.Field] | None = None, *, nul: bool = True
+    record: dict, columns: dict[str, models.Field] | None = None, *, nul: bool = True,
+    longest: bool = True,
 ) -> str | None:
     """'field: problem' for the first field of an imported record that cannot be stored:
-    a NUL character anywhere; for ``columns`` (input name → model field) an object or array
-    where the column holds text, or text longer than the column's ``max_length`` (measured
-    after stripping, as the services store it). None when the record is storable.
-    ``nul=False`` skips the NUL walk (the caller saw no NUL in the raw text)."""
+    a NUL character anywhere; any text longer than ``FIELD_MAX``; for ``columns`` (input
+    name → model field) an object or array where the column holds text, or text longer than
+    the column's ``max_length`` (measured after stripping, as the services store it). None
+    when the record is storable. ``nul=False`` and ``longest=False`` skip the walks (the
+    caller saw no NUL in the raw text, or a line too short to hold such a text)."""
     path = nul_path(record) if nul else None
     if path is not None:
         return f"{path or 'a field name'}: {NUL_MESSAGE}"
+    if longest:
+        found = long_path(record)
+        if found is not None:
+            return f"{found[0] or 'a field name'}: {too_long_message(found[1], FIELD_MAX)}"
     for name, field in (columns or {}).items():
         value = record.get(name)
         if isinstance(value, dict | list):
@@ -104,7 +145,7 @@ def record_problem(
             continue
         size = len(str(value).strip())
         if size > field.max_length:
-            return f"{name}: {size} characters; at most {field.max_length} fit"
+            return f"{name}: {too_long_message(size, field.max_length)}"
     return None
 
 
@@ -159,6 +200,9 @@ class GuardedJSONParser(parsers.JSONParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         parser_context = parser_context or {}
+        request = getattr(parser_context.get("request"), "_request", None)
+        if hasattr(request, "guarded_json"):  # read and checked by RequestBodyGuard
+            return request.guarded_json
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         raw = stream.read() if limit is None else stream.read(limit + 1)
         if limit is not None and len(raw) > limit:
@@ -179,3 +223,172 @@ class GuardedJSONParser(parsers.JSONParser):
             if path is not None:
                 raise ParseError(f"{path or 'a field name'}: {NUL_MESSAGE}")
         return data
+
+
+# --- every request body ----------------------------------------------------------------------
+# One guard in front of every view (``RequestBodyGuard``, in settings.MIDDLEWARE): a body that
+# is too large, holds a NUL character, JSON nested too deep or a text longer than FIELD_MAX
+# never reaches a view, whatever the view does with it. Uploads reach only views marked
+# ``accepts_upload``; their contents (CSV, JSONL) are checked line by line by the importers'
+# one reader (``services.records.read_records``), with the same limits.
+
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+class BodyRejected(Exception):
+    """A request body the guard refuses: the status, a machine-readable code, the reason."""
+
+    def __init__(self, status: int, code: str, detail: str):
+        super().__init__(detail)
+        self.status, self.code, self.detail = status, code, detail
+
+
+def accepts_upload(view):
+    """Mark a view (function, method or class) as one that takes uploaded files: the guard
+    refuses files sent to any other address. Its uploads go to an importer, which reads
+    them with ``read_records`` (NUL, depth and lengths named by file, line and field)."""
+    view.accepts_upload = True
+    return view
+
+
+def takes_uploads(view) -> bool:
+    return bool(getattr(view, "accepts_upload", False)
+                or getattr(getattr(view, "cls", None), "accepts_upload", False)
+                or getattr(getattr(view, "view_class", None), "accepts_upload", False))
+
+
+def file_too_large_message(name: str, size: int) -> str:
+    limit = settings.OVERSIGHT_IMPORT_MAX_BYTES
+    return (f"{name}: {size:,} bytes; at most {limit:,} per file (OVERSIGHT_IMPORT_MAX_BYTES): "
+            f"split the file")
+
+
+def is_json(content_type: str) -> bool:
+    return content_type == "application/json" or content_type.endswith("+json")
+
+
+def json_body_parse(raw: bytes, encoding: str | None = None) -> object:
+    """A JSON request body, guarded: ``BodyRejected`` (400, naming the JSON path where there
+    is one) for text that is not ``encoding``, malformed JSON, NaN, nesting deeper than
+    MAX_JSON_DEPTH, a NUL character or a string or key longer than FIELD_MAX."""
+    encoding = encoding or settings.DEFAULT_CHARSET
+    try:
+        text = codecs.decode(raw, encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise BodyRejected(400, "parse_error", f"The body is not {encoding} text ({exc})"
+                           ) from None
+    try:
+        data = json_loads(text)
+    except InputRejected as exc:
+        raise BodyRejected(400, "parse_error", str(exc)) from None
+    except ValueError as exc:
+        raise BodyRejected(400, "parse_error", f"JSON parse error - {exc}") from None
+    if "\\u0000" in text:
+        path = nul_path(data)
+        if path is not None:
+            raise BodyRejected(400, "parse_error", f"{path or 'a field name'}: {NUL_MESSAGE}")
+    if len(text) > FIELD_MAX:
+        found = long_path(data)
+        if found is not None:
+            raise BodyRejected(400, "parse_error", f"{found[0] or 'a field name'}: "
+                                                   f"{too_long_message(found[1], FIELD_MAX)}")
+    return data
+
+
+def _content_length(request) -> int:
+    try:
+        return max(int(request.META.get("CONTENT_LENGTH") or 0), 0)
+    except ValueError:
+        return 0
+
+
+def _form_check(request, view) -> None:
+    for name, values in request.POST.lists():
+        for value in values:
+            if "\x00" in value or "\x00" in name:
+                raise BodyRejected(400, "parse_error", f"{name}: {NUL_MESSAGE}")
+            if len(value) > FIELD_MAX:
+                raise BodyRejected(400, "parse_error",
+                                   f"{name}: {too_long_message(len(value), FIELD_MAX)}")
+    if not request.FILES:
+        return
+    if not takes_uploads(view):
+        raise BodyRejected(400, "no_uploads", "This address takes no file uploads.")
+    for upload in request.FILES.values():
+        if upload.size > settings.OVERSIGHT_IMPORT_MAX_BYTES:
+            raise BodyRejected(413, "request_too_large",
+                               file_too_large_message(upload.name, upload.size))
+
+
+def body_check(request, view) -> None:
+    """Apply the guards to the body of ``request`` (about to reach ``view``); raises
+    ``BodyRejected``. A JSON body, once checked, is kept as ``request.guarded_json``."""
+    from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+    from django.http.multipartparser import MultiPartParserError
+
+    content_type = request.content_type or ""
+    if content_type.startswith("multipart/"):
+        limit = settings.OVERSIGHT_IMPORT_MAX_BYTES + settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if _content_length(request) > limit:
+            raise BodyRejected(413, "request_too_large", (
+                f"The upload is larger than {limit:,} bytes: at most "
+                f"{settings.OVERSIGHT_IMPORT_MAX_BYTES:,} per file (OVERSIGHT_IMPORT_MAX_BYTES)"
+                f"; split the file."))
+    try:
+        if content_type in FORM_TYPES:
+            _form_check(request, view)
+        elif is_json(content_type):
+            if request.body:
+                request.guarded_json = json_body_parse(request.body, request.encoding)
+        elif request.body:
+            raise BodyRejected(415, "unsupported_media_type", (
+                f"Content type '{content_type or '(none)'}' is not taken here: send JSON "
+                f"(application/json) or a form (application/x-www-form-urlencoded or "
+                f"multipart/form-data)."))
+    except RequestDataTooBig:
+        raise BodyRejected(413, "request_too_large", too_large_message()) from None
+    except (MultiPartParserError, TooManyFieldsSent, TooManyFilesSent) as exc:
+        raise BodyRejected(400, "parse_error", f"The form could not be read ({exc})") from None
+
+
+class RequestBodyGuard:
+    """Middleware: every POST, PUT, PATCH and DELETE body passes ``body_check`` before its
+    view runs (after URL resolution and the CSRF check). Refusals are JSON under /api/ and
+    for JSON bodies (``{"code", "detail"}``), the site's error page otherwise."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view, args, kwargs):
+        if request.method not in BODY_METHODS:
+            return None
+        try:
+            body_check(request, view)
+        except BodyRejected as exc:
+            return _rejected(request, exc)
+        return None
+
+
+def _rejected(request, exc: BodyRejected):
+    from django.http import HttpResponse, JsonResponse
+    from django.template import loader
+
+    if request.path_info.startswith("/api/") or is_json(request.content_type or "") or (
+            "application/json" in request.headers.get("Accept", "")):
+        return JsonResponse({"code": exc.code, "detail": exc.detail}, status=exc.status)
+    title = "Too much data" if exc.status == 413 else "Bad request"
+    return HttpResponse(loader.render_to_string("400.html", {"title": title,
+                                                             "reason": exc.detail}),
+                        status=exc.status)
+
+
+def request_json(request) -> object:
+    """The JSON body of a page's request, parsed once by the guard (or here, with the same
+    checks, where the guard did not run); None for an empty body. ``BodyRejected``."""
+    if hasattr(request, "guarded_json"):
+        return request.guarded_json
+    return json_body_parse(request.body, request.encoding) if request.body else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from annotations.inputs import LONG_TEXT_MAX, OPTION_MAX
 from annotations.models import Query, Study, StudyClass
 
 
@@ -55,8 +56,9 @@ class ItemOutputSerializer(serializers.Serializer):
 
 class ItemInputSerializer(serializers.Serializer):
     id = serializers.CharField()
-    text = serializers.CharField()
-    options = serializers.ListField(child=serializers.CharField(), required=False)
+    text = serializers.CharField(max_length=LONG_TEXT_MAX)
+    options = serializers.ListField(child=serializers.CharField(max_length=OPTION_MAX),
+                                    required=False)
     stratum = serializers.CharField(required=False, allow_blank=True)
     # JSON values as sent (3.0 stays a number): the import service applies the rule
     gold = serializers.JSONField(

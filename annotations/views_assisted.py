@@ -4,8 +4,6 @@ interactions). Views parse, call one service or selector, render."""
 
 from __future__ import annotations
 
-import json
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -16,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotations.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.guidelines import guidelines_html
-from annotations.inputs import int_or_none
+from annotations.inputs import BodyRejected, int_or_none, request_json
 from annotations.models import Exposure, Rating, RatingTask, Study
 from annotations.services.assisted.design import (
     assisted_warning_of,
@@ -226,9 +224,10 @@ def rate_event(request: HttpRequest, study_id: int, public_id: str) -> HttpRespo
     _rater_study(request, study_id)
     if request.content_type == "application/json":
         try:
-            body = json.loads(request.body or b"{}")
-        except ValueError:
-            return JsonResponse({"code": "invalid", "detail": "invalid JSON"}, status=400)
+            body = request_json(request)  # the guarded parser: depth, NUL, lengths
+        except BodyRejected as exc:
+            return JsonResponse({"code": exc.code, "detail": exc.detail}, status=exc.status)
+        body = {} if body is None else body
         if not isinstance(body, dict):
             return JsonResponse({"code": "invalid", "detail": "a JSON object"}, status=400)
     else:

@@ -29,6 +29,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from annotations.inputs import LONG_TEXT_MAX, SENTENCE_MAX
 from annotations.models.core import Study, User
 from annotations.task_models import LeasedTask, TaskEvent
 
@@ -159,9 +160,10 @@ class Sentence(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="sentences")
     external_id = models.CharField(max_length=200)
-    prompt = models.TextField()
-    response = models.TextField()
-    target = models.TextField(help_text="The sentence of the response to rate.")
+    prompt = models.TextField(max_length=LONG_TEXT_MAX)
+    response = models.TextField(max_length=LONG_TEXT_MAX)
+    target = models.TextField(max_length=SENTENCE_MAX,
+                              help_text="The sentence of the response to rate.")
     gold = models.CharField(max_length=16, choices=VERDICT_CHOICES, blank=True, default="",
                             help_text="Hidden from raters.")
     stratum = models.CharField(max_length=120, blank=True, default="")

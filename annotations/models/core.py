@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.text import capfirst
 
+from annotations.inputs import LONG_TEXT_MAX
 from annotations.task_models import LeasedTask, TaskEvent
 
 
@@ -203,7 +204,7 @@ class Item(models.Model):
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
     external_id = models.CharField(max_length=200)
-    text = models.TextField()
+    text = models.TextField(max_length=LONG_TEXT_MAX)
     options = models.JSONField(default=list, blank=True)
     option_order = models.JSONField(default=list, editable=False)
     class_order = models.JSONField(

@@ -18,11 +18,13 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from annotations.inputs import AI_TEXT_MAX, LONG_TEXT_MAX
 from annotations.models.core import Study
 from annotations.task_models import LeasedTask, TaskEvent
 
 __all__ = [
     "CritiqueChoice", "CritiqueMode", "CritiqueOutput", "CritiqueQuestion", "CritiqueRun",
+    "CritiqueRunFile",
     "CritiqueSettings", "CritiqueTask", "CritiqueTaskBlock", "CritiqueTaskEvent",
 ]
 
@@ -134,7 +136,7 @@ class CritiqueQuestion(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE,
                               related_name="critique_questions")
     external_id = models.CharField(max_length=200)
-    text = models.TextField()
+    text = models.TextField(max_length=LONG_TEXT_MAX)
     options = models.JSONField(default=list)
     gold = models.PositiveSmallIntegerField(null=True, blank=True)
     domain = models.CharField(max_length=120, blank=True, default="")
@@ -273,7 +275,7 @@ class CritiqueOutput(models.Model):
                               related_name="+", db_index=False)
     second = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True,
                                related_name="+", db_index=False)
-    reasoning = models.TextField(blank=True, default="")
+    reasoning = models.TextField(blank=True, default="", max_length=AI_TEXT_MAX)
     final = models.PositiveSmallIntegerField(null=True, blank=True)
     choice = models.CharField(max_length=12, choices=CritiqueChoice.choices, blank=True,
                               default="")
@@ -284,7 +286,7 @@ class CritiqueOutput(models.Model):
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
                                blank=True, related_name="+")
     ai_model = models.CharField(max_length=200, blank=True, default="")
-    raw_text = models.TextField(blank=True, default="")
+    raw_text = models.TextField(blank=True, default="", max_length=AI_TEXT_MAX)
     external_id = models.CharField(max_length=200, blank=True, default="")
     source = models.CharField(max_length=8, choices=Source.choices)
     task = models.OneToOneField(CritiqueTask, on_delete=models.SET_NULL, null=True,
@@ -334,7 +336,6 @@ class CritiqueRun(models.Model):
     kind = models.CharField(max_length=8, choices=Kind.choices)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     name = models.CharField(max_length=255, blank=True, default="")
-    input_text = models.TextField(blank=True, default="", editable=False)
     total = models.PositiveIntegerField(default=0)
     done = models.PositiveIntegerField(default=0)
     stored = models.PositiveIntegerField(default=0)
@@ -350,3 +351,14 @@ class CritiqueRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} #{self.pk} ({self.status})"
+
+
+class CritiqueRunFile(models.Model):
+    """The bytes of an import run's upload until the run ends — kept apart from the run,
+    as ``ImportJobFile`` from its job, so that listing runs never reads them (and bytes,
+    not text: a NUL byte is reported by line and field by the import, not refused by
+    PostgreSQL)."""
+
+    run = models.OneToOneField(CritiqueRun, on_delete=models.CASCADE, primary_key=True,
+                               related_name="file")
+    data = models.BinaryField()

@@ -44,6 +44,7 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections,
 from django.utils import timezone
 
 from annotations.errors import DomainError, ImportFailed
+from annotations.inputs import file_too_large_message
 from annotations.models import ImportJob, ImportJobFile, Study, User
 from annotations.services.progress import Progress, progress_phase, progress_reporting
 from annotations.services.recompute import short_error
@@ -86,10 +87,8 @@ def import_job_submit(*, study: Study, kind: str, data: bytes, name: str, update
     second one."""
     if kind not in ImportJob.Kind.values:
         raise DomainError(f"Unknown import kind '{kind}' (items or predictions).", field="kind")
-    limit = settings.OVERSIGHT_IMPORT_MAX_BYTES
-    if len(data) > limit:
-        raise ImportFailed([f"{name}: {len(data):,} bytes; at most {limit:,} per file "
-                            f"(OVERSIGHT_IMPORT_MAX_BYTES): split the file"])
+    if len(data) > settings.OVERSIGHT_IMPORT_MAX_BYTES:
+        raise ImportFailed([file_too_large_message(name, len(data))])
     fmt = detect_format(name, fmt)
     digest = hashlib.sha256(data).hexdigest()
     import_jobs_expire(study=study)

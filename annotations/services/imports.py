@@ -10,7 +10,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.utils import timezone
 
 from annotations.errors import ImportFailed, InvalidStudy
-from annotations.inputs import json_kind
+from annotations.inputs import OPTION_MAX, json_kind
 from annotations.models import Item, Query, Study
 from annotations.services.bulk import IN_LIST_MAX, gc_paused, rows_insert, rows_update
 from annotations.services.item_options import option_order_for, options_conflict
@@ -140,6 +140,11 @@ def _items_import(*, study: Study, source: IO | str, name: str | None, fmt: str 
                           f"{json_kind(given[odd])}")
             continue
         options = [str(o) for o in given]
+        long = next((i for i, o in enumerate(options) if len(o) > OPTION_MAX), None)
+        if long is not None:
+            errors.append(f"{where}: options[{long}]: {len(options[long])} characters; at "
+                          f"most {OPTION_MAX} fit")
+            continue
         if options and len(options) != k:
             errors.append(f"{where}: options: {len(options)} options but the study has K={k}")
             continue

@@ -13,6 +13,7 @@ from django.db import models
 
 from annotations.errors import ImportFailed
 from annotations.inputs import (
+    FIELD_MAX,
     NUL_MESSAGE,
     InputRejected,
     json_kind,
@@ -74,6 +75,7 @@ def read_records(
     progress_phase("reading", total=max(lines - (fmt == "csv"), 0))
     if fmt == "csv":
         has_nul = "\x00" in text
+        has_long = len(text) > FIELD_MAX
         reader = csv.DictReader(io.StringIO(text, newline=""))
         count = 0
         if not reader.fieldnames:
@@ -85,8 +87,10 @@ def read_records(
                         [f"{name}:{reader.line_num}: more cells than header columns"]
                     )
                 record = {k.strip(): v for k, v in row.items() if k}
-                if has_nul or columns:
-                    _check_storable(record, columns, has_nul, f"{name}:{reader.line_num}")
+                longest = has_long and any(len(v or "") > FIELD_MAX for v in record.values())
+                if has_nul or columns or longest:
+                    _check_storable(record, columns, has_nul, f"{name}:{reader.line_num}",
+                                    longest)
                 count += 1
                 if count % PROGRESS_EVERY == 0:
                     progress_advance(PROGRESS_EVERY)
@@ -98,8 +102,11 @@ def read_records(
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        has_nul = "\\u0000" in line or "\x00" in line
         try:
-            record = json_loads(line)
+            # a raw NUL byte is a control character strict JSON refuses; read the line
+            # anyway so that the error names the field that holds it
+            record = json_loads(line, strict="\x00" not in line)
         except json.JSONDecodeError as exc:
             raise ImportFailed(
                 [f"{name}:{line_no}: invalid JSON ({exc.msg}, column {exc.colno})"]
@@ -110,17 +117,17 @@ def read_records(
             raise ImportFailed([f"{name}:{line_no}: invalid JSON ({exc})"]) from None
         if not isinstance(record, dict):
             raise ImportFailed([f"{name}:{line_no}: each line must be a JSON object"])
-        has_nul = "\\u0000" in line
-        if has_nul or columns:
-            _check_storable(record, columns, has_nul, f"{name}:{line_no}")
+        longest = len(line) > FIELD_MAX
+        if has_nul or columns or longest:
+            _check_storable(record, columns, has_nul, f"{name}:{line_no}", longest)
         count += 1
         if count % PROGRESS_EVERY == 0:
             progress_advance(PROGRESS_EVERY)
         yield line_no, record
 
 
-def _check_storable(record: dict, columns, nul: bool, where: str) -> None:
-    problem = record_problem(record, columns, nul=nul)
+def _check_storable(record: dict, columns, nul: bool, where: str, longest: bool) -> None:
+    problem = record_problem(record, columns, nul=nul, longest=longest)
     if problem:
         raise ImportFailed([f"{where}: {problem}"])
 

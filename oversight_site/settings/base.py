@@ -69,6 +69,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
+    # every request body: size, NUL characters, JSON depth, text length (annotations/inputs.py)
+    "annotations.inputs.RequestBodyGuard",
 
 ROOT_URLCONF = "oversight_site.urls"
 WSGI_APPLICATION = "oversight_site.wsgi.application"

@@ -49,7 +49,9 @@ from annotations.services.records import read_records
 
 MAX_ERRORS = 200
 COLUMNS = {"id": CritiqueOutput._meta.get_field("external_id"),
-           "model": CritiqueOutput._meta.get_field("ai_model")}
+           "model": CritiqueOutput._meta.get_field("ai_model"),
+           "text": CritiqueOutput._meta.get_field("raw_text"),
+           "reasoning": CritiqueOutput._meta.get_field("reasoning")}
 CHOICE_WORDS = {"first": "first", "second": "second", "neither": "neither", "1": "first",
                 "2": "second", "0": "neither"}
 

@@ -17,6 +17,7 @@ the annotator tasks its outputs make possible are generated. One run at a time p
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 import time
@@ -305,41 +306,62 @@ def run_progress(run: CritiqueRun) -> str:
 
 
 # --- JSONL imports as runs -----------------------------------------------------------------
-MAX_IMPORT_CHARS = 200_000_000
-
-
 @transaction.atomic
-def critique_import_run_start(*, study: Study, text: str, name: str,
+def critique_import_run_start(*, study: Study, data: bytes, name: str,
                               by: User | None = None) -> CritiqueRun:
     """Queue the JSONL import of AI outputs (``ai_outputs``) as a run: the page shows its
-    progress and, when it fails, every bad line. The Celery task starts after commit."""
+    progress and, when it fails, every bad line. Refused at once (ImportFailed naming the
+    file, and line and field where there is one; nothing stored): more than
+    OVERSIGHT_IMPORT_MAX_BYTES, text that is not UTF-8, a NUL character. The upload waits
+    in the run's file (never the run's row) until the run ends; the Celery task starts
+    after commit."""
+    from django.conf import settings as django_settings
+
+    from annotations.errors import ImportFailed
+    from annotations.inputs import file_too_large_message
+    from annotations.models import CritiqueRunFile
+    from annotations.services.records import read_records
+
     critique_settings(study)
-    if len(text) > MAX_IMPORT_CHARS:
-        raise RunRefused(f"{name}: the file is larger than {MAX_IMPORT_CHARS:,} characters.")
-    run = CritiqueRun.objects.create(study=study, kind=CritiqueRun.Kind.IMPORT, name=name,
-                                     input_text=text, total=text.count("\n") + 1,
-                                     created_by=by)
+    if len(data) > django_settings.OVERSIGHT_IMPORT_MAX_BYTES:
+        raise ImportFailed([file_too_large_message(name, len(data))])
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ImportFailed([f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]
+                           ) from None
+    if "\x00" in text or "\\u0000" in text:  # the reader names the line and field
+        for _ in read_records(io.StringIO(text), name=name, fmt="jsonl"):
+            pass
+    run = CritiqueRun.objects.create(study=study, kind=CritiqueRun.Kind.IMPORT, name=name[:255],
+                                     total=text.count("\n") + 1, created_by=by)
+    CritiqueRunFile.objects.create(run=run, data=data)
     transaction.on_commit(lambda: run_enqueue(run.pk))
     return run
 
 
 def critique_import_run(*, run_id: int) -> None:
-    """Import a queued run's file, all or nothing; record the outcome on the run."""
-    import io
-
+    """Import a queued run's file, all or nothing; record the outcome on the run and delete
+    the file."""
     from annotations.errors import ImportFailed
+    from annotations.models import CritiqueRunFile
     from annotations.services.critique.ai_outputs import critique_ai_outputs_import
 
     run = CritiqueRun.objects.select_related("study").get(pk=run_id)
     if run.status not in ACTIVE:
         return
     CritiqueRun.objects.filter(pk=run.pk).update(status=CritiqueRun.Status.RUNNING)
+    stored = CritiqueRunFile.objects.filter(run=run).values_list("data", flat=True).first()
     try:
-        result = critique_ai_outputs_import(study=run.study, source=io.StringIO(run.input_text),
+        if stored is None:
+            raise ImportFailed([f"{run.name}: the uploaded file is gone; upload it again"])
+        result = critique_ai_outputs_import(study=run.study, source=io.BytesIO(bytes(stored)),
                                             name=run.name)
     except ImportFailed as exc:
         _finish(run, CritiqueRun.Status.FAILED, exc.errors[:200])
+        CritiqueRunFile.objects.filter(run=run).delete()
         return
     CritiqueRun.objects.filter(pk=run.pk).update(
-        done=run.total, stored=result.created, unparseable=result.unparseable, input_text="")
+        done=run.total, stored=result.created, unparseable=result.unparseable)
+    CritiqueRunFile.objects.filter(run=run).delete()
     _finish(run, CritiqueRun.Status.SUCCEEDED)

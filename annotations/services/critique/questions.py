@@ -20,6 +20,7 @@ from typing import IO
 from django.db import transaction
 
 from annotations.errors import ImportFailed
+from annotations.inputs import OPTION_MAX
 from annotations.models import CritiqueQuestion, Study
 from annotations.services.bulk import gc_paused, rows_insert
 from annotations.services.critique.studies import critique_settings
@@ -28,6 +29,7 @@ from annotations.services.records import parse_json_cell, read_records
 MAX_OPTIONS = 26
 MAX_ERRORS = 200
 COLUMNS = {"id": CritiqueQuestion._meta.get_field("external_id"),
+           "text": CritiqueQuestion._meta.get_field("text"),
            "domain": CritiqueQuestion._meta.get_field("domain")}
 
 
@@ -73,6 +75,9 @@ def _options(value) -> list[str]:
     for i, option in enumerate(options):
         if not isinstance(option, str) or not option.strip():
             raise ValueError(f"option {i}: a non-empty text")
+        if len(option.strip()) > OPTION_MAX:
+            raise ValueError(f"option {i}: {len(option.strip())} characters; at most "
+                             f"{OPTION_MAX}")
     return [o.strip() for o in options]
 
 

@@ -158,6 +158,10 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": schedule(run_every=float(os.environ.get("OVERSIGHT_CATCH_UP_SECONDS", "15"))),
     },
 }
+# Without a broker no beat runs: a thread of the web process runs the schedule above
+# (oversight_site/sweepers.py); OVERSIGHT_EMBEDDED_SWEEPERS=false turns it off.
+OVERSIGHT_EMBEDDED_SWEEPERS = CELERY_TASK_ALWAYS_EAGER and (
+    os.environ.get("OVERSIGHT_EMBEDDED_SWEEPERS", "true").lower() != "false")
 
 # --- Cache (debounce keys, rate limits) --------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL") or (

@@ -155,12 +155,22 @@ def outage_pipeline(settings, tmp_path, hard_timeout):
         while not app.control.ping(destination=[node], timeout=0.5):
             if worker.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("the worker did not start:\n" + _tail(tmp_path / "worker.log"))
-        yield app, redis, worker, tmp_path / "worker.log"
+        yield app, redis, worker, node, tmp_path / "worker.log"
     finally:
         _stop(beat)
         _stop(worker)
         _stop(redis.proc)
         _point_app(app, old_url)
+
+
+def _health_check(node: str, pid: int, url: str, tmp_path: Path) -> tuple[int, str]:
+    """``python -m oversight_site.worker health`` (docker-compose's check) for ``node``."""
+    env = {**os.environ, "CELERY_BROKER_URL": url, "OVERSIGHT_WORKER_NODE": node,
+           "OVERSIGHT_WORKER_PID": str(pid), "DJANGO_SETTINGS_MODULE": "oversight_site.settings.test",
+           "OVERSIGHT_WORKER_HEALTH_STATE": str(tmp_path / "health.json")}
+    done = subprocess.run([sys.executable, "-m", "oversight_site.worker", "health"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=60)
+    return done.returncode, done.stdout.strip()
 
 
 def _fresh(study, n_answered: int) -> bool:
@@ -193,7 +203,7 @@ def _unacked(redis: OwnRedis) -> int:
 
 
 def test_a_worker_holding_waiting_tasks_survives_redis_going_away(outage_pipeline, settings):
-    app, redis, worker, log = outage_pipeline
+    app, redis, worker, node, log = outage_pipeline
     # given two studies, each with an answer whose debounced recompute waits in the worker
     # (a countdown, as a retry's does: an ETA message the worker holds unacknowledged)
     settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = HELD_COUNTDOWN_SECONDS
@@ -225,3 +235,8 @@ def test_a_worker_holding_waiting_tasks_survives_redis_going_away(outage_pipelin
           "/healthz counting the worker", worker, log)
     assert client.get("/healthz").json()["recompute"] == {
         "ok": True, "stale_studies": 0, "failed_studies": 0}
+    # and the container's health check gets its pong (another node's: none, nothing stopped)
+    assert _health_check(node, worker.pid, redis.url, log.parent) == (0, f"{node}: pong")
+    assert _health_check("celery@elsewhere", worker.pid, redis.url, log.parent) == (
+        1, "celery@elsewhere: no answer")
+    assert worker.poll() is None

@@ -137,7 +137,8 @@ def own_pipeline(settings, tmp_path):
 
     def supervise() -> None:
         """What docker-compose's ``restart: unless-stopped`` does: start again whatever
-        exited (Celery 5.7's worker exits when its Redis goes away)."""
+        exited (a worker no longer exits when its Redis goes away: oversight_site/worker.py,
+        tests/security/test_worker_recovery.py)."""
         for name, proc in list(processes.items()):
             if proc.poll() is not None and proc.returncode != -signal.SIGKILL:
                 processes[name] = start_beat() if name == "beat" else _worker(name)

@@ -12,8 +12,20 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from annotations.errors import DomainError
 
+# Where a 403's reason waits for its one log line (oversight_site.log_filters reads it).
+FORBIDDEN_REASON = "forbidden_reason"
+
 
 def exception_handler(exc, context):
+    response = _response(exc, context)
+    if response is not None and response.status_code == 403 and "request" in context:
+        # the reason for the 403's one log line (oversight_site.log_filters)
+        detail = response.data.get("detail", "") if isinstance(response.data, dict) else ""
+        setattr(context["request"]._request, FORBIDDEN_REASON, str(detail))
+    return response
+
+
+def _response(exc, context):
     if isinstance(exc, DomainError):
         return Response(exc.as_dict(), status=exc.http_status)
     if isinstance(exc, Http404):  # as DRF's handler does, so the code is known here

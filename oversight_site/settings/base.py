@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dj_database_url
 from celery.schedules import schedule
+from csp.constants import NONCE as CSP_NONCE
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -54,6 +55,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "csp",
     "annotations",
     "assistants",
 ]
@@ -61,16 +63,19 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Content-Security-Policy on every page (CONTENT_SECURITY_POLICY below); static files
+    # (served above) need none
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
+    # every request body: size, NUL characters, JSON depth, text length (annotations/inputs.py)
+    "annotations.inputs.RequestBodyGuard",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
-    # every request body: size, NUL characters, JSON depth, text length (annotations/inputs.py)
-    "annotations.inputs.RequestBodyGuard",
 
 ROOT_URLCONF = "oversight_site.urls"
 WSGI_APPLICATION = "oversight_site.wsgi.application"
@@ -270,11 +275,36 @@ OVERSIGHT_AI_API_KEY = os.environ.get("OVERSIGHT_AI_API_KEY", "")
 OVERSIGHT_AI_TIMEOUT = float(os.environ.get("OVERSIGHT_AI_TIMEOUT", "60"))
 OVERSIGHT_AI_MAX_RETRIES = int(os.environ.get("OVERSIGHT_AI_MAX_RETRIES", "3"))
 
+# Content-Security-Policy (django-csp; docs/operations.md): scripts and styles from the site
+# only, inline ones only with the request's nonce (``request.csp_nonce``); no eval, no inline
+# style attributes, no framing, forms post only here. OVERSIGHT_CSP_REPORT_URI: where browsers
+# report violations (unset: no reports).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", CSP_NONCE],
+        "style-src": ["'self'", CSP_NONCE],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+        **({"report-uri": [os.environ["OVERSIGHT_CSP_REPORT_URI"]]}
+           if os.environ.get("OVERSIGHT_CSP_REPORT_URI") else {}),
+    },
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # a 403 is one line (method, path, user id, reason), never a traceback
+    "filters": {"forbidden_one_line": {"()": "oversight_site.log_filters.ForbiddenOneLine"}},
     # httpx2 logs every request of the AI provider client at INFO: one line per sample.
-    "loggers": {"django.db.backends": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "httpx2": {"level": "WARNING"},
+                "django.request": {"filters": ["forbidden_one_line"]},
+                "django.security.csrf": {"filters": ["forbidden_one_line"]}},
 }

@@ -305,7 +305,7 @@ def test_chart_marks_carry_their_values_and_each_colour_means_one_thing(study):
     interval_colours = {label: c.pop() for label, c in colour_of.items()}
     assert len(set(interval_colours.values())) == len(labels)  # … and one estimator a colour
     legend = {label: colour for colour, label in re.findall(
-        r'<i style="background: ([^"]+)"></i>([^<]+)</span>', intervals)}
+        r'<svg class="key"[^>]*><circle [^>]*fill="([^"]+)"/></svg>([^<]+)</span>', intervals)}
     assert {k: legend[k] for k in labels.values()} == interval_colours
 
     lines = re.findall(r'<polyline [^>]*stroke="([^"]+)"[^>]*><title>([^<]+)</title>',
@@ -317,4 +317,5 @@ def test_chart_marks_carry_their_values_and_each_colour_means_one_thing(study):
         ml = next(r for r in payload["systems"] if r["name"] == name)["estimates"]["ml"]
         assert (f'fill="{colour}"><title>{name}: {ml["accuracy"]:.3f} after '
                 f'{payload["n_answered"]:,} answers</title>') in convergence
-        assert f'<i style="background: {colour}"></i>{name}</span>' in convergence
+        assert re.search(rf'<svg class="key"[^>]*><circle [^>]*fill="{colour}"/></svg>{name}</span>',
+                         convergence)

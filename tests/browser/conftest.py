@@ -30,13 +30,34 @@ def browser():
         browser.close()
 
 
+# Every page reports what the Content-Security-Policy refused as a console line (Playwright's
+# init scripts are not subject to the page's CSP).
+CSP_WATCH = """document.addEventListener("securitypolicyviolation", (e) => console.error(
+    "CSP violation: " + e.violatedDirective + " blocked " + (e.blockedURI || "inline") +
+    " at " + e.sourceFile + ":" + e.lineNumber + " " + (e.sample || "")));"""
+
+
+def watch_csp(context) -> list[str]:
+    """Collect the CSP violations of every page of ``context`` (a list that fills as the
+    pages run)."""
+    violations: list[str] = []
+    context.add_init_script(CSP_WATCH)
+    context.on("console", lambda msg: violations.append(f"{msg.page.url if msg.page else '?'}: "
+                                                        f"{msg.text}")
+               if msg.text.startswith("CSP violation") else None)
+    return violations
+
+
 @pytest.fixture
 def page(browser):
+    """A page whose CSP violations fail the test (every browser test checks the policy)."""
     context = browser.new_context(viewport={"width": 1200, "height": 900})
+    violations = watch_csp(context)
     page = context.new_page()
     page.set_default_timeout(10_000)
     yield page
     context.close()
+    assert violations == [], "\n".join(violations)
 
 
 def login(page, live_server, username: str, password: str = "pw") -> None:

@@ -274,6 +274,12 @@ OVERSIGHT_AI_MODEL = os.environ.get("OVERSIGHT_AI_MODEL", "")
 OVERSIGHT_AI_API_KEY = os.environ.get("OVERSIGHT_AI_API_KEY", "")
 OVERSIGHT_AI_TIMEOUT = float(os.environ.get("OVERSIGHT_AI_TIMEOUT", "60"))
 OVERSIGHT_AI_MAX_RETRIES = int(os.environ.get("OVERSIGHT_AI_MAX_RETRIES", "3"))
+# Hosts a study's own AI endpoint may name (assistants.egress), comma-separated: host names,
+# .domain (it and its subdomains), * (any host), IP addresses and CIDR networks. Addresses on
+# loopback, private, link-local (metadata) and other internal ranges are refused unless they
+# lie in a listed address or network. Unset: the host of OVERSIGHT_AI_BASE_URL only.
+OVERSIGHT_AI_ALLOWED_HOSTS = (os.environ["OVERSIGHT_AI_ALLOWED_HOSTS"].split(",")
+                              if "OVERSIGHT_AI_ALLOWED_HOSTS" in os.environ else None)
 
 # Content-Security-Policy (django-csp; docs/operations.md): scripts and styles from the site
 # only, inline ones only with the request's nonce (``request.csp_nonce``); no eval, no inline

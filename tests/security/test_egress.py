@@ -15,7 +15,6 @@ from django.urls import reverse
 from annotations.errors import InvalidStudy
 from annotations.models import AssistedSettings, CritiqueRun, CritiqueSettings
 from annotations.services.ai_endpoints import ai_endpoint_check
-from annotations.services.critique.ai_runs import critique_ai_run_start
 from annotations.services.critique.studies import critique_settings_update
 from assistants.egress import EgressPolicy, EndpointRefused, endpoint_check, resolve
 from assistants.provider import ProviderConfig, ProviderError, complete

@@ -28,7 +28,7 @@ from django.db import transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
-from annotations.errors import DomainError
+from annotations.errors import DomainError, InvalidStudy
 from annotations.models import (
     CritiqueOutput,
     CritiqueQuestion,
@@ -37,6 +37,7 @@ from annotations.models import (
     Study,
     User,
 )
+from annotations.services.ai_endpoints import ai_endpoint_check
 from annotations.services.critique.studies import critique_settings
 from annotations.services.critique.task_view import (
     ShownOutput,
@@ -193,8 +194,8 @@ def provider_config(settings: CritiqueSettings):
 @transaction.atomic
 def critique_ai_run_start(*, study: Study, by: User | None = None) -> CritiqueRun:
     """Queue a run writing every missing AI output (module docstring). Refused when the
-    mode has no AI level, no endpoint is configured, or a run is under way; the Celery task
-    starts after commit."""
+    mode has no AI level, no endpoint is configured or it is not allowed, or a run is under
+    way; the Celery task starts after commit."""
     settings = critique_settings(study)
     if not settings.ai_levels:
         raise RunRefused("This study's mode has no AI level: annotators write every level.")
@@ -202,6 +203,11 @@ def critique_ai_run_start(*, study: Study, by: User | None = None) -> CritiqueRu
     if not config.base_url or not config.model:
         raise RunRefused("No AI endpoint: set the study's endpoint and model (or the server's "
                          "OVERSIGHT_AI_BASE_URL and OVERSIGHT_AI_MODEL).")
+    try:
+        ai_endpoint_check(config.base_url, resolve_names=False)
+    except InvalidStudy as exc:
+        raise RunRefused(f"AI endpoint refused: {exc.message.removeprefix('ai_base_url: ')}"
+                         ) from None
     Study.objects.select_for_update().get(pk=study.pk)
     if CritiqueRun.objects.filter(study=study, status__in=ACTIVE).exists():
         raise RunRefused("A run of this study is under way; wait for it to end.")

@@ -218,7 +218,7 @@ def addresses_check(host: str, addresses: Sequence[str], policy: EgressPolicy) -
         address = ipaddress.ip_address(text.split("%")[0])
         why = address_refusal(address)
         if why and not policy.address_listed(address):
-            shown = host if host == str(address) else f"{host} ({address})"
+            shown = host if ip_literal(host) is not None else f"{host} ({address})"
             raise EndpointRefused(f"{shown} is a {why} address: AI endpoints on internal "
                                   f"addresses must be listed by the operator ({SETTING})")
 

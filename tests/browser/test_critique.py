@@ -183,3 +183,25 @@ def test_the_demo_dashboards_show_every_table(page, shots, live_server, settings
     expect(page.locator("article.critique-task")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.screenshot(path=str(shots / "critique-task-phone.png"), full_page=True)
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_manage_page_with_a_long_endpoint_does_not_scroll_sideways(page, live_server,
+                                                                       width):
+    from annotations.models import StudyMembership
+    from annotations.services.critique.studies import critique_settings_update
+
+    # given: a study pointed at an endpoint with a long path (as a hosted API's can be)
+    study, _ = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],
+                                   mode="ai_below", open_=False)
+    critique_settings_update(study=study, ai_model="a-model-with-a-long-name-7b-instruct",
+                             ai_base_url="http://127.0.0.1:9/" + "deployments/" * 6 + "v1")
+    researcher = UserFactory(username=f"res-wide-{width}", is_staff=True)
+    membership_add(study=study, user=researcher, role=StudyMembership.Role.RESEARCHER)
+    # when
+    page.set_viewport_size({"width": width, "height": 900})
+    login(page, live_server, researcher.username)
+    page.goto(f"{live_server.url}/studies/{study.pk}/critique/manage/")
+    # then (435 px wide at 390 before: the endpoint's <code> did not wrap)
+    expect(page.get_by_text("Write the missing AI outputs")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -57,16 +57,21 @@ def standin():
         server.close()
 
 
+def celery_env(**extra: str) -> dict[str, str]:
+    """The environment of a Celery process the tests start: the test database (PostgreSQL
+    pass), the test settings, and ``extra`` (a broker URL of its own, sweep intervals …)."""
+    db = settings.DATABASES["default"]
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "oversight_site.settings.test",
+            "DATABASE_URL": (f"postgres://{db['USER'] or 'postgres'}@{db['HOST']}:{db['PORT']}/"
+                             f"{db['NAME']}"), **extra}
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker):
     """A real ``celery worker`` process on the test database (PostgreSQL + Redis pass)."""
     if not WITH_BROKER:
         pytest.skip("needs CELERY_BROKER_URL")
-    env = dict(os.environ)
-    db = settings.DATABASES["default"]
-    env["DATABASE_URL"] = (f"postgres://{db['USER'] or 'postgres'}@{db['HOST']}:{db['PORT']}/"
-                           f"{db['NAME']}")
-    env["DJANGO_SETTINGS_MODULE"] = "oversight_site.settings.test"
+    env = celery_env()
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "oversight_site", "worker", "-Q",
          "default,estimates", "-c", "2", "--loglevel", "WARNING", "-n", f"test-{os.getpid()}@%h"],

@@ -101,3 +101,14 @@ def specialist(study: Study, k: int, j: int = 0) -> User:
 
 def role_user(study: Study, role: str) -> User:
     return User.objects.get(username=f"{study.pk}-{role}")
+
+
+def admin_form_data(client, url: str) -> dict:
+    """The admin change form at ``url`` as a browser would post it back unchanged (lists and
+    objects of JSON fields as JSON text, empty values as "")."""
+    import json
+
+    form = client.get(url).context["adminform"].form
+    data = {name: form[name].value() for name in form.fields}
+    return {k: "" if v is None else json.dumps(v) if isinstance(v, list | dict) else v
+            for k, v in data.items()}

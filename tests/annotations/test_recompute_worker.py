@@ -16,14 +16,13 @@ import sys
 import time
 
 import pytest
-from django.conf import settings as django_settings
 from django.test import Client
 from django.urls import reverse
 
 from annotations.models import EstimateSnapshot, Query, RecomputeState
 from annotations.services.labels import label_submit
 from annotations.services.routing import query_lease_next
-from tests.conftest import ROOT
+from tests.conftest import ROOT, celery_env
 from tests.factories import make_study, specialist
 
 pytestmark = [pytest.mark.worker, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -61,12 +60,8 @@ def _redis_down() -> None:
 
 
 def _celery(*args: str, name: str) -> subprocess.Popen:
-    db = django_settings.DATABASES["default"]
-    env = {**os.environ, "CELERY_BROKER_URL": OWN_URL, "REDIS_URL": OWN_URL,
-           "OVERSIGHT_CATCH_UP_SECONDS": str(SWEEP_SECONDS),
-           "DJANGO_SETTINGS_MODULE": "oversight_site.settings.test",
-           "DATABASE_URL": (f"postgres://{db['USER'] or 'postgres'}@{db['HOST']}:{db['PORT']}/"
-                            f"{db['NAME']}")}
+    env = celery_env(CELERY_BROKER_URL=OWN_URL, REDIS_URL=OWN_URL,
+                     OVERSIGHT_CATCH_UP_SECONDS=str(SWEEP_SECONDS))
     return subprocess.Popen([sys.executable, "-m", "celery", "-A", "oversight_site", *args],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=open(f"/tmp/oversight-test-{name}.log", "w"))  # noqa: SIM115

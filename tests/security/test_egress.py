@@ -100,32 +100,30 @@ def keys_seen(server) -> list[str]:
 
 # ------------------------------------------------------------------------ keys
 
-def test_the_site_key_never_reaches_an_assisted_studys_own_endpoint(
-        site, standin, django_capture_on_commit_callbacks):
+def _pointed_at(kind: str, url: str):
+    """A study of ``kind`` whose own endpoint is ``url`` (key left empty), and the request
+    a researcher makes to call it: the assisted study's "sample", the critique run."""
+    if kind == "assisted":
+        study = make_assisted_study(n_sentences=1, traces=False, open_=False,
+                                    ai_base_url=url, ai_model="m")
+        return study, reverse("admin:annotations_assistedstudy_sample", args=[study.pk]), {}
+    study, _ = make_critique_study(n_questions=1, top_level=1, counts=[2, 1], mode="ai_below")
+    critique_settings_update(study=study, ai_base_url=url, ai_model="m")
+    return study, reverse("critique-manage", args=[study.pk]), {"action": "run"}
+
+
+@pytest.mark.parametrize("kind", ["assisted", "critique"])
+def test_the_site_key_never_reaches_a_studys_own_endpoint(
+        site, standin, kind, django_capture_on_commit_callbacks):
     # given: a researcher (not a superuser) points the study at a listener of theirs and
     # leaves the key empty
     listener = standin([reply("Answer: accurate")])
-    study = make_assisted_study(n_sentences=1, traces=False, open_=False,
-                                ai_base_url=listener.base_url, ai_model="m")
+    study, url, data = _pointed_at(kind, listener.base_url)
     client = researcher(study)
-    # when: they press "sample"
+    # when: they press "sample" / "write the missing AI outputs"
     with django_capture_on_commit_callbacks(execute=True):
-        client.post(reverse("admin:annotations_assistedstudy_sample", args=[study.pk]))
+        client.post(url, data)
     # then: the listener was asked, without the site's key; the site endpoint was not asked
-    assert listener.requests
-    assert set(keys_seen(listener)) == {"Bearer not-needed"}  # the client's placeholder
-    assert all(SITE_KEY not in str(r.headers) + str(r.body) for r in listener.requests)
-    assert site.requests == []
-
-
-def test_the_site_key_never_reaches_a_critique_studys_own_endpoint(
-        site, standin, django_capture_on_commit_callbacks):
-    listener = standin([reply("Answer: B")])
-    study, _ = make_critique_study(n_questions=1, top_level=1, counts=[2, 1], mode="ai_below")
-    critique_settings_update(study=study, ai_base_url=listener.base_url, ai_model="m")
-    client = researcher(study)
-    with django_capture_on_commit_callbacks(execute=True):
-        client.post(reverse("critique-manage", args=[study.pk]), {"action": "run"})
     assert listener.requests
     assert set(keys_seen(listener)) == {"Bearer not-needed"}  # the client's placeholder
     assert all(SITE_KEY not in str(r.headers) + str(r.body) for r in listener.requests)

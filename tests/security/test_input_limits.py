@@ -29,7 +29,7 @@ from annotations.services.critique.ai_runs import critique_import_run
 from annotations.services.studies import membership_add
 from tests.annotations.assisted_helpers import make_assisted_study, rater_in_arm
 from tests.annotations.critique_helpers import make_critique_study
-from tests.factories import UserFactory, role_user
+from tests.factories import UserFactory, admin_form_data, role_user
 
 pytestmark = pytest.mark.django_db
 
@@ -265,10 +265,7 @@ def test_an_over_long_item_text_is_refused_by_the_api_and_the_admin_form(make_st
     admin = Client(raise_request_exception=False)
     admin.force_login(researcher)
     url = f"/admin/annotations/item/{item.pk}/change/"
-    form = admin.get(url).context["adminform"].form
-    data = {name: form[name].value() for name in form.fields}
-    data = {k: "" if v is None else json.dumps(v) if isinstance(v, list | dict) else v
-            for k, v in data.items()}
+    data = admin_form_data(admin, url)
     changed = admin.post(url, {**data, "text": long_text})
 
     assert posted.status_code == 400

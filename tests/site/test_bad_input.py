@@ -14,7 +14,7 @@ from rest_framework.authtoken.models import Token
 
 from annotations.models import Item, Query
 from assistants.models import AISystem, Prediction
-from tests.factories import role_user, specialist
+from tests.factories import admin_form_data, role_user, specialist
 
 pytestmark = pytest.mark.django_db
 
@@ -340,10 +340,7 @@ def test_admin_item_form_refuses_unstorable_json(make_study, metadata, error):
     client = Client(raise_request_exception=False)
     client.force_login(role_user(study, "researcher"))
     url = f"/admin/annotations/item/{target.pk}/change/"
-    form = client.get(url).context["adminform"].form
-    data = {name: form[name].value() for name in form.fields}
-    data = {k: "" if v is None else json.dumps(v) if isinstance(v, list | dict) else v
-            for k, v in data.items()}
+    data = admin_form_data(client, url)
 
     response = client.post(url, {**data, "metadata": metadata})
 

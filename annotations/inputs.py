@@ -328,13 +328,7 @@ def body_check(request, view) -> None:
     from django.http.multipartparser import MultiPartParserError
 
     content_type = request.content_type or ""
-    if content_type.startswith("multipart/"):
-        limit = settings.OVERSIGHT_IMPORT_MAX_BYTES + settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        if _content_length(request) > limit:
-            raise BodyRejected(413, "request_too_large", (
-                f"The upload is larger than {limit:,} bytes: at most "
-                f"{settings.OVERSIGHT_IMPORT_MAX_BYTES:,} per file (OVERSIGHT_IMPORT_MAX_BYTES)"
-                f"; split the file."))
+    length_check(request)
     try:
         if content_type in FORM_TYPES:
             _form_check(request, view)
@@ -352,15 +346,37 @@ def body_check(request, view) -> None:
         raise BodyRejected(400, "parse_error", f"The form could not be read ({exc})") from None
 
 
+def length_check(request) -> None:
+    """Refuse a multipart body whose declared length exceeds one file's limit plus the form
+    fields' (``BodyRejected`` 413) — before anything reads it: Django bounds the other
+    bodies itself (DATA_UPLOAD_MAX_MEMORY_SIZE) but parses every multipart upload it is
+    asked for, as the CSRF check does for its token."""
+    if (request.content_type or "").startswith("multipart/"):
+        limit = settings.OVERSIGHT_IMPORT_MAX_BYTES + settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if _content_length(request) > limit:
+            raise BodyRejected(413, "request_too_large", (
+                f"The upload is larger than {limit:,} bytes: at most "
+                f"{settings.OVERSIGHT_IMPORT_MAX_BYTES:,} per file (OVERSIGHT_IMPORT_MAX_BYTES)"
+                f"; split the file."))
+
+
 class RequestBodyGuard:
     """Middleware: every POST, PUT, PATCH and DELETE body passes ``body_check`` before its
-    view runs (after URL resolution and the CSRF check). Refusals are JSON under /api/ and
+    view runs (after URL resolution and the CSRF check); an oversized upload is refused on
+    its declared length before anything reads it. Refusals are JSON under /api/ and
     for JSON bodies (``{"code", "detail"}``), the site's error page otherwise."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
+        # the declared length first: before any middleware's view hook (the CSRF check's
+        # included) parses the body
+        if request.method in BODY_METHODS:
+            try:
+                length_check(request)
+            except BodyRejected as exc:
+                return _rejected(request, exc)
         return self.get_response(request)
 
     def process_view(self, request, view, args, kwargs):

@@ -17,8 +17,8 @@ request the provider makes (``assistants.provider.complete``):
    (with the cloud metadata address 169.254.169.254), shared (100.64.0.0/10), multicast,
    reserved and unspecified addresses are refused unless the address lies in an IP address
    or network listed in ``OVERSIGHT_AI_ALLOWED_HOSTS`` (a listed *name* does not make its
-   addresses acceptable: DNS can be re-pointed). IPv4-mapped and NAT64 IPv6 addresses are
-   judged by the IPv4 address inside them. At request time the check runs on the very
+   addresses acceptable: DNS can be re-pointed). IPv4-mapped, NAT64 and 6to4 IPv6 addresses
+   are judged by the IPv4 address inside them. At request time the check runs on the very
    addresses the connection is made to (``GuardedBackend``), after name resolution, so a
    name cannot be re-pointed at an internal address between the save and the request.
 
@@ -44,7 +44,10 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str, int], Sequence[str]]
 
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+SIX_TO_FOUR = ipaddress.IPv6Network("2002::/16")
+SITE_LOCAL = ipaddress.IPv6Network("fec0::/10")
 SHARED = ipaddress.IPv4Network("100.64.0.0/10")
+PROTOCOL_ASSIGNMENTS = ipaddress.IPv4Network("192.0.0.0/24")
 METADATA = ipaddress.IPv4Address("169.254.169.254")
 SETTING = "OVERSIGHT_AI_ALLOWED_HOSTS"
 
@@ -114,14 +117,17 @@ class EgressPolicy:
 
 
 def policy_from_settings(*, resolver: Resolver = resolve) -> EgressPolicy:
-    """The policy of ``OVERSIGHT_AI_ALLOWED_HOSTS`` (None: the site endpoint's host) and
-    ``OVERSIGHT_AI_BASE_URL``."""
+    """The policy of ``OVERSIGHT_AI_ALLOWED_HOSTS`` (None: the site endpoint's host, as a
+    name, so its internal addresses stay refused) and ``OVERSIGHT_AI_BASE_URL``."""
     from django.conf import settings
 
     site = getattr(settings, "OVERSIGHT_AI_BASE_URL", "") or ""
     entries = getattr(settings, SETTING, None)
     if entries is None:
-        entries = [urlsplit(site).hostname or ""] if site else []
+        # the site endpoint's host as a *name* only: an IP address here must not open its
+        # internal network (the exact site endpoint passes as the site's, any port else no)
+        host = (urlsplit(site).hostname or "").lower().rstrip(".")
+        return EgressPolicy((host,) if host else (), (), site.strip(), resolver)
     return EgressPolicy.parse(list(entries), site_base_url=site, resolver=resolver)
 
 
@@ -140,6 +146,10 @@ def address_refusal(address: IPAddress) -> str | None:
             return address_refusal(address.ipv4_mapped)
         if address in NAT64:
             return address_refusal(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+        if address in SIX_TO_FOUR:
+            return address_refusal(ipaddress.IPv4Address((int(address) >> 80) & 0xFFFFFFFF))
+        if address in SITE_LOCAL:
+            return "private (site-local)"
     if address.is_loopback:
         return "loopback"
     if address == METADATA:
@@ -152,7 +162,8 @@ def address_refusal(address: IPAddress) -> str | None:
         return "multicast"
     if isinstance(address, ipaddress.IPv4Address) and address in SHARED:
         return "shared (carrier-grade NAT)"
-    if address.is_reserved:
+    if address.is_reserved or (isinstance(address, ipaddress.IPv4Address)
+                               and address in PROTOCOL_ASSIGNMENTS):
         return "reserved"
     if address.is_private:
         return "private"

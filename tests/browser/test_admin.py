@@ -255,3 +255,34 @@ def test_the_study_page_and_members_page_do_not_scroll_sideways(page, live_serve
         assert page.evaluate("document.documentElement.scrollWidth") <= width, url
     page.set_viewport_size({"width": 800, "height": 900})
     assert page.evaluate("document.documentElement.scrollWidth") <= 800
+
+
+def test_the_sampling_progress_on_an_assisted_study_page_updates_by_itself(page, live_server):
+    """The progress block polls (htmx) while a sampling run is under way; before, the admin
+    page never loaded htmx and the block stayed at its first figures until a reload."""
+    from django.utils import timezone
+
+    from annotations.models import Sentence
+    from assistants.models import SamplingRun, SentenceSampling
+    from tests.annotations.assisted_helpers import make_assisted_study
+    from tests.factories import role_user
+
+    # given: a run of two sentences, none sampled yet
+    study = make_assisted_study(n_sentences=2, traces=False, open_=False)
+    run = SamplingRun.objects.create(study=study, n_samples=3,
+                                     config={"model": "m", "endpoint": "http://127.0.0.1:9/v1"})
+    for sentence in Sentence.objects.filter(study=study):
+        SentenceSampling.objects.create(run=run, sentence=sentence)
+    user = role_user(study, "researcher")
+    user.set_password("pw")
+    user.save()
+    login(page, live_server, user.username)
+    page.goto(f"{live_server.url}/admin/annotations/assistedstudy/{study.pk}/change/")
+    progress = page.get_by_test_id("sampling-progress")
+    expect(progress).to_contain_text("0 / 2")
+    # when: the worker finishes both sentences
+    SentenceSampling.objects.filter(run=run).update(status="done", finished_at=timezone.now())
+    SamplingRun.objects.filter(pk=run.pk).update(finished_at=timezone.now())
+    # then: the page says so without a reload
+    expect(progress).to_contain_text("2 / 2", timeout=8_000)
+    expect(progress).to_contain_text("finished")

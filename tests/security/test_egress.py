@@ -38,7 +38,8 @@ REFUSED = {
     "0.0.0.0": "unspecified", "::": "unspecified", "224.0.0.251": "multicast",
     "::ffff:127.0.0.1": "loopback", "::ffff:10.0.0.1": "private",
     "64:ff9b::a9fe:a9fe": "cloud metadata", "240.0.0.1": "reserved",
-    "198.18.0.1": "private",
+    "198.18.0.1": "private", "192.0.0.8": "reserved", "fec0::1": "site-local",
+    "2002:7f00:1::": "loopback", "2002:a00:1::5": "private",
 }
 PUBLIC = "93.184.216.34"
 
@@ -257,6 +258,21 @@ def test_by_default_only_the_sites_own_endpoint_is_allowed(settings):
     with pytest.raises(InvalidStudy, match="not among"):
         ai_endpoint_check("http://127.0.0.1:6379/v1")  # the broker
     ai_endpoint_check("https://api.models.example/v1/")
+
+
+@pytest.mark.parametrize("site", ["http://127.0.0.1:8000/v1", "http://[::1]:8000/v1",
+                                  "http://localhost:8000/v1"])
+def test_a_site_endpoint_on_the_loopback_opens_that_endpoint_only(settings, site):
+    # given: the allow-list unset and a local model server as the site's endpoint
+    settings.OVERSIGHT_AI_ALLOWED_HOSTS = None
+    settings.OVERSIGHT_AI_BASE_URL = site
+    host = site.split("//")[1].rsplit(":", 1)[0]
+    # then: the site's endpoint is fine; the broker, the database and the site's other
+    # paths on the same host are not
+    ai_endpoint_check(site)
+    for other in (f"http://{host}:6379/v1", f"http://{host}:5432/", f"http://{host}:8000/admin"):
+        with pytest.raises(InvalidStudy):
+            ai_endpoint_check(other)
 
 
 @pytest.mark.parametrize(("url", "why"), [

@@ -13,6 +13,7 @@ import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.files.uploadhandler import FileUploadHandler
 from django.test import Client
 from django.urls import reverse
 
@@ -276,3 +277,31 @@ def test_an_over_long_item_text_is_refused_by_the_api_and_the_admin_form(make_st
         f"Ensure this value has at most {LONG_TEXT_MAX} characters (it has "
         f"{LONG_TEXT_MAX + 1})."]
     assert list(Item.objects.filter(study=study).values_list("pk", "text")) == before
+
+
+class CountingUploadHandler(FileUploadHandler):
+    """Counts the upload bytes Django reads (the test below installs it)."""
+
+    received: list[int] = []
+
+    def receive_data_chunk(self, raw_data, start):
+        self.received.append(len(raw_data))
+        return raw_data
+
+    def file_complete(self, file_size):
+        return None
+
+
+def test_an_oversized_upload_is_refused_before_anything_reads_it(settings):
+    """The CSRF check reads the form (multipart: every file) for its token: an anonymous
+    client with a made-up cookie used to have its whole upload parsed before the 403."""
+    settings.OVERSIGHT_IMPORT_MAX_BYTES = 1_000
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1_000
+    settings.FILE_UPLOAD_HANDLERS = [f"{__name__}.CountingUploadHandler"]
+    CountingUploadHandler.received.clear()
+    client = Client(enforce_csrf_checks=True)
+    client.cookies["csrftoken"] = "x" * 32
+    response = client.post("/accounts/login/", {
+        "username": "u", "file": SimpleUploadedFile("big.jsonl", b"x" * 200_000)})
+    assert response.status_code == 413
+    assert CountingUploadHandler.received == []

@@ -200,6 +200,9 @@ class ResearcherScopedAdmin(ScopedChoicesMixin, admin.ModelAdmin):
 class StudyInline(ScopedChoicesMixin):
     """Inline rows of a study: whoever may change the study may edit them."""
 
+    # JSON that cannot be stored (NUL, NaN, deep nesting) is a form error, not a 500.
+    formfield_overrides = {models.JSONField: {"form_class": StorableJSONFormField}}
+
     def _parent_allowed(self, request, obj) -> bool:
         return is_researcher(request) and study_allowed(request, obj.pk if obj else None)
 
@@ -343,6 +346,15 @@ class StaffCreatesStudiesMixin:
             return redirect(reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}"
                                     "_change", args=[obj.pk]))
         return super().delete_view(request, object_id, extra_context)
+
+    def get_readonly_fields(self, request, obj=None):
+        """Only a study's creator (or a superuser) renames it: a co-researcher refused a
+        name would learn that the creator has another study of that name."""
+        fields = list(super().get_readonly_fields(request, obj))
+        if (isinstance(obj, Study) and obj.created_by_id is not None
+                and obj.created_by_id != request.user.pk and not request.user.is_superuser):
+            fields.append("name")
+        return fields
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         """The form knows whose studies its name must differ from (StudyNameForm)."""

@@ -28,7 +28,7 @@ from annotations.admin_forms import (
     WriteOnlyApiKeyForm,
 )
 from annotations.errors import DomainError
-from annotations.inputs import accepts_upload
+from annotations.inputs import StorableJSONFormField, accepts_upload
 from annotations.models import (
     Arm,
     AssistedSettings,
@@ -382,3 +382,6 @@ class RoutingForm(forms.ModelForm):
     class Meta:
         model = AssistedSettings
         fields = list(ROUTING_FIELDS)
+        # JSON that cannot be stored (deep nesting, NUL, NaN) is a form error, not a 500
+        field_classes = {"band_edges": StorableJSONFormField,
+                         "band_targets": StorableJSONFormField}

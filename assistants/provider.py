@@ -5,9 +5,10 @@ Contract of ``complete``: it returns a ``Completion`` whose ``text`` is the non-
 the endpoint produced, or raises ``ProviderError``; it never returns garbage as output.
 An attempt fails on a timeout, a connection error, an HTTP status worth retrying (408, 409,
 429, 5xx) or a body that is not a chat completion (not JSON, no ``choices``, no message
-text); failed attempts are retried ``max_retries`` times with exponential backoff
-(``backoff`` · 2^(k−1) seconds before retry k, times a jitter in [0.5, 1], at most 30 s; a
-429's ``Retry-After`` is honoured up to 60 s). Other 4xx answers (bad request, wrong key,
+text, or a text that cannot be stored: a NUL character, over ``AI_TEXT_MAX`` characters);
+failed attempts are retried ``max_retries`` times with exponential backoff (``backoff`` ·
+2^(k−1) seconds before retry k, times a jitter in [0.5, 1], at most 30 s; a 429's
+``Retry-After`` is honoured up to 60 s). Other 4xx answers (bad request, wrong key,
 unknown model) fail at once: repeating them cannot help.
 
 The API key goes to the endpoint in the ``Authorization`` header only: it is not in the
@@ -35,7 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
-from annotations.inputs import InputRejected, json_loads
+from annotations.inputs import AI_TEXT_MAX, NUL_MESSAGE, InputRejected, json_loads
 from assistants.egress import EgressPolicy, EndpointRefused, endpoint_check, http_client
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ RETRY_STATUSES = frozenset({408, 409, 429})  # and every 5xx
 MAX_BACKOFF_SECONDS = 30.0
 MAX_RETRY_AFTER_SECONDS = 60.0
 PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key; the client wants one
+MODEL_NAME_MAX = 200  # the model name an answer reports, as stored with its outputs
 
 
 @dataclass(frozen=True)
@@ -133,10 +135,13 @@ class Completion:
 class ProviderError(Exception):
     """The endpoint gave no usable answer after ``attempts`` attempts. ``what`` is the last
     failure; ``endpoint`` the chat URL without credentials; ``at`` the time of the last
-    failure (UTC)."""
+    failure (UTC). ``retryable``: False when asking again later cannot help (no endpoint
+    configured, an endpoint refused by the egress rules, a redirect, a client error)."""
 
-    def __init__(self, what: str, *, endpoint: str, model: str, attempts: int) -> None:
+    def __init__(self, what: str, *, endpoint: str, model: str, attempts: int,
+                 retryable: bool = True) -> None:
         self.what = what
+        self.retryable = retryable
         self.endpoint = endpoint
         self.model = model
         self.attempts = attempts
@@ -176,7 +181,7 @@ def complete(config: ProviderConfig, messages: Sequence[Mapping[str, str]], *,
             f"no {missing} configured (OVERSIGHT_AI_BASE_URL / OVERSIGHT_AI_MODEL or the "
             f"study's provider settings)",
             endpoint=endpoint if config.base_url.strip() else "(none)", model=config.model,
-            attempts=0)
+            attempts=0, retryable=False)
     policy = policy or policy_from_settings()
     try:
         endpoint_check(config.base_url, policy=policy, resolve_names=False)
@@ -213,7 +218,7 @@ def complete(config: ProviderConfig, messages: Sequence[Mapping[str, str]], *,
                 logger.error("AI provider %s (model %s): %s; not retried", endpoint,
                              config.model, what)
                 raise ProviderError(what, endpoint=endpoint, model=config.model,
-                                    attempts=attempt) from None
+                                    attempts=attempt, retryable=False) from None
             retry_after = _retry_after(exc.response.headers.get("retry-after"))
         except openai.OpenAIError as exc:  # anything else the client refuses
             what = f"{type(exc).__name__}: {exc}"
@@ -238,7 +243,8 @@ def _refused(exc: EndpointRefused, config: ProviderConfig, *, attempts: int) -> 
     what = f"endpoint refused: {exc}"
     logger.error("AI provider %s (model %s): %s; not attempted", config.endpoint, config.model,
                  what)
-    return ProviderError(what, endpoint=config.endpoint, model=config.model, attempts=attempts)
+    return ProviderError(what, endpoint=config.endpoint, model=config.model, attempts=attempts,
+                         retryable=False)
 
 
 def _completion(body: str, latency: float, attempt: int) -> Completion:
@@ -263,9 +269,15 @@ def _completion(body: str, latency: float, attempt: int) -> Completion:
         finish = first.get("finish_reason")
         finish = finish if isinstance(finish, str) and len(finish) <= 40 else None
         raise _Garbage(f"the answer has no message text (finish_reason {finish!r}, {size})")
+    if "\x00" in text:
+        raise _Garbage(f"the answer's text {NUL_MESSAGE} ({size})")
+    if len(text) > AI_TEXT_MAX:
+        raise _Garbage(f"the answer's text is {len(text):,} characters long; at most "
+                       f"{AI_TEXT_MAX:,} are stored ({size})")
     usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else None
     finish = first.get("finish_reason")
-    return Completion(text=text, raw=raw, model=str(raw.get("model") or ""), usage=usage,
+    model = str(raw.get("model") or "").replace("\x00", "")[:MODEL_NAME_MAX]
+    return Completion(text=text, raw=raw, model=model, usage=usage,
                       latency=latency, finish_reason=finish if isinstance(finish, str) else None,
                       attempts=attempt)
 

@@ -13,7 +13,9 @@ def sample_sentence_task(self, sampling_id: int) -> str:
     """Sample one sentence's traces (``annotations.services.assisted.ai.sentence_sample``).
     A provider failure (after the provider's own retries) is retried with backoff
     (30 s · 2^k); after the last retry — or at once for a template that does not fit the
-    sentence — the sentence is marked failed with the reason. Nothing is stored on failure."""
+    sentence, or a failure asking again cannot mend (``ProviderError.retryable``: a refused
+    endpoint, a redirect, a client error) — the sentence is marked failed with the reason.
+    Nothing is stored on failure."""
     from annotations.services.assisted.ai import (
         sampling_failed,
         sampling_retrying,
@@ -27,7 +29,8 @@ def sample_sentence_task(self, sampling_id: int) -> str:
     except TemplateError as exc:
         return sampling_failed(sampling_id=sampling_id, error=exc)
     except ProviderError as exc:
-        if self.request.retries >= self.max_retries or self.request.is_eager:
+        if (not exc.retryable or self.request.retries >= self.max_retries
+                or self.request.is_eager):
             return sampling_failed(sampling_id=sampling_id, error=exc)
         sampling_retrying(sampling_id=sampling_id, error=exc)
         countdown = SAMPLING_BACKOFF_SECONDS * 2 ** self.request.retries

@@ -25,7 +25,9 @@ class ForbiddenOneLine(logging.Filter):
         user = getattr(request, "user", None)
         who = user.pk if user is not None and user.is_authenticated else "anonymous"
         record.msg = "Forbidden: %s %s user=%s reason=%s"
-        record.args = (getattr(request, "method", "?"), getattr(request, "path", "?"), who,
+        # the path as JSON too: a %0A in it must not start a forged log line
+        record.args = (getattr(request, "method", "?"),
+                       json.dumps(getattr(request, "path", "?"), ensure_ascii=False), who,
                        json.dumps(reason, ensure_ascii=False))
         record.exc_info, record.exc_text, record.stack_info = None, None, None
         return True

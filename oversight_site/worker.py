@@ -37,6 +37,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from celery.utils.threads import bound_open_broker_sockets
 from celery.worker.consumer import consumer as celery_consumer
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,10 @@ class Consumer(celery_consumer.Consumer):
     def on_connection_error_after_connected(self, exc):
         connection = self.connection
         if connection is not None:
-            with contextlib.suppress(Exception):  # as Celery's own cleanup: the socket is dead
+            # as Celery's own cleanup: bound the open sockets' reads first (a silent peer
+            # would hang them: celery#9705), then collect; the socket is dead
+            bound_open_broker_sockets(connection, COLLECT_SOCKET_TIMEOUT)
+            with contextlib.suppress(Exception):
                 connection.collect(socket_timeout=COLLECT_SOCKET_TIMEOUT)
             # collect() dropped the transport: the channel it could not close must not be
             # closed again through it (the base class's collect() and close() below then

@@ -27,6 +27,8 @@ FAILURES = {
     "nested too deep": (garbage(b"[" * 5000 + b"]" * 5000), "the answer is not usable JSON"),
     "no choices": (no_choices(), "the answer has no choices"),
     "empty message": (reply(""), "the answer has no message text"),
+    "NUL in the text": (reply("Answer: B\x00"), "the answer's text contains a NUL character"),
+    "text too long": (reply("x" * 100_001), "the answer's text is 100,001 characters long"),
     "HTTP 500": (status(500), "HTTP 500"),
     "HTTP 503": (status(503), "HTTP 503"),
     "HTTP 429": (status(429), "HTTP 429"),
@@ -103,7 +105,7 @@ def test_a_provider_that_keeps_failing_raises_a_clear_error(standin, failure):
         complete(config(server, max_retries=2), MESSAGES)
     # then: what, which endpoint, how many attempts; exactly that many requests
     error = caught.value
-    assert error.attempts == 3
+    assert error.attempts == 3 and error.retryable
     assert len(server.requests) == 3
     assert error.endpoint == f"{server.base_url}/chat/completions"
     assert error.model == "standin-7b"
@@ -118,7 +120,7 @@ def test_a_client_error_is_not_retried(standin, code):
     server = standin([status(code, b'{"error": {"message": "model not found"}}')])
     with pytest.raises(ProviderError) as caught:
         complete(config(server, max_retries=3), MESSAGES)
-    assert caught.value.attempts == 1
+    assert caught.value.attempts == 1 and not caught.value.retryable
     assert len(server.requests) == 1
     assert re.fullmatch(rf"HTTP {code} \(\w+Error\)", caught.value.what)
     assert "model not found" not in str(caught.value)  # the body is never shown (issue 15)
@@ -195,3 +197,9 @@ def test_config_from_settings_with_study_overrides():
 def test_config_refuses_impossible_values(field, value):
     with pytest.raises(ValueError, match=field):
         ProviderConfig(base_url="http://x/v1", model="m", **{field: value})
+
+
+def test_a_long_or_nul_model_name_is_cut_to_what_is_stored(standin):
+    server = standin([reply("ok")])
+    answer = complete(config(server, model="m\x00" + "x" * 400), MESSAGES)
+    assert answer.model == "m" + "x" * 199 and len(answer.model) == provider.MODEL_NAME_MAX

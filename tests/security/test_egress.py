@@ -202,7 +202,7 @@ def test_every_internal_range_is_refused_at_request_time_after_resolution(addres
     # when / then: refused before any connection, and not retried
     with pytest.raises(ProviderError, match=f"endpoint refused: .*{why}") as caught:
         complete(config, MESSAGES, policy=policy)
-    assert caught.value.attempts == 1
+    assert caught.value.attempts == 1 and not caught.value.retryable
 
 
 def test_a_loopback_listener_is_never_reached_unless_its_address_is_listed(standin):
@@ -337,6 +337,7 @@ def test_a_redirect_is_not_followed(standin, code):
     with pytest.raises(ProviderError, match=f"HTTP {code} .*redirects are not followed") as caught:
         complete(ProviderConfig(base_url=server.base_url, model="m", max_retries=3), MESSAGES)
     assert caught.value.attempts == 1 and len(server.requests) == 1
+    assert not caught.value.retryable  # the sampling task does not ask again either
     assert target.requests == []
 
 

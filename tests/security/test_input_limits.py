@@ -305,3 +305,27 @@ def test_an_oversized_upload_is_refused_before_anything_reads_it(settings):
         "username": "u", "file": SimpleUploadedFile("big.jsonl", b"x" * 200_000)})
     assert response.status_code == 413
     assert CountingUploadHandler.received == []
+
+
+@pytest.mark.parametrize("where", ["routing page", "settings inline"])
+def test_deep_json_in_an_assisted_studys_json_fields_is_a_form_error(where):
+    from tests.annotations.test_assisted_admin import change_url, posted
+
+    study = make_assisted_study(n_sentences=1, open_=False)
+    client = Client(raise_request_exception=False)
+    client.force_login(role_user(study, "researcher"))
+    from django.forms.models import model_to_dict
+
+    before = model_to_dict(study.assisted)
+    deep = "[" * 20_000 + "]" * 20_000
+    if where == "routing page":
+        url = reverse("admin:annotations_assistedstudy_routing", args=[study.pk])
+        data = {"routing": "bands", "threshold": "", "band_edges": deep, "band_targets": "[]"}
+    else:
+        url = change_url(study)
+        data = posted(client.get(url), **{"assisted-0-quiz": deep})
+    response = client.post(url, data)
+    assert response.status_code == 200  # the form again, with the error (was a 500)
+    assert "nested deeper than" in response.content.decode()
+    study.assisted.refresh_from_db()
+    assert model_to_dict(study.assisted) == before

@@ -94,3 +94,30 @@ def test_a_name_two_studies_share_is_ambiguous_in_the_commands():
     assert get_study(str(second.pk)) == second
     add(alice, "partitioned", "Only one")
     assert get_study("Only one").name == "Only one"
+
+
+@pytest.mark.parametrize("kind", ["partitioned", "assisted"])
+def test_only_the_creator_renames_a_study(kind):
+    """A co-researcher refused a name would learn the creator's other studies' names."""
+    from annotations.models import StudyMembership, User
+    from annotations.services.studies import membership_add
+
+    alice, bob = staff("alice"), staff("bob")
+    for name in ("Alice's study", "Alice's secret"):
+        assert add(alice, kind, name).status_code == 302
+    study = Study.objects.get(name="Alice's study")
+    membership_add(study=study, user=User.objects.get(username="bob"),
+                   role=StudyMembership.Role.RESEARCHER)
+    change = "annotations_study_change" if kind == "partitioned" else \
+        "annotations_assistedstudy_change"
+    url = reverse(f"admin:{change}", args=[study.pk])
+    page = bob.get(url)
+    assert 'name="name"' not in page.content.decode()  # shown, not editable
+    data = posted(page)
+    response = bob.post(url, {**data, "name": "Alice's secret"})
+    assert response.status_code == 302 and "Alice's secret" not in response.content.decode()
+    study.refresh_from_db()
+    assert study.name == "Alice's study"
+    # the creator still renames it
+    page = alice.get(url)
+    assert 'name="name"' in page.content.decode()

@@ -279,14 +279,15 @@ def critique_ai_run_slice(*, run_id: int, seconds: float = SLICE_SECONDS) -> boo
         try:
             for q in ids:
                 _generate_question(config, templates, settings, study, questions[q], batch[q])
+            stored, unparseable = _store(study, batch)
         except ProviderError as exc:
             log.warning("critique run %s failed: %s", run.pk, exc)
             _finish(run, CritiqueRun.Status.FAILED, [str(exc)])
             return False
-        except Exception as exc:  # a template that no longer renders, a bug: reported
+        except Exception as exc:  # a template that no longer renders, a bug: reported, and
+            # the run ends (a run left 'running' would refuse every later run)
             _finish(run, CritiqueRun.Status.FAILED, [f"{type(exc).__name__}: {exc}"])
             raise
-        stored, unparseable = _store(study, batch)
         CritiqueRun.objects.filter(pk=run.pk).update(
             done=F("done") + len(ids), stored=F("stored") + stored,
             unparseable=F("unparseable") + unparseable)

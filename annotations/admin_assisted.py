@@ -74,6 +74,9 @@ class AssistedSettingsForm(WriteOnlyApiKeyForm, forms.ModelForm):
         fields = [f.name for f in AssistedSettings._meta.get_fields()
                   if f.editable and f.name != "study"]
         labels = AI_ENDPOINT_LABELS
+        # JSON that cannot be stored (deep nesting, NUL, NaN) is a form error, not a 500
+        field_classes = {f.name: StorableJSONFormField for f in AssistedSettings._meta.fields
+                         if f.get_internal_type() == "JSONField"}
 
     def clean(self):
         data = super().clean()

@@ -293,3 +293,47 @@ def test_with_the_guard_the_careless_views_are_refused_and_the_upload_too(superu
     assert upload.status_code == 400
     assert "This address takes no file uploads." in shown_text(upload)
     assert not User.objects.filter(username__startswith="careless").exists()
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
+
+
+def test_every_json_form_field_of_the_site_refuses_what_cannot_be_stored(rf):
+    """The body guard bounds a whole field's text, not its nesting inside a form: a JSON
+    form field must parse with the guards itself (``StorableJSONFormField``), or deep JSON
+    typed into it is a RecursionError 500 (the routing page and the assisted settings inline
+    were, until an audit found them). Every form class of the project and every form the
+    admin builds (its pages and inlines) is checked."""
+    from django import forms
+    from django.contrib import admin
+
+    import annotations.admin_assisted  # noqa: F401 - the admin modules define the forms
+    import annotations.admin_critique  # noqa: F401
+    from annotations.inputs import StorableJSONFormField
+    from annotations.models import User
+
+    superuser = User(username="root", is_superuser=True, is_staff=True)
+    request = rf.get("/admin/")
+    request.user = superuser
+    forms_seen: dict[str, type] = {}
+    for form_class in _subclasses(forms.BaseForm):
+        if form_class.__module__.split(".")[0] in ("annotations", "assistants",
+                                                   "oversight_site"):
+            forms_seen[f"{form_class.__module__}.{form_class.__qualname__}"] = form_class
+    for model, model_admin in admin.site._registry.items():
+        if model._meta.app_label not in ("annotations", "assistants"):
+            continue
+        forms_seen[f"admin {model.__name__}"] = model_admin.get_form(request)
+        for inline in model_admin.get_inline_instances(request):
+            forms_seen[f"admin {model.__name__} inline {type(inline).__name__}"] = (
+                inline.get_formset(request).form)
+    offenders = [f"{where}.{name}" for where, form_class in forms_seen.items()
+                 for name, field in getattr(form_class, "base_fields", {}).items()
+                 if isinstance(field, forms.JSONField)
+                 and not isinstance(field, StorableJSONFormField)]
+    assert len(forms_seen) > 20
+    assert offenders == [], offenders

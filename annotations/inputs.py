@@ -194,9 +194,11 @@ def too_large_message() -> str:
 
 
 class GuardedJSONParser(parsers.JSONParser):
-    """DRF's JSON parser with the guards above: at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes
-    (DRF reads the WSGI stream directly, past Django's own check), no deep nesting, no NUL
-    characters (the error names the JSON path, e.g. ``[3].metadata.note``)."""
+    """DRF's JSON parser with the body guard's checks (``json_body_parse``): at most
+    DATA_UPLOAD_MAX_MEMORY_SIZE bytes (DRF reads the WSGI stream directly, past Django's own
+    check), no deep nesting, no NUL characters, no text over FIELD_MAX (the error names the
+    JSON path, e.g. ``[3].metadata.note``). A body the guard already read is not parsed
+    again."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         parser_context = parser_context or {}
@@ -207,22 +209,10 @@ class GuardedJSONParser(parsers.JSONParser):
         raw = stream.read() if limit is None else stream.read(limit + 1)
         if limit is not None and len(raw) > limit:
             raise RequestTooLarge(too_large_message())
-        encoding = parser_context.get("encoding", settings.DEFAULT_CHARSET)
         try:
-            text = codecs.decode(raw, encoding)
-        except (UnicodeDecodeError, LookupError) as exc:
-            raise ParseError(f"The body is not {encoding} text ({exc})") from None
-        try:
-            data = json_loads(text)
-        except InputRejected as exc:
-            raise ParseError(str(exc)) from None
-        except ValueError as exc:
-            raise ParseError(f"JSON parse error - {exc}") from None
-        if "\\u0000" in text:
-            path = nul_path(data)
-            if path is not None:
-                raise ParseError(f"{path or 'a field name'}: {NUL_MESSAGE}")
-        return data
+            return json_body_parse(raw, parser_context.get("encoding"))
+        except BodyRejected as exc:
+            raise ParseError(exc.detail) from None
 
 
 # --- every request body ----------------------------------------------------------------------
@@ -322,13 +312,13 @@ def _form_check(request, view) -> None:
 
 
 def body_check(request, view) -> None:
-    """Apply the guards to the body of ``request`` (about to reach ``view``); raises
-    ``BodyRejected``. A JSON body, once checked, is kept as ``request.guarded_json``."""
+    """Apply the guards to the body of ``request`` (about to reach ``view``; its declared
+    length was checked by ``length_check`` on the way in); raises ``BodyRejected``. A JSON
+    body, once checked, is kept as ``request.guarded_json``."""
     from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
     from django.http.multipartparser import MultiPartParserError
 
     content_type = request.content_type or ""
-    length_check(request)
     try:
         if content_type in FORM_TYPES:
             _form_check(request, view)

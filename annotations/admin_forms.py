@@ -10,8 +10,9 @@ from django import forms
 from annotations.errors import InvalidStudy
 from annotations.models import Study, StudyClass, StudyMembership, User
 from annotations.selectors import study_name_taken
-from annotations.services.ai_endpoints import ai_endpoint_check, ai_key_after_change
+from annotations.services.ai_endpoints import ai_endpoint_check
 from annotations.services.studies import NewMember
+from assistants.egress import key_after_change
 
 CLASS_NAME_MAX = StudyClass._meta.get_field("name").max_length
 
@@ -52,7 +53,7 @@ class WriteOnlyApiKeyForm(forms.Form):
         saved = type(self.instance).objects.filter(pk=self.instance.pk).values(
             "ai_base_url", "ai_api_key").first() or {"ai_base_url": "", "ai_api_key": ""}
         new_url = self.cleaned_data.get("ai_base_url", saved["ai_base_url"])
-        return ai_key_after_change(old_url=saved["ai_base_url"], new_url=new_url or "",
+        return key_after_change(old_url=saved["ai_base_url"], new_url=new_url or "",
                                    saved_key=saved["ai_api_key"], typed_key=typed)
 
 

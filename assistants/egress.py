@@ -180,12 +180,16 @@ def same_endpoint(a: str, b: str) -> bool:
 
 def _endpoint_key(url: str) -> tuple[str, str, int | None, str]:
     parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
     try:
-        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+        port = _port(parts)
     except ValueError:
         port = None
-    return scheme, (parts.hostname or "").lower(), port, parts.path.rstrip("/")
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port, parts.path.rstrip("/")
+
+
+def _port(parts) -> int | None:
+    """The URL's port, the scheme's default filled in; ValueError for an invalid one."""
+    return parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
 
 
 def endpoint_check(base_url: str, *, policy: EgressPolicy | None = None,
@@ -202,7 +206,7 @@ def endpoint_check(base_url: str, *, policy: EgressPolicy | None = None,
         raise EndpointRefused("the URL carries a user name or password: put the key in the "
                               "AI key box instead")
     try:
-        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+        port = _port(parts)
     except ValueError:
         raise EndpointRefused(f"'{_shown(url)}' has an invalid port") from None
     host = (parts.hostname or "").rstrip(".")

@@ -10,7 +10,8 @@ from django.db import transaction
 from annotations.errors import InvalidStudy
 from annotations.models import CritiqueMode, CritiqueSettings, Study, StudyMembership, User
 from annotations.models.critique import DEFAULT_COUNTS, MAX_LEVEL
-from annotations.services.ai_endpoints import ai_endpoint_check, ai_key_after_change
+from annotations.services.ai_endpoints import ai_endpoint_check
+from assistants.egress import key_after_change
 
 TEMPLATE_FIELDS = ("response_system", "response_template", "critique_system",
                    "critique_template")
@@ -127,7 +128,7 @@ def critique_settings_update(*, study: Study, **changes) -> CritiqueSettings:
                            field=tree[0])
     if "ai_base_url" in changes and changes["ai_base_url"] != settings.ai_base_url:
         ai_endpoint_check(changes["ai_base_url"])
-        changes["ai_api_key"] = ai_key_after_change(
+        changes["ai_api_key"] = key_after_change(
             old_url=settings.ai_base_url, new_url=changes["ai_base_url"],
             saved_key=settings.ai_api_key, typed_key=changes.get("ai_api_key", ""))
     for name, value in changes.items():

@@ -6,13 +6,13 @@ class AnnotationsConfig(AppConfig):
     verbose_name = "Studies and annotations"
 
     def ready(self) -> None:
-        # Each task kind registers itself with the engine when its module is imported; the
-        # reclaim sweeper must know every kind.
-        import annotations.services.assisted.rating  # noqa: F401
-        import annotations.services.critique.analysis  # noqa: F401 - critique recompute
-        import annotations.services.critique.assignment  # noqa: F401 - critique task kind
-        import annotations.services.routing  # noqa: F401
-        from annotations.services.assisted_analysis import connect_signals, recompute_register
+        # Each study type plugs its task kind, recompute, opening, dashboard and import
+        # kinds into the core (annotations/<type>/hooks.py): the core never imports a type.
+        from annotations.assisted import hooks as assisted
+        from annotations.critique import hooks as critique
+        from annotations.partitioned import hooks as partitioned
 
-        connect_signals()  # the assisted analysis recomputes after each rating
-        recompute_register()
+        for study_type in (partitioned, assisted, critique):
+            study_type.register()
+        # every Celery task registered in this process too: services start them by name
+        import annotations.tasks  # noqa: F401

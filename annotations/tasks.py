@@ -1,79 +1,17 @@
-"""Celery tasks: take ids, re-fetch, call one service; safe to run twice."""
+"""The app's Celery tasks, gathered where Celery's autodiscovery looks (``<app>.tasks``): the
+core's (recompute, catch-up, lease sweeper, import jobs) and each study type's. Task names
+are fixed in the decorators, so queued messages survive moves between modules."""
 
-from __future__ import annotations
+from annotations.assisted.tasks import sample_sentence_task
+from annotations.core.tasks import (
+    import_job_task,
+    leases_reclaim_task,
+    recomputes_catch_up_task,
+    study_recompute_task,
+)
+from annotations.critique.tasks import critique_run_task
 
-import contextlib
-import time
-
-from celery import shared_task
-from django.conf import settings
-from django.core.cache import cache
-from django.utils import timezone
-
-
-@shared_task(bind=True, autoretry_for=(Exception,), retry_backoff=True, max_retries=3,
-             acks_late=True)
-def study_recompute_task(self, study_id: int) -> int | None:
-    """Recompute a study's snapshot — estimates, or the assisted analysis, by the study's
-    kind (``recompute.study_recompute_any``) — (debounced by the scheduler).
-
-    Every attempt's outcome is recorded in the study's ``RecomputeState``: a failure with
-    its time and short error (then Celery retries with backoff), a success clears it."""
-    from annotations.models import Study
-    from annotations.services.recompute import (
-        pending_key,
-        recompute_cost_record,
-        recompute_failed,
-        recompute_started,
-        recompute_succeeded,
-        study_recompute_any,
-    )
-
-    # Redis down: the key expires by itself, the recompute matters more
-    with contextlib.suppress(Exception):
-        cache.delete(pending_key(study_id))
-    if not Study.objects.filter(pk=study_id).exists():
-        return None
-    started_at = timezone.now()
-    clock = time.monotonic()
-    seq = recompute_started(study_id=study_id)
-    try:
-        snapshot = study_recompute_any(study_id=study_id)  # by the study's kind
-    except Exception as exc:
-        recompute_failed(study_id=study_id, exc=exc)
-        raise
-    recompute_succeeded(study_id=study_id, seq=seq, started_at=started_at)
-    recompute_cost_record(study_id, time.monotonic() - clock)  # paces the next one
-    return snapshot.pk if snapshot is not None else None
-
-
-@shared_task
-def recomputes_catch_up_task() -> list[int]:
-    """Beat sweeper: recompute studies whose snapshot has been behind their answers for a
-    while (Redis was down, or a worker died holding the delayed task)."""
-    from annotations.services.recompute import recomputes_catch_up
-
-    return recomputes_catch_up()
-
-
-@shared_task
-def leases_reclaim_task() -> int:
-    """Beat sweeper: return expired leases to their class pool."""
-    from annotations.engine import leases_reclaim_all  # kinds registered in apps.ready
-
-    return sum(leases_reclaim_all().values())
-
-
-@shared_task(acks_late=True, time_limit=settings.OVERSIGHT_IMPORT_TIME_LIMIT + 30,
-             soft_time_limit=settings.OVERSIGHT_IMPORT_TIME_LIMIT)
-def import_job_task(job_id: int) -> str | None:
-    """Run a queued import job (all or nothing; its row records progress and outcome).
-    Not retried: a failed import is reported on the job. Running it twice is harmless (a
-    job that is no longer queued is left alone); returns the job's final status."""
-    from annotations.services.import_jobs import import_job_run
-
-    job = import_job_run(job_id=job_id)
-    return None if job is None else job.status
-
-
-from annotations.critique_tasks import critique_run_task  # noqa: E402,F401
+__all__ = [
+    "critique_run_task", "import_job_task", "leases_reclaim_task", "recomputes_catch_up_task",
+    "sample_sentence_task", "study_recompute_task",
+]

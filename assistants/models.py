@@ -6,7 +6,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from annotations.models import Item, Study
+from annotations.core.models import Item, Study
+from assistants.band_edges import MAX_CONFIDENCE_BANDS, edges_problem
 
 MAX_SYSTEMS_PER_STUDY = 63  # one bit each in Query.match_mask / present_mask (signed bigint)
 
@@ -22,7 +23,8 @@ class AISystem(models.Model):
     reference_n = models.PositiveIntegerField(
         default=0, editable=False, help_text="Items with a hidden gold label and a prediction."
     )
-    # Confidence bands in use (assistants.banding): upper edges but the last (band j, 1-based,
+    # Confidence bands in use (annotations.partitioned.services.banding): upper edges but the last
+    # (band j, 1-based,
     # holds edges[j-2] < confidence <= edges[j-1]), and per band {"n", "mean_confidence"}
     # over the study's items (quality checks excluded). Empty: no confidences.
     band_edges = models.JSONField(default=list, editable=False)
@@ -90,9 +92,6 @@ class Prediction(models.Model):
 
 # ------------------------------------------------- partitioned studies: confidence bands
 
-MAX_CONFIDENCE_BANDS = 7  # a band index (1..7, 0 = none) is three bits: Query.band_bit0..2
-
-
 class ConfidenceBands(models.Model):
     """How a partitioned study groups its AI systems' confidences into bands (the
     dashboard's accuracy per band and the hybridization curve). No row: the default,
@@ -122,8 +121,6 @@ class ConfidenceBands(models.Model):
         return f"Confidence bands of {self.study}"
 
     def clean(self) -> None:
-        from assistants.banding import edges_problem
-
         if self.scheme == self.Scheme.FIXED:
             problem = edges_problem(self.edges)
             if problem:

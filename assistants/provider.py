@@ -36,7 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
-from annotations.inputs import AI_TEXT_MAX, NUL_MESSAGE, InputRejected, json_loads
+from annotations.core.inputs import AI_TEXT_MAX, NUL_MESSAGE, InputRejected, json_loads
 from assistants.egress import EgressPolicy, EndpointRefused, endpoint_check, http_client
 
 logger = logging.getLogger(__name__)

@@ -40,10 +40,10 @@ from _scratch import percentile, scratch_database  # noqa: E402
 def seed(args: argparse.Namespace) -> tuple[int, list[str]]:
     from rest_framework.authtoken.models import Token
 
+    from annotations.core.services.studies import membership_add, study_create, study_open
     from annotations.models import User
-    from annotations.services.imports import items_import
-    from annotations.services.studies import membership_add, study_create, study_open
-    from assistants.services import predictions_import
+    from annotations.partitioned.services.imports import items_import
+    from annotations.partitioned.services.predictions import predictions_import
 
     classes = [f"C{i}" for i in range(args.k)]
     study = study_create(name="bench-answer-path", classes=classes,

@@ -27,19 +27,19 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from estimators.agreement import krippendorff_alpha_nominal  # noqa: E402
-from estimators.assisted_sim import ArmBehaviour, AssistedDesign, simulate_assisted  # noqa: E402
-from estimators.calibration import reliability_bins  # noqa: E402
-from estimators.factuality import (  # noqa: E402
+from estimators.assisted.agreement import krippendorff_alpha_nominal  # noqa: E402
+from estimators.assisted.calibration import reliability_bins  # noqa: E402
+from estimators.assisted.factuality import (  # noqa: E402
     SKIPPED,
     gold_accurate,
     item_human_correct,
     ratings_correct,
     verdicts,
 )
-from estimators.hybridization import curve_band, threshold_curve  # noqa: E402
-from estimators.mixed_logit import arm_effects  # noqa: E402
-from estimators.reliance import reliance_by_arm  # noqa: E402
+from estimators.assisted.hybridization import curve_band, threshold_curve  # noqa: E402
+from estimators.assisted.mixed_logit import arm_effects  # noqa: E402
+from estimators.assisted.reliance import reliance_by_arm  # noqa: E402
+from estimators.assisted.simulation import ArmBehaviour, AssistedDesign, simulate_assisted  # noqa: E402
 
 
 def timed(fn: Callable[[], object], repeat: int) -> float:

@@ -49,10 +49,10 @@ COUNTS = [7, 5, 3, 1]
 
 
 def _study(name: str, questions: int, annotators: int):
+    from annotations.core.services.studies import membership_add
+    from annotations.critique.services.questions import critique_questions_import
+    from annotations.critique.services.studies import critique_study_create
     from annotations.models import User
-    from annotations.services.critique.questions import critique_questions_import
-    from annotations.services.critique.studies import critique_study_create
-    from annotations.services.studies import membership_add
 
     study = critique_study_create(name=name, top_level=3, counts=COUNTS, seed=7)
     lines = [json.dumps({"id": f"q{i}", "text": f"Question {i}?", "options": list("wxyz"),
@@ -74,8 +74,8 @@ def _answer_level_in_bulk(study, level: int, users, rng: random.Random) -> int:
     from django.db import connection
     from django.utils import timezone
 
+    from annotations.core.services.bulk import rows_insert, rows_update
     from annotations.models import CritiqueOutput, CritiqueTask
-    from annotations.services.bulk import rows_insert, rows_update
 
     now = timezone.now()
     offset = sum(COUNTS[:level])
@@ -103,9 +103,9 @@ def _answer_level_in_bulk(study, level: int, users, rng: random.Random) -> int:
 
 
 def bench_generation(args) -> object:
+    from annotations.critique.services.generation import critique_generate
+    from annotations.critique.services.studies import critique_study_open
     from annotations.models import CritiqueTask, CritiqueTaskBlock
-    from annotations.services.critique.generation import critique_generate
-    from annotations.services.critique.studies import critique_study_open
 
     study, users = _study("gen", args.questions, args.annotators)
     rng = random.Random(1)
@@ -129,8 +129,8 @@ def bench_generation(args) -> object:
 
 
 def bench_recompute(study, repeats: int) -> None:
+    from annotations.critique.services.analysis import critique_recompute
     from annotations.models import CritiqueOutput
-    from annotations.services.critique.analysis import critique_recompute
 
     times = []
     for _ in range(repeats):
@@ -148,9 +148,9 @@ def bench_pool_probe(args) -> None:
     """Candidate search with K blocked tasks in front: side table vs an int[] column."""
     from django.db import connection
 
+    from annotations.critique.services.generation import critique_generate
+    from annotations.critique.services.studies import critique_study_open
     from annotations.models import CritiqueTask
-    from annotations.services.critique.generation import critique_generate
-    from annotations.services.critique.studies import critique_study_open
 
     study, users = _study("probe", args.questions, args.annotators)
     critique_study_open(study=study)
@@ -206,13 +206,13 @@ def bench_in_process(args) -> None:
     from django.conf import settings
     from django.db import connection, transaction
 
-    from annotations.critique_api import _task_data
-    from annotations.services.critique.answers import CritiqueAnswer, critique_answer
-    from annotations.services.critique.assignment import critique_task_next, task_mark_rendered
-    from annotations.services.critique.studies import critique_study_open
+    from annotations.critique.api import _task_data
+    from annotations.critique.services.answers import CritiqueAnswer, critique_answer
+    from annotations.critique.services.assignment import critique_task_next, task_mark_rendered
+    from annotations.critique.services.studies import critique_study_open
 
     settings.OVERSIGHT_MIN_ANSWER_MS = 0
-    from annotations.services import recompute
+    from annotations.core.services import recompute
 
     enqueue = recompute.recompute_enqueue
     recompute.recompute_enqueue = lambda *a, **k: False  # services only: no analysis thread
@@ -278,7 +278,7 @@ def bench_next_task(args, url: str, mode: str, index: int) -> None:
     from django.db import connection
     from rest_framework.authtoken.models import Token
 
-    from annotations.services.critique.studies import critique_study_open
+    from annotations.critique.services.studies import critique_study_open
 
     study, users = _study(f"next-{mode}", args.questions, args.annotators)
     critique_study_open(study=study)

@@ -31,7 +31,7 @@ from estimators.critique import (  # noqa: E402
     clustered_proportion,
     critique_report,
 )
-from estimators.critique_sim import CritiqueDesign, simulate_critique  # noqa: E402
+from estimators.critique.simulation import CritiqueDesign, simulate_critique  # noqa: E402
 
 BUDGET_S = 1.0
 

@@ -1,4 +1,4 @@
-"""Cost of ``estimators.partitioned.estimate`` over many cells (no database), of the exact
+"""Cost of ``estimators.partitioned.accuracy.estimate`` over many cells (no database), of the exact
 interval per small-sample cell, and of one validation study.
 
     .venv/bin/python bench/bench_estimators.py --cells 100000
@@ -26,11 +26,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from estimators.clustered import Clusters, design_effects, estimate_clustered  # noqa: E402
-from estimators.exact import clear_memo, exact_interval  # noqa: E402
-from estimators.intervals import few_events  # noqa: E402
-from estimators.partitioned import METHODS, estimate, ml_accuracy  # noqa: E402
-from estimators.simulation import (  # noqa: E402
+from estimators.partitioned.accuracy import METHODS, estimate  # noqa: E402
+from estimators.partitioned.clustered import Clusters, design_effects, estimate_clustered  # noqa: E402
+from estimators.partitioned.exact import clear_memo, exact_interval  # noqa: E402
+from estimators.partitioned.intervals import few_events  # noqa: E402
+from estimators.partitioned.likelihood import ml_accuracy  # noqa: E402
+from estimators.partitioned.simulation import (  # noqa: E402
     STANDARD_GRID,
     simulate_routed_items,
     validation_study,

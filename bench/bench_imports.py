@@ -134,8 +134,8 @@ def run_one(args: argparse.Namespace) -> None:
     from django.db import connection, connections
     from rest_framework.authtoken.models import Token
 
+    from annotations.core.services.studies import membership_add, study_create, study_open
     from annotations.models import Query, User
-    from annotations.services.studies import membership_add, study_create, study_open
     from assistants.models import Prediction
 
     call_command("migrate", verbosity=0)

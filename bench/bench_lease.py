@@ -41,8 +41,8 @@ def main() -> None:
     with scratch_database(args.db, keep=args.keep):
         from django.db import connection, transaction
 
+        from annotations.core.services.studies import study_create
         from annotations.models import User
-        from annotations.services.studies import study_create
 
         study = study_create(name="bench-lease", classes=[f"C{i}" for i in range(args.k)])
         with connection.cursor() as cur:

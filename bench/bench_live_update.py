@@ -37,10 +37,10 @@ from _scratch import (  # noqa: E402
 def seed(n_items: int) -> tuple[int, str, str]:
     from rest_framework.authtoken.models import Token
 
+    from annotations.core.services.studies import membership_add, study_create, study_open
     from annotations.models import User
-    from annotations.services.imports import items_import
-    from annotations.services.studies import membership_add, study_create, study_open
-    from assistants.services import predictions_import, system_create
+    from annotations.partitioned.services.imports import items_import
+    from annotations.partitioned.services.predictions import predictions_import, system_create
 
     study = study_create(name="bench-live", classes=list("ABCDE"))
     rng = random.Random(3)

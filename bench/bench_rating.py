@@ -18,7 +18,7 @@ one rater, every rating stored once.
 Budget (issue 9): p95 of "next task" ≤ 50 ms with 20 concurrent raters.
 
 Phase ``recompute`` seeds a simulated study with about ``--ratings`` ratings
-(``estimators.assisted_sim`` through ``services/demo_assisted``) and times
+(``estimators.assisted.simulation`` through ``services/demo_assisted``) and times
 ``assisted_recompute`` (median of 3).
 """
 
@@ -49,16 +49,16 @@ LABELS = ["accurate", "inaccurate", "unsupported", "disputed", "no_attribution",
 def seed_rating(args: argparse.Namespace) -> tuple[int, list[str]]:
     from rest_framework.authtoken.models import Token
 
-    from annotations.models import User
-    from annotations.services.assisted.design import quiz_of, settings_of
-    from annotations.services.assisted.raters import (
+    from annotations.assisted.services.demo import assisted_study_from_simulation
+    from annotations.assisted.services.design import quiz_of, settings_of
+    from annotations.assisted.services.raters import (
         quiz_submit,
         rater_join,
         warning_acknowledge,
     )
-    from annotations.services.demo_assisted import assisted_study_from_simulation
-    from annotations.services.studies import membership_add
-    from estimators.assisted_sim import AssistedDesign, simulate_assisted
+    from annotations.core.services.studies import membership_add
+    from annotations.models import User
+    from estimators.assisted.simulation import AssistedDesign, simulate_assisted
 
     t0 = time.perf_counter()
     # a token simulation (one rating per arm) only to get sentences, traces and arms: the
@@ -146,10 +146,10 @@ def run_mode(mode: str, url: str, study_id: int, tokens: list[str], args) -> Non
 
 
 def run_recompute(args: argparse.Namespace) -> None:
+    from annotations.assisted.services.analysis import assisted_recompute
+    from annotations.assisted.services.demo import assisted_study_from_simulation, demo_design
     from annotations.models import Rating
-    from annotations.services.assisted_analysis import assisted_recompute
-    from annotations.services.demo_assisted import assisted_study_from_simulation, demo_design
-    from estimators.assisted_sim import simulate_assisted
+    from estimators.assisted.simulation import simulate_assisted
 
     per_rater = 100
     raters_per_arm = math.ceil(args.ratings / (3 * per_rater))

@@ -11,8 +11,8 @@ Budget (issue 2): 1 s on PostgreSQL for 1 000 000 answered queries and 20 system
 
 ``--bands B``: afterwards, ``--banded`` systems (each count of a comma list in turn) get
 confidence bands (B bands; random band bits on every answered query) and the same is timed
-again (selectors.study_label_counts_banded; on PostgreSQL its "arrays" strategy: one pass
-over the rows counted in numpy; ``--strategy grouped|sums`` times the SQL ones).
+again (partitioned.selectors.study_label_counts_banded; on PostgreSQL its "arrays" strategy:
+one pass over the rows counted in numpy; ``--strategy grouped|sums`` times the SQL ones).
 ``--keep``: keep the scratch database and reuse its seeded study (and band bits) next time.
 """
 
@@ -46,7 +46,7 @@ def main() -> None:
                              "previous --keep run seeded with the same sizes (no reseeding)")
     parser.add_argument("--strategy", choices=("arrays", "grouped", "sums"), default=None,
                         help="the banded counts' strategy (default: the recompute's choice; "
-                             "selectors.study_label_counts_banded)")
+                             "partitioned.selectors.study_label_counts_banded)")
     args = parser.parse_args()
     with scratch_database(args.db, keep=args.keep, reuse=args.keep):
         run(args)
@@ -81,11 +81,11 @@ def _force_strategy(strategy: str) -> None:
     """Make the recompute count bands with ``strategy``."""
     import functools
 
-    from annotations import selectors
-    from annotations.services import estimates
+    from annotations.partitioned import selectors as partitioned_selectors
+    from annotations.partitioned.services import estimates
 
     estimates.study_label_counts_banded = functools.partial(
-        selectors.study_label_counts_banded, strategy=strategy)
+        partitioned_selectors.study_label_counts_banded, strategy=strategy)
 
 
 def _banded_already(study, banded: int) -> bool:
@@ -123,10 +123,10 @@ def _seed(args: argparse.Namespace, name: str):
     """A study of ``args.answers`` answered queries over ``args.systems`` AI systems."""
     from django.db import connection
 
+    from annotations.core.services.studies import study_create
     from annotations.models import Study
-    from annotations.services.imports import study_stratum_sizes_refresh
-    from annotations.services.studies import study_create
-    from assistants.services import system_create
+    from annotations.partitioned.services.imports import study_stratum_sizes_refresh
+    from annotations.partitioned.services.predictions import system_create
 
     study = study_create(name=name, classes=[f"C{i}" for i in range(args.k)],
                          queries_per_item=args.queries)
@@ -170,8 +170,8 @@ def _seed(args: argparse.Namespace, name: str):
 
 
 def _time(study, ordinals: list[int], label: str) -> None:
-    from annotations.selectors import study_label_counts
-    from annotations.services import estimates
+    from annotations.partitioned.selectors import study_label_counts
+    from annotations.partitioned.services import estimates
 
     agg, full, banded = [], [], []
     counts_banded = estimates.study_label_counts_banded

@@ -37,9 +37,9 @@ from _scratch import (  # noqa: E402
 def seed(args: argparse.Namespace) -> tuple[int, list[str]]:
     from rest_framework.authtoken.models import Token
 
+    from annotations.core.services.studies import membership_add, study_create, study_open
     from annotations.models import User
-    from annotations.services.imports import items_import
-    from annotations.services.studies import membership_add, study_create, study_open
+    from annotations.partitioned.services.imports import items_import
 
     t0 = time.perf_counter()
     classes = [f"C{i}" for i in range(args.k)]

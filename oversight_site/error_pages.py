@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 
-from annotations.inputs import too_large_message
+from annotations.core.inputs import too_large_message
 
 API_PREFIX = "/api/"
 

@@ -18,7 +18,7 @@ from django.shortcuts import redirect
 from django.templatetags.static import static
 from django.views.decorators.http import require_GET
 
-from annotations.services.recompute import short_error
+from annotations.core.services.recompute import short_error
 
 
 def _database() -> dict:
@@ -54,7 +54,7 @@ def _broker_and_workers() -> tuple[dict, dict]:
 
 
 def _recompute(detailed: bool, user=None) -> dict:
-    from annotations.selectors import researched_study_ids, stale_studies
+    from annotations.core.selectors import researched_study_ids, stale_studies
 
     try:
         stale = stale_studies()

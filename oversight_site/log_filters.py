@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-# set on the request by the API's exception handler (annotations.api_errors)
+# set on the request by the API's exception handler (annotations.core.api_errors)
 FORBIDDEN_REASON = "forbidden_reason"
 
 

@@ -12,9 +12,10 @@ from oversight_site.throttling import ThrottledAdminAuthenticationForm, Throttle
 admin.site.login_form = ThrottledAdminAuthenticationForm  # failed log-ins slow down, then lock
 
 urlpatterns = [
-    path("", include("annotations.urls")),
-    path("", include("annotations.urls_assisted")),
-    path("", include("annotations.urls_assisted_dashboard")),
+    path("", include("annotations.core.urls")),
+    path("", include("annotations.partitioned.urls")),
+    path("", include("annotations.critique.urls")),
+    path("", include("annotations.assisted.urls")),
     path("healthz", healthz, name="healthz"),
     # browsers ask for /favicon.ico on pages without a <link rel="icon"> (the admin's)
     path("favicon.ico", favicon),
@@ -25,8 +26,9 @@ urlpatterns = [
     path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(),
          name="password_change_done"),
-    path("api/", include("annotations.api_urls")),
-    path("api/", include("annotations.api_urls_assisted")),
+    path("api/", include("annotations.partitioned.api_urls")),
+    path("api/", include("annotations.critique.api_urls")),
+    path("api/", include("annotations.assisted.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # the split view serves its settings script as a file: no inline script (the CSP). No
     # Redoc page: it loads fonts and a logo from the internet and injects styles and a worker

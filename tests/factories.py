@@ -8,9 +8,9 @@ import json
 import factory
 import numpy as np
 
+from annotations.core.services.studies import membership_add, study_create, study_open
 from annotations.models import Study, StudyMembership, User
-from annotations.services.imports import items_import
-from annotations.services.studies import membership_add, study_create, study_open
+from annotations.partitioned.services.imports import items_import
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -71,7 +71,7 @@ def make_study(*, k: int = 4, n_items: int = 20, queries_per_item: int = 1, chec
                name: str | None = None, strata: int = 1) -> Study:
     """A study with K classes, items (with gold), specialists per class, a manager, a
     researcher, optional AI systems, opened (routed) unless ``open_`` is False."""
-    from assistants.services import predictions_import
+    from annotations.partitioned.services.predictions import predictions_import
 
     study = study_create(name=name or f"study-{seed}-{k}-{n_items}-{np.random.randint(1e9)}",
                          classes=[f"C{i}" for i in range(k)], queries_per_item=queries_per_item,

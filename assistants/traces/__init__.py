@@ -18,7 +18,7 @@ quotes) is the verifier's business: ``verify`` returns the reasons a trace fails
 
 Modules: ``schema`` (dataclasses, verdicts, parser), ``verifier``, ``files`` (JSONL); the
 public names are re-exported here. Nothing here touches the database; ``read_trace_file``
-reuses the shared file reader (``annotations.services.records.read_records``: UTF-8, JSON
+reuses the shared file reader (``annotations.core.services.records.read_records``: UTF-8, JSON
 depth ≤ 64, no NUL).
 """
 

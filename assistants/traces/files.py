@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from annotations.errors import ImportFailed
-from annotations.services.records import read_records
+from annotations.core.errors import ImportFailed
+from annotations.core.services.records import read_records
 from assistants.traces.schema import Trace, TraceInvalid, parse_trace
 
 RECORD_KEYS = frozenset({"sentence", "sample", "score", "trace"})

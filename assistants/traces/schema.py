@@ -10,9 +10,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from annotations.inputs import InputRejected, json_loads
+from annotations.core.inputs import InputRejected, json_loads
 
-# The five-way scale; codes are those of estimators.factuality (m2stats).
+# The five-way scale; codes are those of estimators.assisted.factuality (m2stats).
 VERDICTS = ("inaccurate", "unsupported", "disputed", "accurate", "no_attribution")
 ACCURATE = "accurate"
 VERDICT_LABELS = {

@@ -69,8 +69,8 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    # every request body: size, NUL characters, JSON depth, text length (annotations/inputs.py)
-    "annotations.inputs.RequestBodyGuard",
+    # every request body: size, NUL characters, JSON depth, text length (annotations/core/inputs.py)
+    "annotations.core.inputs.RequestBodyGuard",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -80,12 +80,25 @@ MIDDLEWARE = [
 ROOT_URLCONF = "oversight_site.urls"
 WSGI_APPLICATION = "oversight_site.wsgi.application"
 
+# The study types: one package each under annotations/, each with the same rooms
+# (docs/architecture.md); their templates and static files are found here.
+STUDY_TYPES = ("partitioned", "assisted", "critique")
+
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # the site's own templates, then each study type's (annotations/<type>/templates)
+        "DIRS": [BASE_DIR / "templates",
+                 *(BASE_DIR / "annotations" / t / "templates" for t in STUDY_TYPES)],
         "APP_DIRS": True,
         "OPTIONS": {
+            # each study type's tags live in its package (annotations/<type>/templatetags.py)
+            "libraries": {
+                "chart_tags": "annotations.core.templatetags",
+                "dashboard_tags": "annotations.partitioned.templatetags",
+                "assisted_dashboard_tags": "annotations.assisted.templatetags",
+                "critique_tags": "annotations.critique.templatetags",
+            },
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
@@ -125,7 +138,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [BASE_DIR / "static",
+                    *(BASE_DIR / "annotations" / t / "static" for t in STUDY_TYPES)]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -157,7 +171,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": schedule(run_every=30.0),
     },
     # studies whose snapshot is behind their answers (Redis was down, a worker died):
-    # annotations.services.recompute
+    # annotations.core.services.recompute
     "catch-up-recomputes": {
         "task": "annotations.tasks.recomputes_catch_up_task",
         "schedule": schedule(run_every=float(os.environ.get("OVERSIGHT_CATCH_UP_SECONDS", "15"))),
@@ -190,14 +204,14 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # JSON without deep nesting, NUL characters or bodies over DATA_UPLOAD_MAX_MEMORY_SIZE.
     "DEFAULT_PARSER_CLASSES": [
-        "annotations.inputs.GuardedJSONParser",
+        "annotations.core.inputs.GuardedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
-    "EXCEPTION_HANDLER": "annotations.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "annotations.core.api_errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [
         "oversight_site.throttling.UserRateThrottle",
         "oversight_site.throttling.AnonRateThrottle",
@@ -246,7 +260,7 @@ OVERSIGHT_THROTTLES = {
 # An answer to a query shown (HTML page or API "next query") less than this many ms ago is
 # refused (409 answered_too_soon): a held key must not answer queries nobody read.
 OVERSIGHT_MIN_ANSWER_MS = int(os.environ.get("OVERSIGHT_MIN_ANSWER_MS", "600"))
-# Imports run as jobs (annotations/services/import_jobs.py): the largest file accepted, the
+# Imports run as jobs (annotations/core/services/import_jobs.py): the largest file accepted, the
 # task's time limit (a job running longer is stopped, nothing written), how often progress
 # is stored, and who runs the jobs: "celery" (a worker; the default with a broker),
 # "thread" (one background thread of the web process; the embedded default) or "request"
@@ -260,7 +274,7 @@ OVERSIGHT_IMPORT_RUNNER = os.environ.get("OVERSIGHT_IMPORT_RUNNER") or (
     "thread" if CELERY_TASK_ALWAYS_EAGER else "celery")
 # An answer can be undone for this many seconds (0: never); follow-up queries it routed are
 # not handed out before the window closes, so undo never depends on whether the answered
-# query was routed or a quality check (annotations/services/labels.py, label_undo).
+# query was routed or a quality check (annotations/partitioned/services/labels.py, label_undo).
 OVERSIGHT_UNDO_SECONDS = int(os.environ.get("OVERSIGHT_UNDO_SECONDS", "30"))
 # Lease length in seconds instead of each study's lease_minutes (tests of expiry; unset in use).
 OVERSIGHT_LEASE_SECONDS = (int(os.environ["OVERSIGHT_LEASE_SECONDS"])

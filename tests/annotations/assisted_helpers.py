@@ -7,16 +7,16 @@ import io
 import itertools
 import json
 
-from annotations.models import Arm, Study, StudyMembership, User
-from annotations.services.assisted.design import (
+from annotations.assisted.services.design import (
     arm_save,
     assisted_study_create,
     quiz_of,
     settings_of,
 )
-from annotations.services.assisted.imports import sentences_import, traces_import
-from annotations.services.assisted.raters import quiz_submit, rater_join, warning_acknowledge
-from annotations.services.studies import membership_add, study_open
+from annotations.assisted.services.imports import sentences_import, traces_import
+from annotations.assisted.services.raters import quiz_submit, rater_join, warning_acknowledge
+from annotations.core.services.studies import membership_add, study_open
+from annotations.models import Arm, Study, StudyMembership, User
 from tests.factories import UserFactory
 
 _names = itertools.count()

@@ -8,12 +8,12 @@ import json
 
 import numpy as np
 
+from annotations.core.services.studies import membership_add
+from annotations.critique.services.answers import CritiqueAnswer, critique_answer
+from annotations.critique.services.assignment import critique_task_next
+from annotations.critique.services.questions import critique_questions_import
+from annotations.critique.services.studies import critique_study_create, critique_study_open
 from annotations.models import Study, StudyMembership, User
-from annotations.services.critique.answers import CritiqueAnswer, critique_answer
-from annotations.services.critique.assignment import critique_task_next
-from annotations.services.critique.questions import critique_questions_import
-from annotations.services.critique.studies import critique_study_create, critique_study_open
-from annotations.services.studies import membership_add
 from tests.factories import UserFactory
 
 _NAMES = itertools.count(1)

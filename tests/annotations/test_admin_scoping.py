@@ -9,15 +9,15 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.test import Client
 
-from annotations.errors import DomainError
+from annotations.core.errors import DomainError
+from annotations.core.services.studies import membership_add
 from annotations.models import EstimateSnapshot, Item, Query, StudyMembership, User
-from annotations.services.estimates import study_recompute
-from annotations.services.labels import label_submit, query_masks
-from annotations.services.routing import query_lease_next
-from annotations.services.running import items_delete
-from annotations.services.studies import membership_add
+from annotations.partitioned.services.estimates import study_recompute
+from annotations.partitioned.services.labels import label_submit, query_masks
+from annotations.partitioned.services.predictions import prediction_set, query_masks_refresh
+from annotations.partitioned.services.routing import query_lease_next
+from annotations.partitioned.services.running import items_delete
 from assistants.models import AISystem, Prediction
-from assistants.services import prediction_set, query_masks_refresh
 from tests.factories import UserFactory, make_study, role_user, specialist
 
 pytestmark = pytest.mark.django_db
@@ -285,7 +285,7 @@ def test_the_member_inline_accepts_only_members_of_my_studies(two):
 
 
 def test_bulk_inserts_are_guarded_too(two):
-    from annotations.services.bulk import rows_insert
+    from annotations.core.services.bulk import rows_insert
 
     mine, other = two
     system = AISystem.objects.get(study=mine)
@@ -326,8 +326,8 @@ def test_a_study_with_answers_cannot_be_deleted_and_a_draft_can(two):
     """Deleting a study swept up its items and labels (the admin only stopped it after an
     8 s confirmation page, naming 'item' permissions); a study with answers now has no
     Delete button and its delete page is refused; a study with none can still go."""
+    from annotations.core.services.studies import study_create
     from annotations.models import Study
-    from annotations.services.studies import study_create
 
     mine, _ = two
     client = _researcher(mine)

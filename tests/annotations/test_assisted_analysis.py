@@ -1,5 +1,5 @@
 """The assisted analysis end to end: a simulated study with known AI and rater behaviour
-(estimators.assisted_sim) written as rows (sentences, traces, raters, ratings, exposures),
+(estimators.assisted.simulation) written as rows (sentences, traces, raters, ratings, exposures),
 recomputed by the Celery recompute's service, recovers the planted accuracies, reliance
 effects and best threshold within its intervals."""
 
@@ -11,18 +11,18 @@ import math
 import numpy as np
 import pytest
 
-from annotations.models import EstimateSnapshot, Rating, Sentence
-from annotations.services.assisted_analysis import (
+from annotations.assisted.services.analysis import (
     POOLED,
     analysis_payload,
     assisted_recompute,
     assisted_rows,
 )
-from annotations.services.demo_assisted import ARM_TITLES, assisted_study_from_simulation
-from annotations.services.recompute import study_recompute_any
-from estimators.agreement import krippendorff_alpha_nominal
-from estimators.assisted_sim import AssistedDesign, simulate_assisted
-from estimators.factuality import verdicts
+from annotations.assisted.services.demo import ARM_TITLES, assisted_study_from_simulation
+from annotations.core.services.recompute import study_recompute_any
+from annotations.models import EstimateSnapshot, Rating, Sentence
+from estimators.assisted.agreement import krippendorff_alpha_nominal
+from estimators.assisted.factuality import verdicts
+from estimators.assisted.simulation import AssistedDesign, simulate_assisted
 
 pytestmark = pytest.mark.django_db
 
@@ -219,7 +219,7 @@ def test_the_payload_is_plain_json_without_nan(seeded):
 def test_shared_resamples_leave_every_figure_as_drawn_alone(seeded):
     """The payload's bootstraps share their draws (``shared_resamples``): every figure is
     the one each bootstrap gives drawing its own."""
-    from annotations.services.assisted_analysis import (
+    from annotations.assisted.services.analysis import (
         N_CURVE_RESAMPLES,
         N_ITEM_RESAMPLES,
         N_RESAMPLES,
@@ -248,7 +248,7 @@ def test_the_results_table_stands_when_the_best_threshold_sends_all_to_the_ai():
     JSON) the best held-out threshold; the results table used to vanish then."""
     from types import SimpleNamespace
 
-    from annotations.services.assisted_analysis import _rule_figures
+    from annotations.assisted.services.analysis import _rule_figures
 
     rng = np.random.default_rng(3)
     n = 200

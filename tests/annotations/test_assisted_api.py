@@ -8,8 +8,8 @@ import yaml
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from annotations.assisted.services.design import DEFAULT_QUIZ
 from annotations.models import Exposure, Interaction, Rating, RatingSkip, RatingTask
-from annotations.services.assisted.design import DEFAULT_QUIZ
 from tests.annotations.assisted_helpers import add_rater, make_assisted_study, rater_in_arm
 
 pytestmark = pytest.mark.django_db
@@ -125,7 +125,7 @@ def test_next_task_in_bounded_statements_and_once_per_lease(django_assert_max_nu
     traces, the exposure — and asked again, the same lease with the same exposure row. (A
     random start past the last pending rank costs one more lease statement, the wrap: the
     start is pinned to 0 here.)"""
-    from annotations.services.assisted import rating as rating_module
+    from annotations.assisted.services import rating as rating_module
 
     monkeypatch.setattr(rating_module._random, "getrandbits", lambda bits: 0)
     study = make_assisted_study(n_sentences=3, arms={"E": ["search", "evidence"]})

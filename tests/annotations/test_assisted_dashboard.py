@@ -10,12 +10,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotations.assisted_dashboard import FIGURES, GLOSSARY, figure_csv
+from annotations.assisted.dashboard import FIGURES, GLOSSARY, figure_csv
+from annotations.assisted.services.analysis import assisted_recompute
+from annotations.assisted.services.demo import assisted_study_from_simulation
+from annotations.core.services.studies import membership_add
 from annotations.models import EstimateSnapshot, StudyMembership
-from annotations.services.assisted_analysis import assisted_recompute
-from annotations.services.demo_assisted import assisted_study_from_simulation
-from annotations.services.studies import membership_add
-from estimators.assisted_sim import AssistedDesign, simulate_assisted
+from estimators.assisted.simulation import AssistedDesign, simulate_assisted
 from tests.factories import UserFactory, make_study
 
 pytestmark = pytest.mark.django_db
@@ -142,7 +142,7 @@ def test_unknown_figures_and_studies_without_analysis_are_404(seeded):
 
 
 def test_the_guide_explains_every_term():
-    from annotations.guides import guide_html
+    from annotations.core.guides import guide_html
 
     _, html = guide_html("manager-assisted")
     for label, _ in GLOSSARY.values():

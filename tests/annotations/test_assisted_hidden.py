@@ -19,8 +19,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from annotations.assisted.services.exposure import task_panel
 from annotations.models import Arm, Exposure, RaterAssignment, RatingTask
-from annotations.services.assisted.exposure import task_panel
 from assistants.panels import COMPONENTS, components_check, panel_html
 from tests.annotations.assisted_helpers import add_rater, make_assisted_study
 

@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from annotations.errors import ImportFailed
+from annotations.assisted.services.design import assisted_study_create
+from annotations.assisted.services.exposure import task_show
+from annotations.assisted.services.imports import sentences_import, traces_import
+from annotations.assisted.services.rating import rating_lease_next
+from annotations.core.errors import ImportFailed
 from annotations.models import Exposure, Sentence
-from annotations.services.assisted.design import assisted_study_create
-from annotations.services.assisted.exposure import task_show
-from annotations.services.assisted.imports import sentences_import, traces_import
-from annotations.services.assisted.rating import rating_lease_next
 from assistants.models import TraceSample
 from tests.annotations.assisted_helpers import (
     jsonl,

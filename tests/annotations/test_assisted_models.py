@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from annotations.errors import InvalidStudy
+from annotations.assisted.services.design import arm_save, assisted_study_create
+from annotations.assisted.services.raters import rater_join
+from annotations.assisted.services.rating import RatingInput, rating_lease_next, rating_submit
+from annotations.core.errors import InvalidStudy
 from annotations.models import (
     Arm,
     AssistedStudy,
@@ -15,9 +18,6 @@ from annotations.models import (
     Sentence,
     Study,
 )
-from annotations.services.assisted.design import arm_save, assisted_study_create
-from annotations.services.assisted.raters import rater_join
-from annotations.services.assisted.rating import RatingInput, rating_lease_next, rating_submit
 from tests.annotations.assisted_helpers import add_rater, make_assisted_study
 
 pytestmark = pytest.mark.django_db

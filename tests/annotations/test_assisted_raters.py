@@ -8,17 +8,17 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from annotations.errors import DomainError, NotPermitted
-from annotations.models import QuizAttempt, RaterAssignment
-from annotations.services.assisted.design import DEFAULT_QUIZ
-from annotations.services.assisted.raters import (
+from annotations.assisted.services.design import DEFAULT_QUIZ
+from annotations.assisted.services.raters import (
     TutorialRequired,
     arm_position,
     quiz_submit,
     rater_join,
     warning_acknowledge,
 )
-from annotations.services.assisted.rating import rating_lease_next
+from annotations.assisted.services.rating import rating_lease_next
+from annotations.core.errors import DomainError, NotPermitted
+from annotations.models import QuizAttempt, RaterAssignment
 from tests.annotations.assisted_helpers import add_rater, make_assisted_study
 from tests.factories import UserFactory
 

@@ -12,26 +12,9 @@ import pytest
 from django.utils import timezone
 from scipy import stats
 
-from annotations import engine
-from annotations.errors import (
-    AlreadyAnswered,
-    AnsweredTooSoon,
-    DomainError,
-    LeaseExpired,
-    StudyNotOpen,
-)
-from annotations.models import (
-    Exposure,
-    RaterAssignment,
-    Rating,
-    RatingSkip,
-    RatingTask,
-    RatingTaskEvent,
-    Sentence,
-)
-from annotations.services.assisted import rating as rating_module
-from annotations.services.assisted.exposure import task_show
-from annotations.services.assisted.rating import (
+from annotations.assisted.services import rating as rating_module
+from annotations.assisted.services.exposure import task_show
+from annotations.assisted.services.rating import (
     RATING_KIND,
     RatingInput,
     rater_progress,
@@ -41,8 +24,25 @@ from annotations.services.assisted.rating import (
     rating_skip,
     rating_submit,
 )
-from annotations.services.assisted.signals import rating_recorded
-from annotations.services.studies import study_close
+from annotations.assisted.services.signals import rating_recorded
+from annotations.core import engine
+from annotations.core.errors import (
+    AlreadyAnswered,
+    AnsweredTooSoon,
+    DomainError,
+    LeaseExpired,
+    StudyNotOpen,
+)
+from annotations.core.services.studies import study_close
+from annotations.models import (
+    Exposure,
+    RaterAssignment,
+    Rating,
+    RatingSkip,
+    RatingTask,
+    RatingTaskEvent,
+    Sentence,
+)
 from tests.annotations.assisted_helpers import add_rater, make_assisted_study, rater_in_arm
 
 pytestmark = pytest.mark.django_db
@@ -269,7 +269,7 @@ def test_a_rating_records_its_exposure_and_signals_after_commit(
 
 
 def test_bonus_rule_counts_scored_ratings_against_gold():
-    from annotations.services.assisted.selectors import rater_bonuses
+    from annotations.assisted.selectors import rater_bonuses
 
     study = make_assisted_study(n_sentences=8, ratings_per_item=1, bonus_enabled=True,
                                 bonus_min_ratings=6, bonus_min_accuracy=0.8)

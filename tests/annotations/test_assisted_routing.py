@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from annotations.errors import InvalidStudy
+from annotations.assisted.services.design import arm_save, assisted_study_create
+from annotations.assisted.services.imports import sentences_import, traces_import
+from annotations.assisted.services.ranks import task_rank
+from annotations.assisted.services.rating import rating_lease_next, rating_skip
+from annotations.assisted.services.routing import routing_update, tasks_sync
+from annotations.core.errors import InvalidStudy
+from annotations.core.services.studies import study_open
 from annotations.models import Arm, RatingTask, RoutingChange, Sentence
-from annotations.services.assisted.design import arm_save, assisted_study_create
-from annotations.services.assisted.imports import sentences_import, traces_import
-from annotations.services.assisted.rating import rating_lease_next, rating_skip
-from annotations.services.assisted.routing import routing_update, task_rank, tasks_sync
-from annotations.services.studies import study_open
 from tests.annotations.assisted_helpers import add_rater, jsonl, marked_trace
 
 pytestmark = pytest.mark.django_db

@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from annotations.errors import InvalidStudy
+from annotations.assisted.services.ai import sampling_progress, sampling_seed, sampling_start
+from annotations.assisted.services.design import assisted_study_create
+from annotations.assisted.services.imports import sentences_import
+from annotations.core.errors import InvalidStudy
+from annotations.core.services.studies import study_open
 from annotations.models import Rating, Sentence
-from annotations.services.assisted.ai import sampling_progress, sampling_seed, sampling_start
-from annotations.services.assisted.design import assisted_study_create
-from annotations.services.assisted.imports import sentences_import
-from annotations.services.studies import study_open
 from assistants.models import SentenceSampling, TraceSample
 from tests.annotations.assisted_helpers import jsonl, marked_trace, sentence_records
 from tests.assistants.standin import StandinServer, garbage, reply, slow

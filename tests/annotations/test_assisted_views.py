@@ -10,9 +10,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from annotations.assisted.services.design import DEFAULT_QUIZ
+from annotations.assisted.services.rating import rating_lease_next
 from annotations.models import Exposure, Interaction, Rating, RatingTask
-from annotations.services.assisted.design import DEFAULT_QUIZ
-from annotations.services.assisted.rating import rating_lease_next
 from tests.annotations.assisted_helpers import add_rater, make_assisted_study, rater_in_arm
 
 pytestmark = pytest.mark.django_db

@@ -9,16 +9,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from annotations.core.services.studies import study_open
 from annotations.models import Query
-from annotations.selectors import study_label_counts, study_label_counts_banded
-from annotations.services.estimates import study_recompute
-from annotations.services.imports import items_import
-from annotations.services.simulation import study_simulate
-from annotations.services.studies import study_open
-from assistants.banding import band_index, confidence_bands_set
+from annotations.partitioned.selectors import study_label_counts, study_label_counts_banded
+from annotations.partitioned.services.banding import band_index
+from annotations.partitioned.services.estimates import study_recompute
+from annotations.partitioned.services.imports import items_import
+from annotations.partitioned.services.predictions import confidence_bands_set, predictions_import
+from annotations.partitioned.services.simulation import study_simulate
 from assistants.models import AISystem, Prediction
-from assistants.services import predictions_import
-from estimators.partitioned import estimate
+from estimators.partitioned.accuracy import estimate
 from tests.factories import jsonl, make_items, make_study, predictions_for
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 
 from annotations.models import Query, QueryEvent
-from annotations.services.labels import label_submit, recompute_deferred
-from annotations.services.routing import query_lease_next
+from annotations.partitioned.services.labels import label_submit, recompute_deferred
+from annotations.partitioned.services.routing import query_lease_next
 from tests.factories import make_study, specialist
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

@@ -12,15 +12,15 @@ import json
 import numpy as np
 import pytest
 
+from annotations.core.services.recompute import recomputes_catch_up
+from annotations.core.tasks import study_recompute_task
+from annotations.critique.services.analysis import critique_payload, study_records
+from annotations.critique.services.exports import critique_export
+from annotations.critique.services.simulation import annotators_work, study_from_simulation
+from annotations.critique.services.studies import critique_study_create, critique_study_open
 from annotations.models import CritiqueOutput, CritiqueQuestion, CritiqueTask, EstimateSnapshot
-from annotations.services.critique.analysis import critique_payload, study_records
-from annotations.services.critique.exports import critique_export
-from annotations.services.critique.simulation import annotators_work, study_from_simulation
-from annotations.services.critique.studies import critique_study_create, critique_study_open
-from annotations.services.recompute import recomputes_catch_up
-from annotations.tasks import study_recompute_task
 from estimators.critique import CritiqueStudy, critique_report, effort_matched_votes
-from estimators.critique_sim import CritiqueDesign, simulate_critique
+from estimators.critique.simulation import CritiqueDesign, simulate_critique
 from tests.annotations.critique_helpers import annotators
 
 pytestmark = pytest.mark.django_db
@@ -126,7 +126,7 @@ def test_the_sweeper_leaves_an_up_to_date_critique_study_alone(simulated, monkey
     study, _ = simulated
     study_recompute_task.apply(args=(study.pk,))
     queued = []
-    monkeypatch.setattr("annotations.services.recompute.recompute_enqueue",
+    monkeypatch.setattr("annotations.core.services.recompute.recompute_enqueue",
                         lambda study_id, force=False: queued.append(study_id) or True)
     recomputes_catch_up()
     assert study.pk not in queued

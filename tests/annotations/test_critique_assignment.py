@@ -14,21 +14,21 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from annotations.engine import leases_reclaim_all
-from annotations.errors import LeaseExpired, NotLeaseHolder, NotPermitted, StudyNotOpen
-from annotations.models import CritiqueOutput, CritiqueTask, CritiqueTaskEvent
-from annotations.services.critique.answers import (
+from annotations.core.engine import leases_reclaim_all
+from annotations.core.errors import LeaseExpired, NotLeaseHolder, NotPermitted, StudyNotOpen
+from annotations.critique.services.answers import (
     CritiqueAnswer,
     InvalidCritiqueAnswer,
     critique_answer,
 )
-from annotations.services.critique.assignment import (
+from annotations.critique.services.assignment import (
     critique_task_next,
     critique_task_skip,
     level_order,
     skipped_count,
 )
-from annotations.services.critique.studies import critique_study_close
+from annotations.critique.services.studies import critique_study_close
+from annotations.models import CritiqueOutput, CritiqueTask, CritiqueTaskEvent
 from tests.annotations.critique_helpers import answer_next, make_critique_study
 from tests.factories import UserFactory
 

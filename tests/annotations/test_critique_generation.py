@@ -8,14 +8,14 @@ from collections import Counter
 import pytest
 from django.db import connection
 
-from annotations.errors import InvalidStudy
-from annotations.models import CritiqueOutput, CritiqueQuestion, CritiqueTask, CritiqueTaskBlock
-from annotations.services.critique.generation import critique_generate, task_draws
-from annotations.services.critique.studies import (
+from annotations.core.errors import InvalidStudy
+from annotations.critique.services.generation import critique_generate, task_draws
+from annotations.critique.services.studies import (
     critique_settings_update,
     critique_study_create,
     critique_study_open,
 )
+from annotations.models import CritiqueOutput, CritiqueQuestion, CritiqueTask, CritiqueTaskBlock
 from tests.annotations.critique_helpers import answer_next, make_critique_study
 
 pytestmark = pytest.mark.django_db
@@ -82,7 +82,7 @@ def test_chain_authors_are_blocked_on_the_tasks_made():
 
 
 def test_in_the_mixed_mode_annotators_get_only_the_top_level_once_the_ai_pair_exists():
-    from annotations.services.critique.ai_outputs import critique_ai_outputs_import
+    from annotations.critique.services.ai_outputs import critique_ai_outputs_import
     from tests.annotations.critique_helpers import jsonl
 
     study, _ = make_critique_study(n_questions=2, top_level=1, counts=[2, 3], mode="ai_below")
@@ -111,7 +111,7 @@ def test_counts_and_level_are_checked_and_fixed_once_open():
 @pytest.mark.postgres
 def test_generating_1000_questions_uses_bulk_inserts(django_assert_max_num_queries):
     study = critique_study_create(name="big", top_level=3, counts=[7, 5, 3, 1])
-    from annotations.services.critique.questions import critique_questions_import
+    from annotations.critique.services.questions import critique_questions_import
     from tests.annotations.critique_helpers import jsonl, questions_records
 
     critique_questions_import(study=study, source=jsonl(questions_records(1000)),

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from annotations.errors import ImportFailed
+from annotations.core.errors import ImportFailed
+from annotations.critique.services.ai_outputs import critique_ai_outputs_import
+from annotations.critique.services.questions import critique_questions_import
+from annotations.critique.services.studies import critique_study_create
 from annotations.models import CritiqueOutput, CritiqueQuestion, CritiqueTask
-from annotations.services.critique.ai_outputs import critique_ai_outputs_import
-from annotations.services.critique.questions import critique_questions_import
-from annotations.services.critique.studies import critique_study_create
 from tests.annotations.critique_helpers import jsonl, make_critique_study
 
 pytestmark = pytest.mark.django_db

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from annotations.critique.services import ai_runs
+from annotations.critique.services.ai_runs import RunRefused, critique_ai_run_start
+from annotations.critique.services.studies import critique_settings_update
 from annotations.models import CritiqueOutput, CritiqueRun, CritiqueTask
-from annotations.services.critique import ai_runs
-from annotations.services.critique.ai_runs import RunRefused, critique_ai_run_start
-from annotations.services.critique.studies import critique_settings_update
 from tests.annotations.critique_helpers import make_critique_study
 from tests.assistants.standin import reply, status
 

@@ -136,7 +136,7 @@ def test_the_lease_line_never_extends_the_time_limit(client):
     (None, 403, 403, 403), ("annotator", 200, 403, 403), ("manager", 403, 200, 403),
     ("researcher", 403, 200, 200)])
 def test_page_permissions(client, role, work, dashboard, manage):
-    from annotations.services.studies import membership_add
+    from annotations.core.services.studies import membership_add
     from tests.factories import UserFactory
 
     study, _ = make_critique_study(n_questions=1, top_level=1, counts=[2, 1])
@@ -151,8 +151,8 @@ def test_page_permissions(client, role, work, dashboard, manage):
 
 
 def test_the_dashboard_shows_every_table_and_polls_with_204(client):
-    from annotations.services.critique.analysis import critique_recompute
-    from annotations.services.studies import membership_add
+    from annotations.core.services.studies import membership_add
+    from annotations.critique.services.analysis import critique_recompute
     from tests.factories import UserFactory
 
     study, users = make_critique_study(n_questions=2, top_level=1, counts=[3, 2])
@@ -171,7 +171,7 @@ def test_the_dashboard_shows_every_table_and_polls_with_204(client):
     for user in users:
         assert user.username not in html
     url = reverse("critique-dashboard", args=[study.pk])
-    from annotations.selectors import study_recompute_health
+    from annotations.core.selectors import study_recompute_health
 
     token = study_recompute_health(study=study).token
     poll = client.get(url, {"since": snapshot.pk, "health": token}, HTTP_HX_REQUEST="true")
@@ -184,7 +184,7 @@ def test_the_dashboard_shows_every_table_and_polls_with_204(client):
 def test_the_researchers_page_imports_questions_and_shows_every_bad_line(client):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from annotations.services.studies import membership_add
+    from annotations.core.services.studies import membership_add
     from tests.factories import UserFactory
 
     study, _ = make_critique_study(n_questions=1, top_level=1, counts=[2, 1], open_=False)
@@ -289,7 +289,7 @@ def test_researchers_add_annotators_on_the_members_page(client):
 
 
 def test_the_study_list_actions_open_a_critique_study_too():
-    from annotations.services.studies import study_close, study_open
+    from annotations.core.services.studies import study_close, study_open
 
     study, _ = make_critique_study(n_questions=2, top_level=1, counts=[3, 1], open_=False)
     assert study_open(study=study) == 6
@@ -299,7 +299,7 @@ def test_the_study_list_actions_open_a_critique_study_too():
 
 
 def test_annotators_never_see_authors_models_raw_text_or_gold(client):
-    from annotations.services.critique.ai_outputs import critique_ai_outputs_import
+    from annotations.critique.services.ai_outputs import critique_ai_outputs_import
     from tests.annotations.critique_helpers import jsonl
 
     study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],

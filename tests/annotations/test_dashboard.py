@@ -8,8 +8,9 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.models import Query
-from annotations.services.estimates import METHODS, study_recompute
-from annotations.services.simulation import study_simulate
+from annotations.partitioned.services.estimates import study_recompute
+from annotations.partitioned.services.scope_estimates import METHODS
+from annotations.partitioned.services.simulation import study_simulate
 from tests.factories import make_study, role_user
 
 pytestmark = pytest.mark.django_db
@@ -100,7 +101,7 @@ def test_few_labels_are_flagged_for_the_guarantee():
 
 
 def test_planning_calculator_answers_and_names_bad_fields(study):
-    from estimators.planning import plan_labels
+    from estimators.partitioned.planning import plan_labels
 
     client = Client()
     client.force_login(role_user(study, "manager"))
@@ -229,7 +230,7 @@ def test_yes_share_skips_and_assumption_flags_are_shown():
 
 
 def test_every_column_explains_itself_and_the_guide_is_served():
-    from annotations.dashboard import GLOSSARY
+    from annotations.partitioned.dashboard import GLOSSARY
 
     study = make_study(k=2, n_items=10, seed=84)
     html = _render(study, _contract_payload())
@@ -252,7 +253,7 @@ def test_every_column_explains_itself_and_the_guide_is_served():
 
 
 def test_guide_markdown_is_sanitised(tmp_path, settings, monkeypatch):
-    from annotations import guides
+    from annotations.core import guides
 
     (tmp_path / "manager.md").write_text(
         "# T\n\n<script>alert(1)</script>\n\n[x](javascript:alert(1)) "

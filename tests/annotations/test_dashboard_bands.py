@@ -11,10 +11,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotations.dashboard import band_context
-from annotations.services.estimates import study_recompute
-from annotations.services.simulation import study_simulate
-from assistants.services import predictions_import
+from annotations.partitioned.dashboard import band_context
+from annotations.partitioned.services.estimates import study_recompute
+from annotations.partitioned.services.predictions import predictions_import
+from annotations.partitioned.services.simulation import study_simulate
 from tests.factories import make_study, role_user
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +33,7 @@ def _with_confidences(study, n_items: int) -> None:
 def banded():
     study = make_study(k=3, n_items=240, seed=81, open_=False)
     _with_confidences(study, 240)
-    from annotations.services.studies import study_open
+    from annotations.core.services.studies import study_open
 
     study_open(study=study)
     study_simulate(study=study)

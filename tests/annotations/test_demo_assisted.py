@@ -8,6 +8,10 @@ import io
 import pytest
 from django.core.management import call_command
 
+from annotations.assisted.services.demo import (
+    DEMO_ASSISTED_STUDY,
+    assisted_study_from_simulation,
+)
 from annotations.models import (
     EstimateSnapshot,
     Rating,
@@ -15,11 +19,7 @@ from annotations.models import (
     Study,
     StudyMembership,
 )
-from annotations.services.demo_assisted import (
-    DEMO_ASSISTED_STUDY,
-    assisted_study_from_simulation,
-)
-from estimators.assisted_sim import AssistedDesign, simulate_assisted
+from estimators.assisted.simulation import AssistedDesign, simulate_assisted
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from annotations.models import EstimateSnapshot, Item, Query
-from annotations.services.estimates import study_recompute
-from annotations.services.simulation import study_simulate
+from annotations.partitioned.services.estimates import study_recompute
+from annotations.partitioned.services.simulation import study_simulate
 from assistants.models import AISystem, Prediction
 from tests.factories import make_study
 
@@ -79,7 +79,7 @@ def test_estimates_recover_the_true_accuracy_within_their_intervals(simulated):
 def test_missing_predictions_add_nothing_to_the_complementary_estimate(simulated):
     # a system that never answers: its complementary score is (K−2)/(K−1) per label,
     # so Â_comp = (K−1)·(K−2)/(K−1) − (K−2) = 0 exactly
-    from assistants.services import system_create
+    from annotations.partitioned.services.predictions import system_create
 
     system_create(study=simulated, name="silent")
     snapshot = study_recompute(study_id=simulated.pk)
@@ -93,7 +93,7 @@ def test_missing_predictions_add_nothing_to_the_complementary_estimate(simulated
 def test_intervals_depend_only_on_the_counts_not_on_a_coin_or_a_name(simulated):
     """Recomputing reproduces every interval; a system re-imported under another name with
     the same predictions gets exactly the same intervals (no per-system tie-break left)."""
-    from assistants.services import system_create
+    from annotations.partitioned.services.predictions import system_create
 
     first = study_recompute(study_id=simulated.pk).payload["systems"]
     again = study_recompute(study_id=simulated.pk).payload["systems"]
@@ -104,7 +104,7 @@ def test_intervals_depend_only_on_the_counts_not_on_a_coin_or_a_name(simulated):
         Prediction(system=twin, item_id=p.item_id, raw=p.raw, option=p.option,
                    position=p.position)
         for p in Prediction.objects.filter(system=strong)])
-    from assistants.services import query_masks_refresh
+    from annotations.partitioned.services.predictions import query_masks_refresh
 
     query_masks_refresh(study=simulated)
     rows = {s["name"]: s for s in study_recompute(study_id=simulated.pk).payload["systems"]}
@@ -167,8 +167,8 @@ def _answer_all(study, answer_for):
     """Lease and answer every pending query through the real services; ``answer_for(query)``
     gives the specialist's answer."""
     from annotations.models import StudyMembership
-    from annotations.services.labels import label_submit, recompute_deferred
-    from annotations.services.routing import query_lease_next
+    from annotations.partitioned.services.labels import label_submit, recompute_deferred
+    from annotations.partitioned.services.routing import query_lease_next
 
     specialists = [m.user for m in StudyMembership.objects.filter(
         study=study, role="specialist").select_related("user")]
@@ -251,9 +251,9 @@ def test_several_queries_per_item_cluster_every_estimator_by_item():
     from the stored queries item by item; every estimator's SE is at least as large as
     with the labels taken as independent, the ML one by √d; IPW with equal completion
     equals ML; the point estimates are unchanged."""
-    from estimators.clustered import Clusters, ml_design_effect
-    from estimators.partitioned import estimate
-    from estimators.planning import complementary_labels_for_width, plan_labels
+    from estimators.partitioned.accuracy import estimate
+    from estimators.partitioned.clustered import Clusters, ml_design_effect
+    from estimators.partitioned.planning import complementary_labels_for_width, plan_labels
 
     study = make_study(k=4, n_items=400, queries_per_item=3, systems={"a": 0.85, "b": 0.5},
                        seed=48, strata=2)
@@ -310,7 +310,7 @@ def test_item_labels_are_every_answered_label_with_its_item_stratum_and_bits():
     """study_item_labels (binary COPY on PostgreSQL, fetched rows elsewhere) against the
     stored queries read one by one: 'yes'/'no' answers only, quality checks excluded, each
     label's item, stratum, class, answer, mask and band bits."""
-    from annotations.selectors import study_item_labels
+    from annotations.partitioned.selectors import study_item_labels
 
     study = make_study(k=4, n_items=120, queries_per_item=3, checks=4,
                        systems={"a": 0.8, "b": 0.5, "c": 0.4}, seed=53, strata=3)

@@ -18,19 +18,19 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations.errors import ImportFailed
-from annotations.models import ImportJob, ImportJobFile, Item, Query, Study
-from annotations.selectors import import_job_progress
-from annotations.services.import_jobs import (
+from annotations.core.errors import ImportFailed
+from annotations.core.selectors import import_job_progress
+from annotations.core.services.import_jobs import (
     background_imports_join,
     import_job_run,
     import_job_submit,
     import_jobs_expire,
 )
-from annotations.services.imports import items_import
-from annotations.services.progress import Progress, progress_reporting
+from annotations.core.services.progress import Progress, progress_reporting
+from annotations.models import ImportJob, ImportJobFile, Item, Query, Study
+from annotations.partitioned.services.imports import items_import
+from annotations.partitioned.services.predictions import predictions_import
 from assistants.models import AISystem, Prediction
-from assistants.services import predictions_import
 from tests.factories import make_study, role_user, specialist
 
 pytestmark = pytest.mark.django_db
@@ -128,7 +128,7 @@ def test_an_unexpected_error_fails_the_job_with_a_reason_and_writes_nothing():
 
 
 def test_many_errors_are_kept_up_to_a_limit():
-    from annotations.services import import_jobs
+    from annotations.core.services import import_jobs
 
     study = open_study()
     bad = "\n".join(json.dumps({"id": f"x{i}"}) for i in range(1200)).encode()
@@ -274,7 +274,7 @@ def test_only_a_job_that_waits_for_another_import_says_it_waits(settings):
     study's import lock; a job alone goes straight to reading."""
     from django.db import DEFAULT_DB_ALIAS, connections
 
-    from annotations.services.import_jobs import ADVISORY_LOCK_CLASS
+    from annotations.core.services.import_jobs import ADVISORY_LOCK_CLASS
 
     settings.OVERSIGHT_IMPORT_RUNNER = "thread"
     settings.OVERSIGHT_IMPORT_PROGRESS_SECONDS = 0.02
@@ -630,7 +630,7 @@ def test_a_statement_that_meets_a_sqlite_table_lock_is_retried_and_other_errors_
     retried for a few seconds; any other error is raised at once."""
     from django.db import OperationalError
 
-    from annotations.sqlite_locks import while_sqlite_locked
+    from annotations.core.sqlite_locks import while_sqlite_locked
 
     locked = OperationalError("database table is locked: annotations_importjob")
 

@@ -9,12 +9,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotations.errors import ImportFailed, InvalidStudy
+from annotations.core.errors import ImportFailed, InvalidStudy
+from annotations.core.services.studies import study_create
 from annotations.models import Item, Query
-from annotations.services.imports import items_import
-from annotations.services.studies import study_create
+from annotations.partitioned.services.imports import items_import
+from annotations.partitioned.services.predictions import predictions_import
 from assistants.models import AISystem, Prediction
-from assistants.services import predictions_import
 from tests.factories import jsonl, make_study
 
 pytestmark = pytest.mark.django_db
@@ -123,8 +123,8 @@ def test_predictions_parse_index_text_and_garbage():
 
 def test_prediction_reimport_rejected_then_updated_refreshes_masks():
     study = make_study(k=3, n_items=6, systems={"m": 0.5})
-    from annotations.services.labels import label_submit
-    from annotations.services.routing import query_lease_next
+    from annotations.partitioned.services.labels import label_submit
+    from annotations.partitioned.services.routing import query_lease_next
     from tests.factories import specialist
 
     user = specialist(study, 0)
@@ -153,7 +153,7 @@ def test_import_commands_report_errors_and_export_round_trip(tmp_path, draft):
                                                              for i in range(6)))
     call_command("import_predictions", draft.name, str(preds), stdout=io.StringIO())
     assert AISystem.objects.get(study=draft).reference_correct == 6
-    from annotations.services.studies import membership_add, study_open
+    from annotations.core.services.studies import membership_add, study_open
     from tests.factories import UserFactory
 
     study_open(study=draft)
@@ -312,8 +312,8 @@ def test_the_summary_reaches_the_command_the_api_and_the_admin(numeric, tmp_path
     from django.test import Client
     from django.urls import reverse
 
+    from annotations.core.services.studies import membership_add
     from annotations.models import StudyMembership
-    from annotations.services.studies import membership_add
     from tests.factories import UserFactory
 
     path = tmp_path / "p.jsonl"
@@ -349,8 +349,8 @@ def test_the_summary_reaches_the_command_the_api_and_the_admin(numeric, tmp_path
 # --- a running study keeps its meaning (issue 8) ---------------------------------------------
 
 def _answer_one(study) -> Query:
-    from annotations.services.labels import label_submit
-    from annotations.services.routing import query_lease_next
+    from annotations.partitioned.services.labels import label_submit
+    from annotations.partitioned.services.routing import query_lease_next
     from tests.factories import specialist
 
     k = Query.objects.filter(study=study, status="pending").order_by("pk").first().k
@@ -385,7 +385,7 @@ def test_the_text_of_an_item_a_specialist_is_reading_does_not_change_under_them(
     metadata, which specialists do not see, may still change."""
     from django.core.exceptions import ValidationError
 
-    from annotations.services.routing import query_lease_next
+    from annotations.partitioned.services.routing import query_lease_next
     from tests.factories import specialist
 
     study = make_study(k=3, n_items=4, seed=35)
@@ -541,8 +541,8 @@ def test_deleting_a_class_of_a_draft_study_is_allowed():
 
 
 def test_the_service_refuses_deleting_a_class_of_an_open_study():
+    from annotations.core.services.studies import study_class_delete
     from annotations.models import StudyClass
-    from annotations.services.running import study_class_delete
 
     study = make_study(k=3, n_items=2, seed=38)
     with pytest.raises(InvalidStudy, match="The study is open: its classes are fixed"):
@@ -551,8 +551,8 @@ def test_the_service_refuses_deleting_a_class_of_an_open_study():
 
 
 def test_large_imports_take_the_bulk_path_atomically_and_route_every_item():
-    from annotations.services.imports import IN_LIST_MAX
-    from annotations.services.routing import items_route
+    from annotations.partitioned.services.imports import IN_LIST_MAX
+    from annotations.partitioned.services.routing import items_route
 
     n = IN_LIST_MAX + 200  # past the IN-list limit: the study's rows are read whole
     study = make_study(k=3, n_items=0, seed=39)
@@ -578,7 +578,7 @@ def test_large_imports_take_the_bulk_path_atomically_and_route_every_item():
 def test_routing_an_import_draws_what_items_route_draws():
     """Items routed as they are inserted get the draws items_route would have made."""
     def routed(open_first: bool) -> list[tuple[str, list[int], int]]:
-        from annotations.services.studies import study_open
+        from annotations.core.services.studies import study_open
 
         study = study_create(name=f"same-{open_first}", classes=["A", "B", "C"], seed=5,
                              queries_per_item=2)
@@ -666,8 +666,8 @@ def test_the_api_reads_and_returns_gold_by_the_same_rule(numeric_draft):
     from django.test import Client
     from django.urls import reverse
 
+    from annotations.core.services.studies import membership_add
     from annotations.models import StudyMembership
-    from annotations.services.studies import membership_add
     from tests.factories import UserFactory
 
     researcher = UserFactory(username="r-gold", is_staff=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from annotations.errors import AlreadyAnswered, DomainError
+from annotations.core.errors import AlreadyAnswered, DomainError
 from annotations.models import EstimateSnapshot, Query, QueryEvent
-from annotations.services.labels import background_recomputes_join, label_submit
-from annotations.services.routing import query_lease_next
+from annotations.partitioned.services.labels import background_recomputes_join, label_submit
+from annotations.partitioned.services.routing import query_lease_next
 from assistants.models import Prediction
 from tests.factories import make_study, specialist
 
@@ -122,8 +122,8 @@ def _rendered_ago(query, ms: float) -> None:
 
 
 def test_answer_to_a_query_rendered_too_recently_is_refused_and_nothing_changes(settings):
-    from annotations.errors import AnsweredTooSoon
-    from annotations.services.routing import query_mark_rendered
+    from annotations.core.errors import AnsweredTooSoon
+    from annotations.partitioned.services.routing import query_mark_rendered
 
     settings.OVERSIGHT_MIN_ANSWER_MS = 600
     study = make_study(k=3, n_items=9)
@@ -181,9 +181,9 @@ def _assert_untouched(q, expires) -> None:
 
 
 def test_closing_a_study_stops_answers_heartbeats_and_next_queries():
-    from annotations.errors import StudyNotOpen
-    from annotations.services.routing import query_heartbeat
-    from annotations.services.studies import study_close
+    from annotations.core.errors import StudyNotOpen
+    from annotations.core.services.studies import study_close
+    from annotations.partitioned.services.routing import query_heartbeat
 
     study = make_study(k=3, n_items=9)
     user = specialist(study, 0)
@@ -199,9 +199,9 @@ def test_closing_a_study_stops_answers_heartbeats_and_next_queries():
 
 
 def test_removing_a_membership_stops_answers_and_heartbeats():
-    from annotations.errors import NotPermitted
+    from annotations.core.errors import NotPermitted
     from annotations.models import StudyMembership
-    from annotations.services.routing import query_heartbeat
+    from annotations.partitioned.services.routing import query_heartbeat
 
     study = make_study(k=3, n_items=9)
     user = specialist(study, 0)
@@ -217,7 +217,7 @@ def test_removing_a_membership_stops_answers_and_heartbeats():
 
 
 def test_moving_a_specialist_to_another_class_stops_answers_to_the_old_class():
-    from annotations.errors import NotPermitted
+    from annotations.core.errors import NotPermitted
     from annotations.models import StudyMembership
 
     study = make_study(k=3, n_items=30)
@@ -233,7 +233,7 @@ def test_moving_a_specialist_to_another_class_stops_answers_to_the_old_class():
 
 
 def test_heartbeat_on_an_answered_query_is_refused_and_changes_nothing():
-    from annotations.services.routing import query_heartbeat
+    from annotations.partitioned.services.routing import query_heartbeat
 
     study = make_study(k=3, n_items=9)
     user = specialist(study, 0)
@@ -264,7 +264,7 @@ def test_api_heartbeat_on_an_answered_query_answers_409():
 # --- issue 8: undo ---------------------------------------------------------------------------
 def test_undo_takes_back_the_last_answer_its_follow_up_and_gives_the_query_back(
         django_capture_on_commit_callbacks, settings):
-    from annotations.services.labels import label_undo
+    from annotations.partitioned.services.labels import label_undo
 
     settings.CELERY_TASK_ALWAYS_EAGER = True
     study = make_study(k=4, n_items=20, queries_per_item=2, systems={"m": 0.7})
@@ -299,8 +299,8 @@ def test_undo_takes_back_the_last_answer_its_follow_up_and_gives_the_query_back(
 def test_a_follow_up_is_held_for_the_undo_window_then_undo_is_refused(settings):
     import time
 
-    from annotations.errors import UndoRefused
-    from annotations.services.labels import label_undo
+    from annotations.core.errors import UndoRefused
+    from annotations.partitioned.services.labels import label_undo
 
     settings.OVERSIGHT_UNDO_SECONDS = 1
     study = make_study(k=2, n_items=10, queries_per_item=2, seed=4)
@@ -331,8 +331,8 @@ def drain(study, user) -> list[int]:
 
 def undo_outcome(study, user) -> str:
     """What undo tells the specialist: 'undone', or the refusal's words."""
-    from annotations.errors import UndoRefused
-    from annotations.services.labels import label_undo
+    from annotations.core.errors import UndoRefused
+    from annotations.partitioned.services.labels import label_undo
 
     try:
         label_undo(study=study, user=user)
@@ -383,8 +383,8 @@ def test_undo_cannot_tell_a_quality_check_from_a_routed_query(settings):
 
 
 def test_undo_only_the_last_answer_once_and_not_without_answers():
-    from annotations.errors import UndoRefused
-    from annotations.services.labels import label_undo
+    from annotations.core.errors import UndoRefused
+    from annotations.partitioned.services.labels import label_undo
 
     study = make_study(k=3, n_items=12)
     user = specialist(study, 2)
@@ -404,7 +404,7 @@ def test_undo_only_the_last_answer_once_and_not_without_answers():
 # --- issue 8: skip ---------------------------------------------------------------------------
 def test_skip_hands_the_query_to_another_specialist_never_back_to_the_same_one():
     from annotations.models import QuerySkip
-    from annotations.services.routing import query_skip
+    from annotations.partitioned.services.routing import query_skip
 
     study = make_study(k=3, n_items=9, specialists_per_class=2, seed=21)
     a, b = specialist(study, 0, 0), specialist(study, 0, 1)
@@ -425,9 +425,9 @@ def test_skip_hands_the_query_to_another_specialist_never_back_to_the_same_one()
 
 
 def test_skip_rates_per_class_in_progress_and_snapshot_payload():
-    from annotations.selectors import study_class_progress
-    from annotations.services.estimates import study_recompute
-    from annotations.services.routing import query_skip
+    from annotations.partitioned.selectors import study_class_progress
+    from annotations.partitioned.services.estimates import study_recompute
+    from annotations.partitioned.services.routing import query_skip
 
     study = make_study(k=3, n_items=30, specialists_per_class=2, systems={"m": 0.7})
     a = specialist(study, 1, 0)
@@ -447,7 +447,7 @@ def test_skip_rates_per_class_in_progress_and_snapshot_payload():
 
 
 def test_a_skipped_quality_check_is_not_offered_again():
-    from annotations.services.routing import query_skip
+    from annotations.partitioned.services.routing import query_skip
 
     # 90 items: ~30 in class 0's pool, so a check (drawn with p = 0.5 per request, seeded
     # by the user's id) comes before the pool runs dry whatever id the database gives

@@ -9,8 +9,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.models import EstimateSnapshot
-from annotations.services.labels import label_submit
-from annotations.services.routing import query_lease_next
+from annotations.partitioned.services.labels import label_submit
+from annotations.partitioned.services.routing import query_lease_next
 from tests.factories import make_study, role_user, specialist
 
 pytestmark = [pytest.mark.worker, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

@@ -3,6 +3,7 @@ answering never fails because Redis is down, and the sweeper catches up."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 
@@ -11,16 +12,16 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations import selectors
-from annotations.models import EstimateSnapshot, Query, RecomputeState
-from annotations.services import estimates
-from annotations.services.labels import label_submit, recompute_deferred
-from annotations.services.recompute import (
+from annotations.core import selectors
+from annotations.core.services import recompute as recompute_service
+from annotations.core.services.recompute import (
     catch_up_grace_seconds,
     recompute_requested,
     recomputes_catch_up,
 )
-from annotations.services.routing import query_lease_next
+from annotations.models import EstimateSnapshot, Query, RecomputeState, Study
+from annotations.partitioned.services.labels import label_submit, recompute_deferred
+from annotations.partitioned.services.routing import query_lease_next
 from tests.factories import make_study, role_user, specialist
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +54,10 @@ def failing_recompute(monkeypatch):
     def boom(*, study_id):
         raise ValueError("counts do not broadcast\n  File 'estimates.py', line 1")
 
-    monkeypatch.setattr(estimates, "study_recompute", boom)
+    # the partitioned study type's registered recompute (its hooks) made to fail
+    partitioned = recompute_service._KINDS[Study.Kind.PARTITIONED]
+    monkeypatch.setitem(recompute_service._KINDS, Study.Kind.PARTITIONED,
+                        dataclasses.replace(partitioned, recompute=boom))
 
 
 def test_a_failed_recompute_is_recorded_and_shown_with_its_time(failing_recompute,
@@ -149,7 +153,7 @@ def test_answers_succeed_when_redis_is_down_and_the_sweeper_catches_up(settings,
     page = Client()
     page.force_login(page_user)
     q2 = query_lease_next(study=study, user=page_user)
-    with caplog.at_level(logging.WARNING, logger="annotations.services.recompute"):
+    with caplog.at_level(logging.WARNING, logger="annotations.core.services.recompute"):
         by_api = api.post(reverse("api-answer", args=[q1.public_id]), {"answer": "no"},
                           content_type="application/json")
         by_htmx = page.post(reverse("label-answer", args=[study.pk, q2.public_id]), {"answer": "yes"},
@@ -207,8 +211,8 @@ def test_a_costly_recompute_waits_longer_before_the_next(settings):
     study's live analysis takes at most OVERSIGHT_RECOMPUTE_MAX_SHARE of a worker."""
     from django.core.cache import cache
 
-    from annotations.services.recompute import cost_key, recompute_delay
-    from annotations.tasks import study_recompute_task
+    from annotations.core.services.recompute import cost_key, recompute_delay
+    from annotations.core.tasks import study_recompute_task
 
     settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.3
     settings.OVERSIGHT_RECOMPUTE_MAX_SHARE = 0.25

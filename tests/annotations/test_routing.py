@@ -9,10 +9,10 @@ import pytest
 from django.utils import timezone
 from scipy import stats
 
-from annotations.errors import LeaseExpired, NotLeaseHolder, NotPermitted, StudyNotOpen
+from annotations.core.errors import LeaseExpired, NotLeaseHolder, NotPermitted, StudyNotOpen
 from annotations.models import Item, Query, QueryEvent
-from annotations.services.labels import label_submit
-from annotations.services.routing import leases_reclaim, query_lease_next
+from annotations.partitioned.services.labels import label_submit
+from annotations.partitioned.services.routing import leases_reclaim, query_lease_next
 from tests.factories import make_study, specialist
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def test_opening_routes_every_item_once_with_stored_draws():
     study = make_study(k=5, n_items=50, open_=False)
     assert Query.objects.filter(study=study).count() == 0
     # when it opens
-    from annotations.services.studies import study_open
+    from annotations.core.services.studies import study_open
 
     routed = study_open(study=study)
     # then each item has exactly one pending query whose class is the first stored draw
@@ -104,7 +104,7 @@ def test_non_member_and_closed_study_are_refused():
     outsider = specialist(make_study(k=3, n_items=3, seed=99), 0)
     with pytest.raises(NotPermitted):
         query_lease_next(study=study, user=outsider)
-    from annotations.services.studies import study_close
+    from annotations.core.services.studies import study_close
 
     study_close(study=study)
     with pytest.raises(StudyNotOpen):
@@ -124,7 +124,7 @@ def test_other_specialist_cannot_answer_a_held_query():
 
 def test_multiple_queries_per_item_draw_distinct_classes_and_stop_at_yes():
     study = make_study(k=4, n_items=40, queries_per_item=3, seed=5)
-    from annotations.services.simulation import study_simulate
+    from annotations.partitioned.services.simulation import study_simulate
 
     study_simulate(study=study)
     for item in Item.objects.filter(study=study, is_quality_check=False):
@@ -179,7 +179,7 @@ def test_no_check_is_handed_out_once_the_class_pool_is_empty():
     0.5 got five in a row while the counter read 0): checks are drawn only while a routed
     query of the class could be handed out instead — also when the rest of the pool is
     held back (skipped by this specialist)."""
-    from annotations.services.routing import query_skip
+    from annotations.partitioned.services.routing import query_skip
 
     study = make_study(k=3, n_items=30, checks=20, gold_rate=0.5, seed=9)
     user = specialist(study, 0)

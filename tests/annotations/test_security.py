@@ -9,8 +9,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.models import Query
-from annotations.services.labels import label_submit
-from annotations.services.routing import query_lease_next
+from annotations.partitioned.services.labels import label_submit
+from annotations.partitioned.services.routing import query_lease_next
 from assistants.models import Prediction
 from tests.factories import make_study, role_user, specialist
 
@@ -173,8 +173,8 @@ def test_researchers_configure_only_their_own_studies_in_the_admin(setup):
 
 
 def test_a_researcher_added_in_the_admin_gets_staff_status(setup):
+    from annotations.core.services.studies import membership_add
     from annotations.models import StudyMembership, User
-    from annotations.services.studies import membership_add
 
     user = User.objects.create_user(username="new-researcher", password="pw")
     membership_add(study=setup, user=user, role=StudyMembership.Role.RESEARCHER)

@@ -10,10 +10,8 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.urls import reverse
 
-from annotations.errors import ImportFailed, InvalidStudy, NotPermitted
-from annotations.models import Item, Query, Study, StudyClass, StudyMembership, User
-from annotations.services.imports import items_import
-from annotations.services.studies import (
+from annotations.core.errors import ImportFailed, InvalidStudy, NotPermitted
+from annotations.core.services.studies import (
     NewMember,
     member_password_reset,
     members_add,
@@ -21,6 +19,8 @@ from annotations.services.studies import (
     study_create,
     study_open,
 )
+from annotations.models import Item, Query, Study, StudyClass, StudyMembership, User
+from annotations.partitioned.services.imports import items_import
 from tests.factories import UserFactory, jsonl, make_study, role_user
 
 pytestmark = pytest.mark.django_db
@@ -434,7 +434,7 @@ def test_closing_twice_is_refused_by_the_service(draft):
 
 
 def test_study_insert_saves_a_draft_with_its_classes_and_refuses_repeats():
-    from annotations.services.studies import study_insert
+    from annotations.core.services.studies import study_insert
 
     study = study_insert(study=Study(name="s", status=Study.Status.OPEN),
                          classes=[("Cat", " small "), "Dog"])

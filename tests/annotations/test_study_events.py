@@ -7,9 +7,9 @@ import pytest
 from django.db import transaction
 from django.urls import reverse
 
-from annotations.errors import InvalidStudy
+from annotations.core.errors import InvalidStudy
+from annotations.core.services.studies import study_close, study_event_record, study_open
 from annotations.models import Study, StudyEvent, study_event_kind_register
-from annotations.services.studies import study_close, study_event_record, study_open
 from tests.factories import make_study, role_user
 
 pytestmark = pytest.mark.django_db
@@ -102,7 +102,7 @@ def test_every_study_type_opens_and_closes_through_one_audited_path():
     same refusal of a closed study, the same 'opened' / 'closed' rows, and no
     'items_routed' row for a re-opening that made nothing (the assisted and critique
     copies wrote one with a count of 0)."""
-    from annotations.services.critique.studies import critique_study_close, critique_study_open
+    from annotations.critique.services.studies import critique_study_close, critique_study_open
     from tests.annotations.assisted_helpers import make_assisted_study
     from tests.annotations.critique_helpers import make_critique_study
 

@@ -7,8 +7,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.models import Query
-from annotations.services.labels import label_submit
-from annotations.services.routing import query_lease_next
+from annotations.partitioned.services.labels import label_submit
+from annotations.partitioned.services.routing import query_lease_next
 from tests.factories import make_study, specialist
 
 pytestmark = pytest.mark.django_db
@@ -138,7 +138,7 @@ def test_skip_and_undo_through_the_page(labelling):
 
 
 def test_home_offers_label_only_for_open_studies():
-    from annotations.services.studies import study_close
+    from annotations.core.services.studies import study_close
 
     draft = make_study(k=3, n_items=3, open_=False, seed=31)
     closed = make_study(k=3, n_items=3, seed=32)
@@ -147,8 +147,8 @@ def test_home_offers_label_only_for_open_studies():
     client = Client()
     user = specialist(draft, 0)
     for study in (closed, open_):
+        from annotations.core.services.studies import membership_add
         from annotations.models import StudyMembership
-        from annotations.services.studies import membership_add
 
         StudyMembership.objects.filter(user=specialist(study, 0)).delete()
         membership_add(study=study, user=user, role="specialist", class_index=0)
@@ -230,8 +230,8 @@ def test_a_quality_check_looks_exactly_like_a_routed_query_in_html_and_api():
 
 def test_counters_move_the_same_for_a_quality_check_and_a_routed_query():
     from annotations.models import Study
-    from annotations.selectors import specialist_progress
-    from annotations.services.routing import query_skip
+    from annotations.partitioned.selectors import specialist_progress
+    from annotations.partitioned.services.routing import query_skip
 
     seen = {}
     for gold_rate in (0.0, 1.0):
@@ -247,7 +247,7 @@ def test_counters_move_the_same_for_a_quality_check_and_a_routed_query():
         steps.append(specialist_progress(user=user, study=study))
         q = query_lease_next(study=study, user=user)
         steps.append(specialist_progress(user=user, study=study))
-        from annotations.services.labels import label_submit
+        from annotations.partitioned.services.labels import label_submit
 
         label_submit(query_id=q.pk, user=user, answer="no")
         steps.append(specialist_progress(user=user, study=study))
@@ -320,7 +320,7 @@ def test_remaining_never_reads_0_on_the_no_query_page_while_queries_are_to_come(
     queries were still to come. With no query on screen it is now at least 1 while one
     is pending for the specialist; with a query on screen it is the symmetric count."""
     from annotations.models import Study
-    from annotations.selectors import specialist_progress
+    from annotations.partitioned.selectors import specialist_progress
 
     settings.OVERSIGHT_MIN_ANSWER_MS = 0
     study = make_study(k=3, n_items=6, checks=12, seed=71)

@@ -8,22 +8,25 @@ import io
 import numpy as np
 import pytest
 
-from annotations.errors import DomainError, ImportFailed
+from annotations.core.errors import DomainError, ImportFailed
 from annotations.models import Query
-from annotations.services.labels import label_submit, label_undo, query_bit_fields
-from annotations.services.routing import query_lease_next
-from assistants.banding import (
+from annotations.partitioned.services.banding import (
     BAND_FIELDS,
     band_bits,
     band_index,
-    confidence_bands_set,
-    edges_problem,
     quantile_edges,
     systems_bands_refresh,
 )
+from annotations.partitioned.services.labels import label_submit, label_undo, query_bit_fields
+from annotations.partitioned.services.predictions import (
+    confidence_bands_set,
+    predictions_import,
+    query_masks_refresh,
+)
+from annotations.partitioned.services.routing import query_lease_next
+from assistants.band_edges import edges_problem
 from assistants.models import AISystem, ConfidenceBands, Prediction
-from assistants.services import predictions_import, query_masks_refresh
-from estimators.hybridization import band_of
+from estimators.assisted.hybridization import band_of
 from tests.factories import jsonl, specialist
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from annotations.errors import ImportFailed
+from annotations.core.errors import ImportFailed
 from assistants.aggregation import (
     TIE_ORDER,
     SampleResult,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from annotations.assisted.services.design import DEFAULT_QUIZ
+from annotations.assisted.services.imports import sentences_import, traces_import
+from annotations.assisted.services.signals import rating_recorded
 from annotations.models import Exposure, Interaction, Rating, RatingTask
-from annotations.services.assisted.design import DEFAULT_QUIZ
-from annotations.services.assisted.imports import sentences_import, traces_import
-from annotations.services.assisted.signals import rating_recorded
 from tests.annotations.assisted_helpers import add_rater, jsonl, make_assisted_study
 from tests.assistants.conftest import good_trace
 from tests.browser.conftest import login
@@ -52,7 +52,7 @@ expect.set_options(timeout=15_000)
 def test_evidence_rater_passes_the_quiz_expands_evidence_and_rates_by_keyboard(
         page, shots, live_server, settings):
     settings.CELERY_TASK_ALWAYS_EAGER = True
-    from annotations.services.studies import study_open
+    from annotations.core.services.studies import study_open
 
     study = realistic_study(seed=21, arms={"Evidence": ["search", "evidence"]})
     study.name = "Demo: fact-checking AI sentences"

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotations.services.assisted.design import DEFAULT_QUIZ
-from annotations.services.assisted_analysis import assisted_recompute
-from annotations.services.demo_assisted import assisted_study_from_simulation, demo_design
-from annotations.services.studies import membership_add
-from estimators.assisted_sim import simulate_assisted
+from annotations.assisted.services.analysis import assisted_recompute
+from annotations.assisted.services.demo import assisted_study_from_simulation, demo_design
+from annotations.assisted.services.design import DEFAULT_QUIZ
+from annotations.core.services.studies import membership_add
+from estimators.assisted.simulation import simulate_assisted
 from tests.annotations.assisted_helpers import add_rater
 from tests.browser.conftest import login
 from tests.factories import UserFactory

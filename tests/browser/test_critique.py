@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from annotations.core.services.studies import membership_add
 from annotations.models import CritiqueOutput, CritiqueTask
-from annotations.services.studies import membership_add
 from tests.annotations.critique_helpers import answer_next, make_critique_study
 from tests.browser.conftest import login
 from tests.factories import UserFactory
@@ -44,7 +44,7 @@ def test_an_annotator_completes_a_c2_task_with_the_keyboard_and_the_level_table_
     study, person = _study_with_a_c2_task()
     manager = UserFactory(username="manager-crit")
     membership_add(study=study, user=manager, role="manager")
-    from annotations.services.critique.analysis import critique_recompute
+    from annotations.critique.services.analysis import critique_recompute
 
     critique_recompute(study_id=study.pk)
 
@@ -151,7 +151,7 @@ def test_skip_asks_first_then_hands_the_task_over(page, live_server):
 
 
 def test_the_demo_dashboards_show_every_table(page, shots, live_server, settings):
-    from annotations.services.critique.demo import critique_demo_seed
+    from annotations.critique.services.demo import critique_demo_seed
 
     settings.OVERSIGHT_MIN_ANSWER_MS = 0
     demo = critique_demo_seed()
@@ -188,8 +188,8 @@ def test_the_demo_dashboards_show_every_table(page, shots, live_server, settings
 @pytest.mark.parametrize("width", [390, 1280])
 def test_the_manage_page_with_a_long_endpoint_does_not_scroll_sideways(page, live_server,
                                                                        width):
+    from annotations.critique.services.studies import critique_settings_update
     from annotations.models import StudyMembership
-    from annotations.services.critique.studies import critique_settings_update
 
     # given: a study pointed at an endpoint with a long path (as a hosted API's can be)
     study, _ = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],

@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotations.services.assisted_analysis import assisted_recompute
-from annotations.services.critique.analysis import critique_recompute
-from annotations.services.demo_assisted import assisted_study_from_simulation, demo_design
-from annotations.services.estimates import study_recompute
-from annotations.services.studies import membership_add
-from estimators.assisted_sim import simulate_assisted
+from annotations.assisted.services.analysis import assisted_recompute
+from annotations.assisted.services.demo import assisted_study_from_simulation, demo_design
+from annotations.core.services.studies import membership_add
+from annotations.critique.services.analysis import critique_recompute
+from annotations.partitioned.services.estimates import study_recompute
+from estimators.assisted.simulation import simulate_assisted
 from tests.annotations.assisted_helpers import add_rater
 from tests.annotations.critique_helpers import make_critique_study
 from tests.browser.conftest import login, watch_csp
@@ -113,8 +113,8 @@ def test_every_role_s_pages_work_under_the_policy(browser, live_server, shots, s
             page.screenshot(path=str(shots / "csp-dashboard.png"), full_page=True)
             # htmx polls under the policy: a new answer shows without a reload
             before = page.get_by_test_id("n-answered").inner_text()
-            from annotations.services.labels import label_submit
-            from annotations.services.routing import query_lease_next
+            from annotations.partitioned.services.labels import label_submit
+            from annotations.partitioned.services.routing import query_lease_next
 
             user = specialist(partitioned, 2)
             label_submit(query_id=query_lease_next(study=partitioned, user=user).pk,

@@ -10,7 +10,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from annotations.models import Query, QueryEvent
-from annotations.services.routing import query_lease_next
+from annotations.partitioned.services.routing import query_lease_next
 from tests.browser.conftest import login
 from tests.factories import make_study, specialist
 

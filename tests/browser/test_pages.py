@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from annotations.services.labels import label_submit
-from annotations.services.routing import query_lease_next
+from annotations.partitioned.services.labels import label_submit
+from annotations.partitioned.services.routing import query_lease_next
 from tests.browser.conftest import login
 from tests.factories import make_study, role_user, specialist
 
@@ -41,7 +41,7 @@ def test_a_converged_study_shows_every_system_inside_its_interval(page, shots, l
                                                                   settings):
     """The picture in the managers' guide, and a check that what the page shows is right:
     each system's true accuracy lies inside the ML interval the dashboard displays."""
-    from annotations.services.simulation import study_simulate
+    from annotations.partitioned.services.simulation import study_simulate
 
     truth = {"frontier-model": 0.86, "mid-size-model": 0.68, "small-model": 0.42}
     study = make_study(k=5, n_items=900, systems=truth, seed=55, strata=3,
@@ -64,7 +64,7 @@ def test_a_converged_study_shows_every_system_inside_its_interval(page, shots, l
 def test_dashboard_on_a_390px_phone_has_no_page_wide_scroll(browser, shots, live_server):
     """Tables scroll inside their own box, charts scale to the screen, the "i" opens on a
     tap, and the estimator choice survives a reload."""
-    from annotations.services.simulation import study_simulate
+    from annotations.partitioned.services.simulation import study_simulate
 
     truth = {"frontier-model": 0.86, "mid-size-model": 0.68, "small-model": 0.42}
     study = make_study(k=5, n_items=400, systems=truth, seed=56, strata=2,

@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from estimators.adjust import (
+from estimators.partitioned.accuracy import estimate
+from estimators.partitioned.adjust import (
     binomial_equivalent,
     ipw_class_weights,
     stratified_combine,
     stratified_estimate,
     weighted_effective_counts,
 )
-from estimators.clustered import proportion_design_effect
-from estimators.partitioned import estimate
+from estimators.partitioned.clustered import proportion_design_effect
 
 
 def _clustered_study(rng, items: int, per_item: int, a: float, k: int):

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from estimators.agreement import agreement_with_ai, krippendorff_alpha_nominal
+from estimators.assisted.agreement import agreement_with_ai, krippendorff_alpha_nominal
 
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: 4 observers
 # (rows) × 12 units (columns), None = missing.

@@ -11,21 +11,21 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from estimators.assisted_sim import (
-    ArmBehaviour,
-    AssistedDesign,
-    simulate_assisted,
-)
-from estimators.calibration import reliability_bins
-from estimators.factuality import (
+from estimators.assisted.calibration import reliability_bins
+from estimators.assisted.factuality import (
     SKIPPED,
     gold_accurate,
     item_human_correct,
     ratings_correct,
     verdicts,
 )
-from estimators.hybridization import calibration_split, curve_band, held_out_threshold
-from estimators.reliance import reliance_by_arm
+from estimators.assisted.hybridization import calibration_split, curve_band, held_out_threshold
+from estimators.assisted.reliance import reliance_by_arm
+from estimators.assisted.simulation import (
+    ArmBehaviour,
+    AssistedDesign,
+    simulate_assisted,
+)
 
 
 def test_same_seed_same_study_and_balanced_design():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from estimators.binomial import binom_ge, binom_ge_rows, binom_le, binom_pmf, count_window
+from estimators.numerics.binomial import binom_ge, binom_ge_rows, binom_le, binom_pmf, count_window
 
 
 @pytest.mark.parametrize(("n", "p"), [(20, 0.3), (2000, 0.99), (20000, 0.525), (7, 0.0),

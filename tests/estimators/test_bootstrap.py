@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from estimators.bootstrap import (
+from estimators.assisted.hybridization import curve_band
+from estimators.numerics.bootstrap import (
     bootstrap_means,
     bootstrap_ratios,
     cluster_count_chunks,
@@ -15,7 +16,6 @@ from estimators.bootstrap import (
     percentile_interval,
     shared_resamples,
 )
-from estimators.hybridization import curve_band
 
 
 def test_counts_draw_each_stratum_to_its_size():
@@ -46,7 +46,7 @@ def test_counts_are_multinomial():
 
 
 def test_chunks_are_reproducible_and_bounded(monkeypatch):
-    import estimators.bootstrap as bootstrap
+    import estimators.numerics.bootstrap as bootstrap
 
     monkeypatch.setattr(bootstrap, "_CHUNK_CELLS", 30)
     chunks = list(cluster_count_chunks(10, 25, 5))
@@ -57,7 +57,7 @@ def test_chunks_are_reproducible_and_bounded(monkeypatch):
 
 
 def test_shared_resamples_draw_once_and_change_no_result(monkeypatch):
-    import estimators.bootstrap as bootstrap
+    import estimators.numerics.bootstrap as bootstrap
 
     draws = []
     real = bootstrap._draw_chunks
@@ -92,7 +92,7 @@ def test_shared_resamples_draw_once_and_change_no_result(monkeypatch):
 
 
 def test_shared_resamples_keep_at_most_their_cells(monkeypatch):
-    import estimators.bootstrap as bootstrap
+    import estimators.numerics.bootstrap as bootstrap
 
     draws = []
     real = bootstrap._draw_chunks

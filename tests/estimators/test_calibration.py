@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from estimators.calibration import (
+from estimators.assisted.calibration import (
     expected_calibration_error,
     reliability_bins,
     wilson_interval,
@@ -114,7 +114,7 @@ def test_rows_and_bad_input():
 
 
 def test_ece_interval_equals_explicit_resampling():
-    from estimators.bootstrap import cluster_counts
+    from estimators.numerics.bootstrap import cluster_counts
 
     rng = np.random.default_rng(5)
     c = rng.uniform(0, 1, 300)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from estimators.checks import FAMILY_ALPHA, MIN_ANSWERED, yes_share_test
+from estimators.partitioned.checks import FAMILY_ALPHA, MIN_ANSWERED, yes_share_test
 
 
 def _first_queries(rng, n_items: int, k: int, unsure_if_yes: float = 0.0,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from estimators.clustered import (
+from estimators.partitioned.accuracy import estimate
+from estimators.partitioned.clustered import (
     Clusters,
     design_effects,
     estimate_clustered,
@@ -15,8 +16,8 @@ from estimators.clustered import (
     per_item_sums,
     proportion_design_effect,
 )
-from estimators.partitioned import estimate, ml_accuracy
-from estimators.simulation import (
+from estimators.partitioned.likelihood import ml_accuracy
+from estimators.partitioned.simulation import (
     clustered_coverage,
     ipw_coverage,
     simulate_routed_classes,

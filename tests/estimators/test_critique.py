@@ -27,8 +27,8 @@ from estimators.critique import (
     naive_votes,
     voters,
 )
+from estimators.critique.simulation import CritiqueDesign, simulate_critique
 from estimators.critique.votes import tie_uniforms
-from estimators.critique_sim import CritiqueDesign, simulate_critique
 
 
 def output(oid, question, level, parents=(None, None), final=None, choice=None, author="human",
@@ -596,7 +596,7 @@ def test_level_intervals_cover_the_planted_accuracy_about_nominally():
 
 
 def test_estimators_critique_does_not_import_django():
-    code = ("import sys, estimators.critique, estimators.critique_sim; "
+    code = ("import sys, estimators.critique, estimators.critique.simulation; "
             "print('django' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from estimators.critique import CritiqueStudy, OutputRecord, QuestionRecord
-from estimators.critique_sim import CritiqueDesign, simulate_critique
+from estimators.critique.simulation import CritiqueDesign, simulate_critique
 
 QUESTIONS = [QuestionRecord(1, 2, "math"), QuestionRecord(2, None, None)]
 GOOD = [

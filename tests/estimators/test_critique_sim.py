@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from estimators.critique import critique_report
-from estimators.critique_sim import CritiqueDesign, simulate_critique
+from estimators.critique.simulation import CritiqueDesign, simulate_critique
 
 
 @pytest.mark.parametrize(("changes", "message"), [

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from estimators import exact
-from estimators.exact import (
+from estimators.partitioned import exact
+from estimators.partitioned.accuracy import estimate
+from estimators.partitioned.exact import (
     _Cell,
     _distinct_rows,
     _end,
@@ -23,7 +24,7 @@ from estimators.exact import (
     exact_interval_cell,
     randomized_interval_cell,
 )
-from estimators.partitioned import estimate, ml_accuracy
+from estimators.partitioned.likelihood import ml_accuracy
 
 
 @pytest.mark.parametrize(("n", "x"), [(20, 0), (20, 1), (20, 13), (20, 20), (40, 39), (7, 3)])

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from estimators.factuality import (
+from estimators.assisted.factuality import (
     ACCURATE,
     CANT_ASSESS,
     INACCURATE,

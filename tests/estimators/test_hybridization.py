@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from estimators.assisted_sim import ArmBehaviour, AssistedDesign, simulate_assisted
-from estimators.factuality import gold_accurate, item_human_correct, verdicts
-from estimators.hybridization import (
+from estimators.assisted.factuality import gold_accurate, item_human_correct, verdicts
+from estimators.assisted.hybridization import (
     band_accuracy,
     band_of,
     best_band_sources,
@@ -23,6 +22,7 @@ from estimators.hybridization import (
     held_out_threshold,
     threshold_curve,
 )
+from estimators.assisted.simulation import ArmBehaviour, AssistedDesign, simulate_assisted
 
 
 def _brute_curve(c, a, h):
@@ -277,9 +277,9 @@ def test_bands_with_unlabelled_items_are_undefined_and_unknown_sources_refused()
 
 
 def test_new_estimators_do_not_import_django():
-    code = ("import sys, estimators.hybridization, estimators.calibration, "
-            "estimators.reliance, estimators.agreement, estimators.bootstrap, "
-            "estimators.factuality, estimators.assisted_sim; print('django' in sys.modules)")
+    code = ("import sys, estimators.assisted.hybridization, estimators.assisted.calibration, "
+            "estimators.assisted.reliance, estimators.assisted.agreement, estimators.numerics.bootstrap, "
+            "estimators.assisted.factuality, estimators.assisted.simulation; print('django' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"

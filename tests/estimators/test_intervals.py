@@ -7,17 +7,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from estimators.intervals import (
+from estimators.partitioned.accuracy import estimate
+from estimators.partitioned.intervals import (
     EXACT_SHARE,
     confidence_interval,
     few_events,
     lattice_outcome,
-    likelihood_ratio_interval,
     needs_exact,
     ordinary_information_share,
 )
-from estimators.partitioned import estimate, ml_accuracy
-from estimators.simulation import simulate_counts
+from estimators.partitioned.likelihood import likelihood_ratio_interval, ml_accuracy
+from estimators.partitioned.simulation import simulate_counts
 
 
 @pytest.mark.parametrize(("n_o", "n_c", "k", "a"), [(40, 360, 10, 0.97), (200, 20000, 3, 0.05),

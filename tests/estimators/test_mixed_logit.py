@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, special
 
-from estimators.mixed_logit import (
+from estimators.assisted.mixed_logit import (
     arm_effects,
     fit_random_intercept_logit,
     marginal_log_likelihood,

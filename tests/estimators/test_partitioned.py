@@ -8,9 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize
 
-from estimators.intervals import log_likelihood
-from estimators.partitioned import INTERVALS, METHODS, estimate, ml_accuracy
-from estimators.planning import complementary_labels_for_width, labels_needed, plan_labels
+from estimators.partitioned.accuracy import INTERVALS, METHODS, estimate
+from estimators.partitioned.likelihood import log_likelihood, ml_accuracy
+from estimators.partitioned.planning import (
+    complementary_labels_for_width,
+    labels_needed,
+    plan_labels,
+)
 
 
 def brute_force_ml(n_o, s_o, n_c, s_c, k):
@@ -159,7 +163,7 @@ def test_estimators_do_not_import_django():
     import subprocess
     import sys
 
-    code = "import sys, estimators.partitioned, estimators.planning; print('django' in sys.modules)"
+    code = "import sys, estimators.partitioned.accuracy, estimators.partitioned.planning; print('django' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

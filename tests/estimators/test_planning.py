@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from estimators.clustered import design_effects
-from estimators.partitioned import ml_accuracy
-from estimators.planning import (
+from estimators.partitioned.clustered import design_effects
+from estimators.partitioned.likelihood import ml_accuracy
+from estimators.partitioned.planning import (
     complementary_labels_for_width,
     labels_needed,
     plan_labels,
     routing_information,
 )
-from estimators.simulation import simulate_routed_items
+from estimators.partitioned.simulation import simulate_routed_items
 
 Z = stats.norm.ppf(0.975)
 

@@ -8,16 +8,16 @@ import math
 import numpy as np
 import pytest
 
-from estimators.assisted_sim import ArmBehaviour, AssistedDesign, simulate_assisted
-from estimators.bootstrap import bootstrap_ratios
-from estimators.factuality import (
+from estimators.assisted.factuality import (
     SKIPPED,
     gold_accurate,
     item_human_correct,
     ratings_correct,
     verdicts,
 )
-from estimators.reliance import overall_accuracy, reliance_by_arm
+from estimators.assisted.reliance import overall_accuracy, reliance_by_arm
+from estimators.assisted.simulation import ArmBehaviour, AssistedDesign, simulate_assisted
+from estimators.numerics.bootstrap import bootstrap_ratios
 
 
 def _inputs(sim):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from estimators.planning import labels_needed
-from estimators.simulation import (
+from estimators.partitioned.planning import labels_needed
+from estimators.partitioned.simulation import (
     ESTIMATORS,
     coverage_grid,
     simulate_items,

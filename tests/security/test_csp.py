@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
 
 from annotations.models import Arm, ImportJob, Query, Study
-from annotations.services.estimates import study_recompute
+from annotations.partitioned.services.estimates import study_recompute
 from tests.annotations.assisted_helpers import make_assisted_study
 from tests.annotations.critique_helpers import make_critique_study
 from tests.factories import UserFactory, make_study

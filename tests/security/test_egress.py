@@ -12,11 +12,11 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotations.errors import InvalidStudy
+from annotations.core.errors import InvalidStudy
+from annotations.critique.services.studies import critique_settings_update
 from annotations.models import AssistedSettings, CritiqueRun, CritiqueSettings
-from annotations.services.ai_endpoints import ai_endpoint_check
-from annotations.services.critique.studies import critique_settings_update
 from assistants.egress import EgressPolicy, EndpointRefused, endpoint_check, resolve
+from assistants.endpoints import ai_endpoint_check
 from assistants.provider import ProviderConfig, ProviderError, complete
 from tests.annotations.assisted_helpers import make_assisted_study
 from tests.annotations.critique_helpers import make_critique_study
@@ -80,8 +80,8 @@ def scripted(mapping: dict[str, list[str]]):
 
 def researcher(study) -> Client:
     """A client logged in as a researcher of ``study`` (staff, not a superuser)."""
+    from annotations.core.services.studies import membership_add
     from annotations.models import StudyMembership, User
-    from annotations.services.studies import membership_add
 
     user = User.objects.filter(username=f"{study.pk}-researcher").first()
     if user is None:

@@ -1,5 +1,5 @@
 """Every URL of the site — the pages, the API and the admin, read from the URL configuration
-— passes request bodies through the one guard (``annotations.inputs.RequestBodyGuard``):
+— passes request bodies through the one guard (``annotations.core.inputs.RequestBodyGuard``):
 too deep JSON, NUL characters, texts over FIELD_MAX, bodies over the size limit and files
 sent where none are taken are answered 400/413/415 with the reason, never a 500, and
 nothing is stored. Every view that takes uploads (marked ``accepts_upload``) is posted bad
@@ -20,7 +20,7 @@ from django.http import HttpResponse
 from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, path, resolve, reverse
 
-from annotations.inputs import FIELD_MAX, NUL_MESSAGE, takes_uploads
+from annotations.core.inputs import FIELD_MAX, NUL_MESSAGE, takes_uploads
 
 pytestmark = pytest.mark.django_db
 
@@ -216,8 +216,8 @@ def test_every_upload_view_refuses_bad_files_naming_file_line_and_field(
         superuser_client, django_capture_on_commit_callbacks, upload, kind, content, message):
     from rest_framework.authtoken.models import Token
 
+    from annotations.critique.services.ai_runs import critique_import_run
     from annotations.models import CritiqueOutput, CritiqueQuestion, CritiqueRun, Item, Sentence
-    from annotations.services.critique.ai_runs import critique_import_run
     from assistants.models import Prediction, TraceSample
 
     build, fields = UPLOADS[upload]
@@ -272,7 +272,7 @@ urlpatterns = [path("careless/", _careless_view), path("careless-upload/", _care
 def test_the_detector_reports_a_view_without_the_guard(superuser_client):
     from django.conf import settings
 
-    without = [m for m in settings.MIDDLEWARE if m != "annotations.inputs.RequestBodyGuard"]
+    without = [m for m in settings.MIDDLEWARE if m != "annotations.core.inputs.RequestBodyGuard"]
     with override_settings(ROOT_URLCONF=__name__, MIDDLEWARE=without):
         found = [p for p, _ in endpoints(__name__)]
         misses = unguarded(superuser_client, found)
@@ -311,9 +311,9 @@ def test_every_json_form_field_of_the_site_refuses_what_cannot_be_stored(rf):
     from django import forms
     from django.contrib import admin
 
-    import annotations.admin_assisted  # noqa: F401 - the admin modules define the forms
-    import annotations.admin_critique  # noqa: F401
-    from annotations.inputs import StorableJSONFormField
+    import annotations.assisted.admin  # noqa: F401 - the admin modules define the forms
+    import annotations.critique.admin  # noqa: F401
+    from annotations.core.inputs import StorableJSONFormField
     from annotations.models import User
 
     superuser = User(username="root", is_superuser=True, is_staff=True)

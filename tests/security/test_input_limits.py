@@ -17,7 +17,9 @@ from django.core.files.uploadhandler import FileUploadHandler
 from django.test import Client
 from django.urls import reverse
 
-from annotations.inputs import AI_TEXT_MAX, LONG_TEXT_MAX, OPTION_MAX, SENTENCE_MAX
+from annotations.core.inputs import AI_TEXT_MAX, LONG_TEXT_MAX, OPTION_MAX, SENTENCE_MAX
+from annotations.core.services.studies import membership_add
+from annotations.critique.services.ai_runs import critique_import_run
 from annotations.models import (
     CritiqueOutput,
     CritiqueQuestion,
@@ -26,8 +28,6 @@ from annotations.models import (
     Item,
     Sentence,
 )
-from annotations.services.critique.ai_runs import critique_import_run
-from annotations.services.studies import membership_add
 from tests.annotations.assisted_helpers import make_assisted_study, rater_in_arm
 from tests.annotations.critique_helpers import make_critique_study
 from tests.factories import UserFactory, admin_form_data, role_user
@@ -149,7 +149,7 @@ def test_a_queued_upload_is_imported_and_its_file_then_deleted(
 
 def test_deep_json_posted_to_the_rating_pages_interaction_endpoint_is_a_400():
     """The page view parsed the body with a plain json.loads: a RecursionError, a 500."""
-    from annotations.services.assisted.rating import rating_lease_next
+    from annotations.assisted.services.rating import rating_lease_next
 
     study = make_assisted_study(n_sentences=2, arms={"E": ["search", "evidence"]})
     rater = rater_in_arm(study, "E")
@@ -174,8 +174,8 @@ def test_deep_json_posted_to_the_rating_pages_interaction_endpoint_is_a_400():
 def test_an_over_long_sentence_text_is_refused_by_the_import_naming_file_line_and_field(
         field, limit):
     """The shared reader stops at the first text that cannot be stored, as at a NUL."""
-    from annotations.errors import ImportFailed
-    from annotations.services.assisted.imports import sentences_import
+    from annotations.assisted.services.imports import sentences_import
+    from annotations.core.errors import ImportFailed
     from tests.annotations.assisted_helpers import jsonl, sentence_records
 
     study = make_assisted_study(n_sentences=0, open_=False)
@@ -218,8 +218,8 @@ def test_an_over_long_question_text_or_option_is_refused_on_the_researchers_page
 ], ids=["option", "any-text"])
 def test_over_long_item_options_and_texts_are_refused_by_the_import(make_study, options,
                                                                     error):
-    from annotations.errors import ImportFailed
-    from annotations.services.imports import items_import
+    from annotations.core.errors import ImportFailed
+    from annotations.partitioned.services.imports import items_import
 
     study = make_study(k=2, n_items=2, open_=False)
     before = list(Item.objects.filter(study=study).values_list("pk", "text"))

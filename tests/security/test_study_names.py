@@ -10,7 +10,7 @@ from django.core.management import CommandError
 from django.test import Client
 from django.urls import reverse
 
-from annotations.management.commands._base import get_study
+from annotations.core.commands import get_study
 from annotations.models import Study
 from tests.annotations.test_assisted_admin import posted
 
@@ -99,8 +99,8 @@ def test_a_name_two_studies_share_is_ambiguous_in_the_commands():
 @pytest.mark.parametrize("kind", ["partitioned", "assisted"])
 def test_only_the_creator_renames_a_study(kind):
     """A co-researcher refused a name would learn the creator's other studies' names."""
+    from annotations.core.services.studies import membership_add
     from annotations.models import StudyMembership, User
-    from annotations.services.studies import membership_add
 
     alice, bob = staff("alice"), staff("bob")
     for name in ("Alice's study", "Alice's secret"):

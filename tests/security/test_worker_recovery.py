@@ -24,8 +24,8 @@ import pytest
 from django.test import Client
 
 from annotations.models import EstimateSnapshot, Query, RecomputeState
-from annotations.services.labels import label_submit
-from annotations.services.routing import query_lease_next
+from annotations.partitioned.services.labels import label_submit
+from annotations.partitioned.services.routing import query_lease_next
 from tests.conftest import ROOT, celery_env
 from tests.factories import make_study, specialist
 

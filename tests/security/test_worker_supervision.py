@@ -15,10 +15,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from annotations.core.services.recompute import recompute_requested
 from annotations.models import EstimateSnapshot, Query, RecomputeState
-from annotations.services.labels import label_submit
-from annotations.services.recompute import recompute_requested
-from annotations.services.routing import query_lease_next
+from annotations.partitioned.services.labels import label_submit
+from annotations.partitioned.services.routing import query_lease_next
 from oversight_site import sweepers
 from oversight_site.sweepers import Sweep, SweeperLoop, beat_sweeps
 from oversight_site.worker import health_check, main

@@ -318,7 +318,7 @@ def test_json_parser_limits_what_it_reads_from_the_stream():
     check: the parser reads at most the limit."""
     import io
 
-    from annotations.inputs import GuardedJSONParser, RequestTooLarge
+    from annotations.core.inputs import GuardedJSONParser, RequestTooLarge
 
     body = json.dumps([{"id": str(i), "text": "x" * 50} for i in range(100)]).encode()
     with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=len(body) - 1), pytest.raises(
@@ -393,6 +393,6 @@ def test_a_form_field_number_is_read_or_none_never_an_exception(typed, read):
     """The rating and critique pages read their optional numbers with one helper. The
     rating page's own copy let a superscript digit through its isdigit() check into int():
     a 500."""
-    from annotations.inputs import int_or_none
+    from annotations.core.inputs import int_or_none
 
     assert int_or_none(typed) == read

@@ -1,40 +1,7 @@
-from django.core.management.base import BaseCommand, CommandError
+"""``manage.py import_predictions``: Django finds commands here; the command is the partitioned
+study type's
+(``annotations/partitioned/commands/import_predictions.py``)."""
 
-from annotations.errors import ImportFailed
-from annotations.management.commands._base import (
-    PROGRESS_SECONDS,
-    get_study,
-    progress_printer,
-)
-from annotations.services.progress import progress_reporting
-from assistants.services import predictions_import
+from annotations.partitioned.commands.import_predictions import Command
 
-
-class Command(BaseCommand):
-    help = (
-        "Import AI predictions from CSV or JSONL (atomic; progress on stderr). Fields: "
-        "item_id, system, prediction (the option's text; a number is read as its text) or "
-        "prediction_index (0-based option index). Predictions naming no option are counted "
-        "per system."
-    )
-
-    def add_arguments(self, parser):
-        parser.add_argument("study", help="study id or name")
-        parser.add_argument("path")
-        parser.add_argument("--format", choices=["csv", "jsonl"])
-        parser.add_argument("--quiet", action="store_true",
-                            help="no progress lines (on stderr) while importing")
-        parser.add_argument(
-            "--update", action="store_true", help="replace predictions that already exist"
-        )
-
-    def handle(self, *args, **opts):
-        study = get_study(opts["study"])
-        show = (lambda p: None) if opts["quiet"] else progress_printer(self.stderr, opts["path"])
-        try:
-            with progress_reporting(show, interval=PROGRESS_SECONDS):
-                result = predictions_import(study=study, source=opts["path"],
-                                            fmt=opts["format"], update=opts["update"])
-        except (ImportFailed, FileNotFoundError) as exc:
-            raise CommandError(f"Nothing imported.\n{exc}") from exc
-        self.stdout.write(self.style.SUCCESS(result.summary()))
+__all__ = ["Command"]

@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from annotations.services.demo import demo_seed
+from annotations.partitioned.services.demo import demo_seed
 
 
 class Command(BaseCommand):
@@ -31,7 +31,7 @@ class Command(BaseCommand):
 
     def _critique_demo(self) -> None:
         """The recursive-critique demo studies (issue 10)."""
-        from annotations.services.critique.demo import critique_demo_seed
+        from annotations.critique.services.demo import critique_demo_seed
 
         demo = critique_demo_seed()
         for study in demo.studies:
@@ -43,9 +43,9 @@ class Command(BaseCommand):
     def _assisted(self, accounts):
         """The assisted demo beside the partitioned one (once; annotations.services.
         demo_assisted): the same admin and manager, and a rater account for visitors."""
-        from annotations.models import StudyMembership, User
-        from annotations.services.demo import _user
-        from annotations.services.demo_assisted import assisted_demo_seed
+        from annotations.assisted.services.demo import assisted_demo_seed
+        from annotations.core.models import StudyMembership, User
+        from annotations.partitioned.services.demo import _user
 
         rater = _user("rater", "rater")
         accounts.credentials.append(("rater (assisted study)", "rater", "rater"))

@@ -1,0 +1,20 @@
+"""What assisted studies plug into the core (called from the app's ``ready``): their task
+kind (rating tasks, registered by ``services.rating`` on import), their analysis (recomputed
+after each rating), their opening and their dashboard."""
+
+from __future__ import annotations
+
+from annotations.assisted import views
+from annotations.assisted.services import rating  # noqa: F401 - the rating tasks' kind
+from annotations.assisted.services.analysis import connect_signals, recompute_register
+from annotations.assisted.services.routing import assisted_study_open
+from annotations.core.models import Study
+from annotations.core.services.studies import study_opener_register
+from annotations.core.views import dashboard_register
+
+
+def register() -> None:
+    connect_signals()  # the analysis recomputes after each rating
+    recompute_register()
+    study_opener_register(Study.Kind.ASSISTED, assisted_study_open)
+    dashboard_register(Study.Kind.ASSISTED, views.assisted_dashboard)

@@ -1,0 +1,233 @@
+"""Importing an assisted study's sentences (CSV or JSONL) and its AI traces (JSONL).
+
+Both are atomic — the whole file or nothing — and every problem is reported as
+``file:line: field: problem`` (``ImportFailed`` lists them all).
+
+Sentence fields: ``id``, ``prompt``, ``response``, ``sentence`` (the target sentence of
+the response; ``target`` is accepted too), optional ``gold`` (a verdict, code or label;
+hidden from raters), ``stratum``, ``metadata`` (a JSON object), ``searches`` (search
+results given to the AI rater: a JSON list of {query, results: [{title, url, snippet}]}),
+and ``ai_verdict`` with ``ai_confidence`` (an AI rating made elsewhere; both or neither).
+
+Trace lines: ``{"sentence": id, "sample": n, "score": x, "trace": {…}}``
+(``assistants.traces.read_trace_file``). A sentence's samples in the file replace the ones
+it had, unless a rater was already shown them (refused). Samples are verified
+(``assistants.traces.verify``: failing ones are kept with their reasons and do not count)
+and aggregated into the AI rating; an open study routes the sentences then.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import IO
+
+from django.db import transaction
+
+from annotations.assisted.models import Sentence
+from annotations.assisted.services.ai import ai_rating_store, searches_of, sentences_shown
+from annotations.assisted.services.design import settings_of
+from annotations.assisted.services.routing import sentences_reroute, sentences_route
+from annotations.core.errors import ImportFailed
+from annotations.core.models import Study
+from annotations.core.services.bulk import gc_paused, rows_insert
+from annotations.core.services.records import parse_json_cell, read_records
+from assistants.aggregation import samples_from_records
+from assistants.models import TraceSample
+from assistants.traces import TraceInvalid, parse_trace, parse_verdict, read_trace_file
+
+SENTENCE_FIELDS = {"id", "prompt", "response", "sentence", "target", "gold", "stratum",
+                   "metadata", "searches", "ai_verdict", "ai_confidence"}
+SENTENCE_COLUMNS = {"id": Sentence._meta.get_field("external_id"),
+                    "stratum": Sentence._meta.get_field("stratum"),
+                    "prompt": Sentence._meta.get_field("prompt"),
+                    "response": Sentence._meta.get_field("response"),
+                    "sentence": Sentence._meta.get_field("target"),
+                    "target": Sentence._meta.get_field("target")}
+RANK_BITS = 62
+
+
+@dataclass(frozen=True)
+class SentenceImportResult:
+    created: int
+    routed: int = 0
+
+    def summary(self) -> str:
+        return f"{self.created} sentences created" + (
+            f", {self.routed} routed." if self.routed else ".")
+
+
+@dataclass(frozen=True)
+class TraceImportResult:
+    samples: int
+    sentences: int
+    verified: int
+    routed: int = 0
+
+    def summary(self) -> str:
+        return (f"{self.samples} trace samples for {self.sentences} sentences "
+                f"({self.verified} verified).")
+
+
+def sentence_rank(seed: int, external_id: str) -> int:
+    """A sentence's random order key: 62 bits of SHA-256(seed, id)."""
+    digest = hashlib.sha256(f"{seed}:{external_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> (64 - RANK_BITS)
+
+
+def parse_searches(value: object) -> list[dict] | None:
+    """Search results given to the AI rater, checked by the trace schema (paths such as
+    ``searches[0].results[1].url``); None when empty."""
+    if value in (None, ""):
+        return None
+    value = parse_json_cell(value, expect=list)
+    try:
+        trace = parse_trace({"claims": [], "searches": value, "verdict": "accurate"})
+    except TraceInvalid as exc:
+        raise ValueError(f"{exc.path}: {exc.message}") from None
+    return trace.to_dict()["searches"]
+
+
+def _text(rec: dict, *names: str) -> str:
+    for name in names:
+        value = rec.get(name)
+        if value not in (None, ""):
+            return str(value).strip()
+    return ""
+
+
+@transaction.atomic
+def sentences_import(*, study: Study, source: IO | str, name: str | None = None,
+                     fmt: str | None = None, update: bool = False) -> SentenceImportResult:
+    """Import sentences (see the module). Existing ids are an error (``update`` is not
+    supported: a sentence's text is what its ratings answer)."""
+    settings_of(study)
+    label = name or getattr(source, "name", None) or str(source)
+    errors: list[str] = []
+    if update:
+        raise ImportFailed([f"{label}: sentences cannot be updated; import new ids"])
+    existing = set(Sentence.objects.filter(study=study).values_list("external_id", flat=True))
+    seen: dict[str, int] = {}
+    rows: list[dict] = []
+    with gc_paused():
+        for line, rec in read_records(source, name=name, fmt=fmt, columns=SENTENCE_COLUMNS):
+            where = f"{label}:{line}"
+            unknown = sorted(set(rec) - SENTENCE_FIELDS)
+            if unknown:
+                errors.append(f"{where}: {unknown[0]}: unknown field (expected one of "
+                              f"{', '.join(sorted(SENTENCE_FIELDS - {'target'}))})")
+                continue
+            row, problem = _sentence_row(study, rec, seen, existing, line)
+            if problem:
+                errors.append(f"{where}: {problem}")
+                continue
+            rows.append(row)
+    if errors:
+        raise ImportFailed(errors)
+    if not rows:
+        raise ImportFailed([f"{label}: no sentences in the file"])
+    rows_insert(Sentence, rows)
+    created = Sentence.objects.filter(study=study, external_id__in=[r["external_id"]
+                                                                   for r in rows])
+    routed = sentences_route(study=study, sentences=list(created.only("pk")))
+    return SentenceImportResult(created=len(rows), routed=routed)
+
+
+def _sentence_row(study: Study, rec: dict, seen: dict[str, int], existing: set[str],
+                  line: int) -> tuple[dict, str]:
+    ext = _text(rec, "id")
+    if not ext:
+        return {}, "id: missing"
+    if ext in seen:
+        return {}, f"id: '{ext}' repeats line {seen[ext]}"
+    if ext in existing:
+        return {}, f"id: '{ext}' is already in the study"
+    seen[ext] = line
+    texts = {}
+    for field, names in (("prompt", ("prompt",)), ("response", ("response",)),
+                         ("sentence", ("sentence", "target"))):
+        texts[field] = _text(rec, *names)
+        if not texts[field]:
+            return {}, f"{field}: missing"
+    gold = ""
+    if rec.get("gold") not in (None, ""):
+        try:
+            gold = parse_verdict(str(rec["gold"]), "gold")
+        except TraceInvalid as exc:
+            return {}, f"gold: {exc.message}"
+    try:
+        metadata = parse_json_cell(rec.get("metadata"), expect=dict)
+    except (ValueError, TypeError) as exc:
+        return {}, f"metadata: {exc}"
+    try:
+        searches = parse_searches(rec.get("searches"))
+    except (ValueError, TypeError) as exc:
+        return {}, f"searches: {exc}"
+    ai = {}
+    has_verdict = rec.get("ai_verdict") not in (None, "")
+    has_confidence = rec.get("ai_confidence") not in (None, "")
+    if has_verdict != has_confidence:
+        missing = "ai_confidence" if has_verdict else "ai_verdict"
+        return {}, f"{missing}: give ai_verdict and ai_confidence together"
+    if has_verdict:
+        try:
+            verdict = parse_verdict(str(rec["ai_verdict"]), "ai_verdict")
+        except TraceInvalid as exc:
+            return {}, f"ai_verdict: {exc.message}"
+        try:
+            confidence = float(rec["ai_confidence"])
+        except (TypeError, ValueError):
+            return {}, f"ai_confidence: '{rec['ai_confidence']}' is not a number"
+        if isinstance(rec["ai_confidence"], bool) or not 0.0 <= confidence <= 1.0:
+            return {}, "ai_confidence: must lie between 0 and 1"
+        ai = {"ai_verdict": verdict, "ai_confidence": confidence,
+              "ai_source": Sentence.AiSource.IMPORTED}
+    return {"study_id": study.pk, "external_id": ext, "prompt": texts["prompt"],
+            "response": texts["response"], "target": texts["sentence"], "gold": gold,
+            "stratum": _text(rec, "stratum"), "metadata": metadata, "searches": searches,
+            "rank": sentence_rank(study.seed, ext), **ai}, ""
+
+
+@transaction.atomic
+def traces_import(*, study: Study, source: IO | str, name: str | None = None,
+                  fmt: str | None = None, update: bool = False) -> TraceImportResult:
+    """Import trace samples from JSONL (see the module); ``fmt`` and ``update`` are
+    accepted for the shared upload page and ignored (traces are JSONL; a sentence's samples
+    are always replaced while no rater saw them)."""
+    settings = settings_of(study)
+    label = name or getattr(source, "name", None) or "upload.jsonl"
+    with gc_paused():
+        records = read_trace_file(source, name=label)
+    by_id = {s.external_id: s for s in Sentence.objects.filter(
+        study=study, external_id__in={r.sentence for r in records})}
+    errors = [f"{label}:{r.line}: sentence: no sentence '{r.sentence}' in this study"
+              for r in records if r.sentence not in by_id]
+    shown = sentences_shown(s.pk for s in by_id.values())
+    first_line: dict[str, int] = {}
+    for r in records:
+        first_line.setdefault(r.sentence, r.line)
+    errors += [f"{label}:{first_line[ext]}: sentence: '{ext}' — raters were already shown "
+               f"its AI output; its traces cannot be replaced"
+               for ext, s in by_id.items() if s.pk in shown]
+    if errors:
+        raise ImportFailed(sorted(errors, key=_line_of))
+    given = {ext: searches_of(s) for ext, s in by_id.items() if s.searches is not None}
+    grouped = samples_from_records(records, given=given)
+    verified = 0
+    for ext, samples in grouped.items():
+        sentence = Sentence.objects.select_for_update().get(pk=by_id[ext].pk)
+        ai_rating_store(sentence=sentence, samples=samples, source=TraceSample.Source.IMPORTED,
+                        settings=settings)
+        verified += sum(1 for s in samples if s.verified)
+    ids = [by_id[e].pk for e in grouped]
+    sentences_reroute(study=study, sentence_ids=ids)
+    routed = Sentence.objects.filter(pk__in=ids).exclude(route=Sentence.Route.WAITING).count()
+    return TraceImportResult(samples=len(records), sentences=len(grouped), verified=verified,
+                             routed=routed)
+
+
+def _line_of(error: str) -> int:
+    try:
+        return int(error.split(":")[1])
+    except (IndexError, ValueError):
+        return 0

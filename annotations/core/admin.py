@@ -1,0 +1,393 @@
+"""The admin's pieces every study type's pages share: researcher scoping (a researcher sees
+and changes only their own studies), the study inlines (classes, members), the upload form,
+staff-created studies, and the admin pages of what the core owns (snapshots, users). Each
+study type's admin (``annotations/<type>/admin.py``) builds its study pages from these."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin
+from django.core.exceptions import PermissionDenied
+from django.db import models
+from django.db.models import Q
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+
+from annotations.core.admin_forms import StudyNameForm
+from annotations.core.errors import DomainError
+from annotations.core.inputs import StorableJSONFormField, file_too_large_message
+from annotations.core.models import (
+    EstimateSnapshot,
+    Study,
+    StudyClass,
+    StudyMembership,
+    User,
+)
+from annotations.core.selectors import (
+    researched_study_ids,
+    study_has_answers,
+)
+from annotations.core.services.studies import (
+    membership_add,
+    study_classes_change_check,
+)
+
+
+def researcher_study_ids(request: HttpRequest) -> set[int] | None:
+    """Studies a staff user may configure; None means all (superuser)."""
+    return researched_study_ids(user=request.user)
+
+
+def is_researcher(request: HttpRequest) -> bool:
+    """Staff users who research at least one study (or superusers) use the admin."""
+    user = request.user
+    if not (user.is_active and user.is_staff):
+        return False
+    return user.is_superuser or bool(researcher_study_ids(request))
+
+
+def study_allowed(request: HttpRequest, study_id: int | None) -> bool:
+    ids = researcher_study_ids(request)
+    return study_id is None or ids is None or study_id in ids
+
+
+def study_path(model) -> str | None:
+    """The lookup from ``model`` to the study a row belongs to (None: no study, hence not
+    shown to researchers). Users belong to the studies they are members of."""
+    if model is Study:
+        return "pk"
+    if model is User:
+        return "memberships__study"
+    names = {f.name for f in model._meta.get_fields()}
+    if "study" in names:
+        return "study"
+    if "system" in names:  # predictions: through their AI system
+        return "system__study"
+    return None
+
+
+def scope_to_studies(queryset, study_ids: set[int] | None):
+    """Rows of ``queryset`` that belong to the given studies (None: all, superusers)."""
+    if study_ids is None:
+        return queryset
+    model = queryset.model
+    path = study_path(model)
+    if path is None:
+        return queryset.none()
+    if "__" not in path:
+        return queryset.filter(**{f"{path}__in": study_ids})
+    # through a to-many relation: a subquery, not a join (no duplicates, no DISTINCT)
+    return queryset.filter(
+        pk__in=model._default_manager.filter(**{f"{path}__in": study_ids}).values("pk"))
+
+
+class ScopedChoicesMixin:
+    """One place for every foreign-key choice, raw-id field (its form field validates
+    against the same queryset; the lookup popup is the related admin's scoped change list),
+    autocomplete (the related admin's scoped queryset) and list filter of a researcher's
+    admin pages: only rows of the researcher's own studies."""
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        ids = researcher_study_ids(request)
+        if ids is not None and "queryset" not in kwargs:
+            related = db_field.remote_field.model
+            kwargs["queryset"] = scope_to_studies(related._default_manager.all(), ids)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        ids = researcher_study_ids(request)
+        if ids is not None and "queryset" not in kwargs:
+            related = db_field.remote_field.model
+            kwargs["queryset"] = scope_to_studies(related._default_manager.all(), ids)
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+class ResearcherScopedAdmin(ScopedChoicesMixin, admin.ModelAdmin):
+    """Per-study object permissions: a staff user who is a researcher of a study sees and
+    changes that study's rows without any Django model permission; superusers see all.
+    A row never moves to another study: the study (for predictions: system and item) is
+    read-only once the row exists (the database refuses it too)."""
+
+    study_field = "study"
+    # JSON that cannot be stored (NUL, NaN, deep nesting) is a form error, not a 500.
+    formfield_overrides = {models.JSONField: {"form_class": StorableJSONFormField}}
+    fixed_fields: tuple[str, ...] = ("study",)
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request)
+        ids = researcher_study_ids(request)
+        return qs if ids is None else qs.filter(**{f"{self.study_field}__in": ids})
+
+    def get_list_filter(self, request):
+        filters = []
+        for entry in super().get_list_filter(request):
+            if isinstance(entry, str) and self._is_relation(entry):
+                # only the related rows present in the scoped change list
+                entry = (entry, admin.RelatedOnlyFieldListFilter)
+            filters.append(entry)
+        return filters
+
+    def _is_relation(self, lookup: str) -> bool:
+        model = self.model
+        field = None
+        for part in lookup.split("__"):
+            field = model._meta.get_field(part)
+            if not field.is_relation:
+                return False
+            model = field.related_model
+        return field is not None
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None:
+            names = {f.name for f in self.model._meta.get_fields()}
+            fields += [f for f in self.fixed_fields if f in names and f not in fields]
+        return fields
+
+    def study_id_of(self, obj) -> int | None:
+        if obj is None:
+            return None
+        if isinstance(obj, Study):
+            return obj.pk
+        value = obj
+        for part in self.study_field.split("__"):
+            value = getattr(value, part)
+        return value.pk
+
+    def _granted(self, request, obj, perm: str) -> bool:
+        allowed = is_researcher(request) or getattr(super(), perm)(request, obj)
+        return allowed and study_allowed(request, self.study_id_of(obj))
+
+    def has_module_permission(self, request):
+        return is_researcher(request) or super().has_module_permission(request)
+
+    def has_add_permission(self, request):
+        return is_researcher(request) or super().has_add_permission(request)
+
+    def has_view_permission(self, request, obj=None):
+        return self._granted(request, obj, "has_view_permission")
+
+    def has_change_permission(self, request, obj=None):
+        return self._granted(request, obj, "has_change_permission")
+
+    def has_delete_permission(self, request, obj=None):
+        return self._granted(request, obj, "has_delete_permission")
+
+
+class StudyInline(ScopedChoicesMixin):
+    """Inline rows of a study: whoever may change the study may edit them."""
+
+    # JSON that cannot be stored (NUL, NaN, deep nesting) is a form error, not a 500.
+    formfield_overrides = {models.JSONField: {"form_class": StorableJSONFormField}}
+
+    def _parent_allowed(self, request, obj) -> bool:
+        return is_researcher(request) and study_allowed(request, obj.pk if obj else None)
+
+    def has_view_permission(self, request, obj=None):
+        return self._parent_allowed(request, obj)
+
+    def has_add_permission(self, request, obj=None):
+        return self._parent_allowed(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return self._parent_allowed(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self._parent_allowed(request, obj)
+
+
+SHORT_TEXT = {models.TextField: {"widget": forms.Textarea(attrs={"rows": 2, "cols": 36})}}
+
+
+class StudyClassFormSet(forms.BaseInlineFormSet):
+    def clean(self):
+        super().clean()
+        deleting = sum(1 for f in self.forms if f.cleaned_data.get("DELETE") and f.instance.pk)
+        adding = sum(1 for f in self.forms if not f.instance.pk and f.has_changed()
+                     and not f.cleaned_data.get("DELETE"))
+        reindexing = sum(1 for f in self.forms if f.instance.pk and "index" in f.changed_data)
+        try:
+            study_classes_change_check(study=self.instance, deleting=deleting, adding=adding,
+                                       reindexing=reindexing)
+        except DomainError as exc:
+            raise forms.ValidationError(exc.message) from exc
+
+
+class StudyClassInline(StudyInline, admin.TabularInline):
+    model = StudyClass
+    formset = StudyClassFormSet
+    extra = 0
+    verbose_name, verbose_name_plural = "class", "Classes"
+    fields = ["index", "name", "description", "guidelines"]
+    formfield_overrides = SHORT_TEXT
+
+
+class MembershipInline(StudyInline, admin.TabularInline):
+    model = StudyMembership
+    extra = 0
+    verbose_name, verbose_name_plural = "member", "Members"
+    fields = ["user", "role", "study_class"]
+    autocomplete_fields = ["user"]
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "study_class":
+            study_id = request.resolver_match.kwargs.get("object_id")
+            kwargs["queryset"] = StudyClass.objects.filter(study_id=study_id or 0)
+        # "user" is scoped by ScopedChoicesMixin to members of the researcher's studies:
+        # people from outside are added on the Members page (members_add), which never
+        # shows whether a name exists elsewhere.
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class UploadForm(forms.Form):
+    file = forms.FileField(help_text="CSV (with a header row) or JSONL, UTF-8; the file name "
+                           "ends in .csv or .jsonl.")
+    update = forms.BooleanField(
+        required=False, label="Rewrite existing ids",
+        help_text="Rows whose ids already exist replace the stored ones.")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if not upload.name.lower().endswith((".csv", ".jsonl", ".ndjson")):
+            raise forms.ValidationError(f"“{upload.name}” is neither a .csv nor a .jsonl file; "
+                                        f"rename it to say which it is.")
+        if upload.size > settings.OVERSIGHT_IMPORT_MAX_BYTES:
+            raise forms.ValidationError(file_too_large_message(upload.name, upload.size))
+        return upload
+
+
+def staff_may_create_studies(request: HttpRequest) -> bool:
+    """Any active staff account may create a study (and becomes its researcher): the way a
+    new researcher starts from an empty database. Other studies stay invisible to them."""
+    return request.user.is_active and request.user.is_staff
+
+
+class StaffCreatesStudiesMixin:
+    """For the admins of a study type: any active staff account sees the module, the list
+    (empty until they create a study) and the Add button; rows are still checked one by one
+    (``obj`` given) by the researcher scoping. Also the admin's own study pages (imports,
+    open/close, members): the study checked, the page in the admin's frame."""
+
+    def has_module_permission(self, request):
+        return staff_may_create_studies(request) or super().has_module_permission(request)
+
+    def has_view_permission(self, request, obj=None):
+        if obj is None and staff_may_create_studies(request):
+            return True
+        return super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        if obj is None and staff_may_create_studies(request):
+            return True
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        # a study's answers are its record (and deleting one would sweep up every item
+        # and label behind a slow confirmation page): close it instead
+        if obj is not None and self._answered(obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    @staticmethod
+    def _answered(obj) -> bool:
+        return study_has_answers(study=obj if isinstance(obj, Study) else obj.study)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        """A study with answers: back to its page with the reason, not a bare 403."""
+        obj = self.get_object(request, object_id)
+        if obj is not None and self.has_view_permission(request, obj) and self._answered(obj):
+            self.message_user(request, f"“{obj}” has answers, which are the study's record, "
+                              "so it cannot be deleted. Close it instead.", messages.ERROR)
+            return redirect(reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}"
+                                    "_change", args=[obj.pk]))
+        return super().delete_view(request, object_id, extra_context)
+
+    def get_readonly_fields(self, request, obj=None):
+        """Only a study's creator (or a superuser) renames it: a co-researcher refused a
+        name would learn that the creator has another study of that name."""
+        fields = list(super().get_readonly_fields(request, obj))
+        if (isinstance(obj, Study) and obj.created_by_id is not None
+                and obj.created_by_id != request.user.pk and not request.user.is_superuser):
+            fields.append("name")
+        return fields
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        """The form knows whose studies its name must differ from (StudyNameForm)."""
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if issubclass(form, StudyNameForm):
+            study = obj if obj is None or isinstance(obj, Study) else obj.study
+            creator = request.user if study is None else study.created_by
+            form.study_creator = creator
+            form.creator_is_user = creator == request.user
+        return form
+
+    def _study_save(self, request, obj, form, change, insert: Callable[[], object]) -> None:
+        """``save_model`` of a study type's admin: a new study through its service
+        (``insert``), its creator (not a superuser) becoming its researcher; a changed one
+        saves only the fields the form changed — never status (the services own it), and a
+        concurrent open/close is not overwritten by a stale copy."""
+        if not change:
+            obj.created_by = request.user
+            insert()
+            if not request.user.is_superuser:
+                membership_add(study=obj, user=request.user,
+                               role=StudyMembership.Role.RESEARCHER)
+            return
+        concrete = {f.name for f in obj._meta.concrete_fields}
+        fields = [f for f in form.changed_data if f in concrete]
+        if fields:
+            obj.save(update_fields=fields)
+
+    def _study_or_403(self, request, study_id: int) -> Study:
+        """The admin's study (its model: ``Study`` or a study type's proxy) if the user may
+        change it; 404 / 403 otherwise. For the admins' own study pages."""
+        study = get_object_or_404(self.model, pk=study_id)
+        if not self.has_change_permission(request, study):
+            raise PermissionDenied
+        return study
+
+    def _page(self, request, template: str, study: Study, title: str, **context):
+        """One of the admin's own study pages, in the admin's frame."""
+        return render(request, template, {
+            **self.admin_site.each_context(request), "title": title, "study": study,
+            "opts": self.model._meta, "original": study, **context})
+
+
+@admin.register(EstimateSnapshot)
+class EstimateSnapshotAdmin(ResearcherScopedAdmin):
+    list_display = ["study", "computed_at", "n_answered", "duration_ms"]
+    list_filter = ["study"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(User)
+class PlatformUserAdmin(UserAdmin):
+    list_display = ["username", "email", "is_staff", "is_superuser", "last_login"]
+    add_fieldsets = (*UserAdmin.add_fieldsets, (
+        "Researcher", {"fields": ("is_staff",), "description":
+                       "Tick Staff status for a researcher: they may then create studies here "
+                       "and add their members. Specialists and managers are added by "
+                       "researchers on each study's Members page."}))
+
+    def has_view_permission(self, request, obj=None):
+        # researchers pick members by name (autocomplete); only superusers edit accounts
+        return is_researcher(request) or super().has_view_permission(request, obj)
+
+    def get_queryset(self, request):
+        """Researchers see the members of their own studies (and themselves), no one else."""
+        qs = super().get_queryset(request)
+        ids = researcher_study_ids(request)
+        if ids is None:
+            return qs
+        members = StudyMembership.objects.filter(study_id__in=ids).values("user_id")
+        return qs.filter(Q(pk__in=members) | Q(pk=request.user.pk))

@@ -1,0 +1,324 @@
+"""The task engine: one lease mechanism for every kind of work unit.
+
+Partitioned queries, assisted rating tasks and critique tasks are all ``LeasedTask`` rows
+(``annotations.core.task_models``) moved through pending → leased → answered by these functions
+and nothing else:
+
+* ``lease_first`` hands out the first pending task of a pool in stored random order, in one
+  statement — ``UPDATE … WHERE id = (SELECT … ORDER BY rank LIMIT 1 FOR UPDATE SKIP
+  LOCKED) RETURNING *`` — so concurrent requests never get the same task (SQLite, which
+  serialises writers, runs it without the lock clause);
+* ``lease_current`` resumes a worker's unexpired lease; ``task_for_holder`` checks an
+  answer, heartbeat or skip comes from the holder of an unexpired lease who may still work;
+* ``task_heartbeat`` extends a lease, ``task_mark_rendered`` records when it was first
+  shown, ``answer_too_soon`` refuses answers given before OVERSIGHT_MIN_ANSWER_MS;
+* ``task_complete`` closes a lease with an answer, ``task_hand_back`` returns a task for
+  someone else (skip), ``leases_return`` / ``leases_reclaim`` return expired or abandoned
+  leases to their pool (``leases_reclaim_all`` for every kind: the beat task);
+* every change writes an audit row (``task_event``) in the same transaction.
+
+A kind (``TaskKind``) names its models and the hooks where it differs: which rows are
+dropped rather than returned, whether the worker may still work on a task (study open,
+still a member…), and how long its lease lasts. Each kind's module registers its kind with
+``task_kind_register``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, models, transaction
+from django.utils import timezone
+
+from annotations.core.errors import AlreadyAnswered, AnsweredTooSoon, LeaseExpired, NotLeaseHolder
+from annotations.core.models import Study
+from annotations.core.task_models import LeasedTask, TaskEventKind, TaskStatus
+
+
+def _no_check(task: Any, user: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class TaskKind:
+    """What the engine needs to know about one kind of task.
+
+    ``event_task_field`` is the name of the audit model's foreign key to the task;
+    ``drop_on_return`` selects tasks that are deleted instead of returned to the pool when
+    a lease ends (e.g. quality checks made per worker on demand); ``may_still_work(task,
+    user)`` raises a ``DomainError`` when the worker may no longer act on the task;
+    ``lease_for(task)`` is the length of a lease and of each heartbeat."""
+
+    name: str
+    model: type[LeasedTask]
+    event_model: type[models.Model]
+    event_task_field: str
+    lease_for: Callable[[Any], dt.timedelta]
+    noun: str = "task"
+    may_still_work: Callable[[Any, Any], None] = _no_check
+    drop_on_return: models.Q | None = None
+    locked_related: Sequence[str] = field(default_factory=tuple)
+
+
+_KINDS: dict[str, TaskKind] = {}
+
+
+def task_kind_register(kind: TaskKind) -> TaskKind:
+    """Make ``kind`` known to ``leases_reclaim_all`` (idempotent). Returns the kind."""
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def task_kinds() -> list[TaskKind]:
+    return list(_KINDS.values())
+
+
+def lease_seconds_override() -> dt.timedelta | None:
+    """OVERSIGHT_LEASE_SECONDS, when set, overrides every kind's lease length (tests of
+    expiry)."""
+    seconds = getattr(settings, "OVERSIGHT_LEASE_SECONDS", None)
+    return dt.timedelta(seconds=seconds) if seconds else None
+
+
+# ---------------------------------------------------------------- audit
+
+
+def task_event(kind: TaskKind, task: LeasedTask | int, event: str, *, actor: Any = None,
+               detail: dict | None = None) -> models.Model:
+    """Write one audit row for ``task`` (an instance or a primary key); ``actor`` is a user,
+    a user's primary key or None."""
+    key = kind.event_task_field + ("_id" if isinstance(task, int) else "")
+    who = {"actor_id": actor} if actor is None or isinstance(actor, int) else {"actor": actor}
+    return kind.event_model.objects.create(**{key: task}, kind=event, **who,
+                                           detail=detail or {})
+
+
+def task_events_bulk(kind: TaskKind, rows: Sequence[tuple[int, str, Any, dict]]) -> None:
+    """Audit rows (task pk, event, actor or None, detail) in one INSERT."""
+    key = kind.event_task_field + "_id"
+    kind.event_model.objects.bulk_create(
+        kind.event_model(**{key: pk}, kind=event, actor=actor, detail=detail)
+        for pk, event, actor, detail in rows
+    )
+
+
+# ---------------------------------------------------------------- leasing
+
+
+def lease_first(kind: TaskKind, *, pool_sql: str, pool_params: Sequence[Any], user: Any,
+                now: dt.datetime, expires: dt.datetime,
+                rendered: bool = False) -> LeasedTask | None:
+    """Lease the first pending task of a pool in stored random order (``rank``), in one
+    statement, and audit it (``issued``). ``pool_sql`` is a condition on the candidate row
+    ``q`` (e.g. ``q.study_id = %s AND q.k = %s``, or exclusions such as the worker's own
+    outputs or skipped tasks) with ``pool_params`` for its placeholders. ``rendered``: the
+    caller sends the task to its holder in this same request, so the statement also sets
+    ``rendered_at`` = ``now`` and both audit rows (``issued``, ``rendered``) go in one
+    INSERT — what ``task_mark_rendered`` would record, two statements fewer. Returns the
+    leased task, or None when the pool is empty."""
+    table = kind.model._meta.db_table
+    lock = (" FOR UPDATE SKIP LOCKED"
+            if connection.features.has_select_for_update_skip_locked else "")
+    sql = (
+        f"UPDATE {table} SET status = %s, holder_id = %s, issued_at = %s, rendered_at = %s, "
+        f"lease_expires_at = %s, times_issued = times_issued + 1 WHERE id = ("
+        f"SELECT q.id FROM {table} q WHERE q.status = %s AND ({pool_sql}) "
+        f"ORDER BY q.rank LIMIT 1{lock}) RETURNING *"
+    )
+    params = [TaskStatus.LEASED, user.pk, now, now if rendered else None, expires,
+              TaskStatus.PENDING, *pool_params]
+    rows = list(kind.model.objects.raw(sql, params))
+    if not rows:
+        return None
+    task = rows[0]
+    if rendered:
+        task_events_bulk(kind, [(task.pk, TaskEventKind.ISSUED, user, {}),
+                                (task.pk, TaskEventKind.RENDERED, user, {})])
+    else:
+        task_event(kind, task, TaskEventKind.ISSUED, actor=user)
+    return task
+
+
+def lease_current(kind: TaskKind, tasks: models.QuerySet, *, user: Any,
+                  now: dt.datetime | None = None) -> LeasedTask | None:
+    """The user's oldest unexpired lease among ``tasks`` (a queryset of the kind's model
+    narrowed to one pool or study)."""
+    now = now or timezone.now()
+    return (tasks.filter(holder=user, status=TaskStatus.LEASED, lease_expires_at__gt=now)
+            .order_by("issued_at").first())
+
+
+def leases_return(kind: TaskKind, leases: models.QuerySet, *, reason: str | None = None) -> int:
+    """Give the (locked) leased tasks ``leases`` back to their pools, as on expiry: they
+    become pending again with a ``reclaimed`` audit row (``reason`` in its detail when
+    given); tasks matching ``kind.drop_on_return`` are deleted instead. Call inside a
+    transaction. Returns how many leases ended."""
+    dropped_q = kind.drop_on_return
+    rows = list(leases.values_list("pk", "holder_id"))
+    if not rows:
+        return 0
+    drop = set()
+    if dropped_q is not None:
+        drop = set(kind.model.objects.filter(dropped_q, pk__in=[pk for pk, _ in rows])
+                   .values_list("pk", flat=True))
+    extra = {"reason": reason} if reason else {}
+    back = [pk for pk, _ in rows if pk not in drop]
+    task_events_bulk(kind, [(pk, TaskEventKind.RECLAIMED, None, {"holder": holder, **extra})
+                            for pk, holder in rows if pk not in drop])
+    kind.model.objects.filter(pk__in=back).update(
+        status=TaskStatus.PENDING, holder=None, lease_expires_at=None, rendered_at=None)
+    if drop:
+        kind.model.objects.filter(pk__in=drop).delete()
+    return len(rows)
+
+
+def leases_reclaim(kind: TaskKind, *, now: dt.datetime | None = None, **filters: Any) -> int:
+    """Return every expired lease of the kind (narrowed by ``filters``, e.g. ``study=…``)
+    to its pool, skipping rows another transaction holds. Returns how many."""
+    now = now or timezone.now()
+    expired = kind.model.objects.filter(status=TaskStatus.LEASED, lease_expires_at__lt=now,
+                                        **filters)
+    with transaction.atomic():
+        return leases_return(kind, expired.select_for_update(skip_locked=True))
+
+
+def leases_reclaim_all(now: dt.datetime | None = None) -> dict[str, int]:
+    """Reclaim expired leases of every registered kind (the periodic beat task)."""
+    return {kind.name: leases_reclaim(kind, now=now) for kind in task_kinds()}
+
+
+# ---------------------------------------------------------------- one held task
+
+
+def task_locked(kind: TaskKind, *, pk: int | None = None,
+                public_id: str | None = None) -> LeasedTask | None:
+    """The task locked FOR UPDATE, by database id or by the public id workers see (with
+    ``kind.locked_related`` joined, read but not locked: ``FOR UPDATE OF`` the task alone,
+    so the tasks of one study never queue on its row); None if there is no such task."""
+    lookup = {"pk": pk} if public_id is None else {"public_id": public_id}
+    qs = kind.model.objects.select_for_update(of=("self",))
+    if kind.locked_related:
+        qs = qs.select_related(*kind.locked_related)
+    return qs.filter(**lookup).first()
+
+
+def task_for_holder(kind: TaskKind, task: LeasedTask | None, user: Any,
+                    *, describe_answer: Callable[[Any], str] | None = None) -> LeasedTask:
+    """``task`` (locked by the caller) checked to be leased to ``user`` under an unexpired
+    lease, and ``kind.may_still_work``. Raises ``NotLeaseHolder``, ``AlreadyAnswered`` or
+    ``LeaseExpired`` (or the hook's error) with a message naming the kind's noun."""
+    noun = kind.noun
+    if task is None or task.holder_id != user.pk:
+        raise NotLeaseHolder(f"This {noun} is not leased to you.")
+    if task.status == TaskStatus.ANSWERED:
+        said = f" '{describe_answer(task)}'" if describe_answer else ""
+        raise AlreadyAnswered(f"You already answered{said} to this {noun}; its lease has "
+                              "ended.")
+    if task.status != TaskStatus.LEASED:
+        raise NotLeaseHolder(f"This {noun} is not leased to you.")
+    if task.lease_expires_at <= timezone.now():
+        raise LeaseExpired(f"Your lease on this {noun} expired; it went back to the pool.")
+    kind.may_still_work(task, user)
+    return task
+
+
+def answer_too_soon(kind: TaskKind, task: LeasedTask, now: dt.datetime) -> None:
+    """Refuse an answer to a task rendered less than OVERSIGHT_MIN_ANSWER_MS ago
+    (``AnsweredTooSoon``, 409). Leases handed out without rendering (simulations, benches,
+    services) have no ``rendered_at`` and are not held to it."""
+    minimum = settings.OVERSIGHT_MIN_ANSWER_MS
+    if minimum <= 0 or task.rendered_at is None:
+        return
+    shown_ms = (now - task.rendered_at).total_seconds() * 1000
+    if shown_ms < minimum:
+        wait = math.ceil(minimum - shown_ms)
+        raise AnsweredTooSoon(
+            f"Answered too soon: the {kind.noun} has been on screen for "
+            f"{max(0, int(shown_ms))} ms; answers are accepted after {minimum} ms. Read it "
+            f"and answer again in {wait} ms."
+        )
+
+
+def task_heartbeat(kind: TaskKind, task: LeasedTask) -> LeasedTask:
+    """Extend the lease of a task checked with ``task_for_holder`` by one lease length."""
+    task.lease_expires_at = timezone.now() + kind.lease_for(task)
+    task.save(update_fields=["lease_expires_at"])
+    return task
+
+
+def task_mark_rendered(kind: TaskKind, task: LeasedTask) -> None:
+    """Record (once per lease) when the server first rendered the task to its holder."""
+    if task.rendered_at is not None:
+        return
+    now = timezone.now()
+    with transaction.atomic(savepoint=False):  # the stamp and its audit row together
+        if kind.model.objects.filter(pk=task.pk, rendered_at__isnull=True).update(
+                rendered_at=now):
+            task.rendered_at = now
+            task_event(kind, task, TaskEventKind.RENDERED, actor=task.holder_id)
+
+
+def task_complete(kind: TaskKind, task: LeasedTask, *, user: Any, now: dt.datetime,
+                  fields: dict[str, Any], detail: dict | None = None) -> LeasedTask:
+    """Close the lease of a task checked with ``task_for_holder`` with its answer: status
+    answered, who and when, time on task (from rendering, else from issue), the kind's own
+    answer ``fields``; audit row ``answered`` with ``detail``."""
+    task.status = TaskStatus.ANSWERED
+    task.answered_at = now
+    task.answered_by = user
+    task.lease_expires_at = None
+    started = task.rendered_at or task.issued_at
+    task.time_on_task_ms = int((now - started).total_seconds() * 1000) if started else None
+    for name, value in fields.items():
+        setattr(task, name, value)
+    task.save(update_fields=["status", "answered_at", "answered_by", "lease_expires_at",
+                             "time_on_task_ms", *fields])
+    task_event(kind, task, TaskEventKind.ANSWERED, actor=user, detail=detail)
+    return task
+
+
+def task_hand_back(kind: TaskKind, task: LeasedTask, *, user: Any,
+                   event: str = TaskEventKind.SKIPPED) -> LeasedTask:
+    """Return a held task (checked with ``task_for_holder``) to its pool now, audited as
+    ``event`` (a skip). Keeping it from this worker is the caller's pool condition."""
+    task_event(kind, task, event, actor=user)
+    task.status = TaskStatus.PENDING
+    task.holder = None
+    task.lease_expires_at = None
+    task.rendered_at = None
+    task.save(update_fields=["status", "holder", "lease_expires_at", "rendered_at"])
+    return task
+
+
+def task_relet(kind: TaskKind, task: LeasedTask, *, user: Any, now: dt.datetime,
+               clear: dict[str, Any], detail: dict | None = None) -> LeasedTask:
+    """Take back an answer (undo): the task is leased again to ``user`` under a fresh lease
+    with its answer columns reset (the kind's own ``clear`` values too), audited
+    ``undone`` with ``detail`` (what was taken back)."""
+    task.status = TaskStatus.LEASED
+    task.holder = user
+    task.answered_at = None
+    task.answered_by = None
+    task.time_on_task_ms = None
+    task.issued_at = now
+    task.rendered_at = None
+    task.lease_expires_at = now + kind.lease_for(task)
+    task.times_issued += 1
+    for name, value in clear.items():
+        setattr(task, name, value)
+    task.save(update_fields=["status", "holder", "answered_at", "answered_by",
+                             "time_on_task_ms", "issued_at", "rendered_at",
+                             "lease_expires_at", "times_issued", *clear])
+    task_event(kind, task, TaskEventKind.UNDONE, actor=user, detail=detail)
+    return task
+
+
+def lease_length(study: Study) -> dt.timedelta:
+    """How long a lease (and each heartbeat) lasts: the study's ``lease_minutes``, unless the
+    OVERSIGHT_LEASE_SECONDS setting overrides it (tests of expiry)."""
+    return lease_seconds_override() or dt.timedelta(minutes=study.lease_minutes)

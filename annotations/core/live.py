@@ -1,0 +1,34 @@
+"""What the pages of every study type share about time: the dashboards' live region (its
+poll answers 204 while nothing changed) and when a labeller's session on a page began (for
+the "this session" count of the progress line)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.http import HttpRequest
+from django.utils import timezone
+
+from annotations.core import selectors
+from annotations.core.models import Study
+
+
+def dashboard_unchanged(request: HttpRequest, study: Study) -> bool:
+    """True for a live-region poll (``?since=<snapshot id>&health=<token>``) when there is
+    no newer snapshot and the recompute's health is the same: the view answers 204 and the
+    page keeps what it shows."""
+    if request.GET.get("since") is None:
+        return False
+    latest = selectors.study_latest_snapshot(study=study)
+    health = selectors.study_recompute_health(study=study)
+    return (request.GET["since"] == (str(latest.pk) if latest else "")
+            and request.GET.get("health") == health.token)
+
+
+def session_started_at(request: HttpRequest, study: Study, key: str) -> dt.datetime:
+    """When this browser session first opened the study's labelling page (kept in the
+    session under ``key:<study id>``)."""
+    name = f"{key}:{study.pk}"
+    if name not in request.session:
+        request.session[name] = timezone.now().isoformat()
+    return dt.datetime.fromisoformat(request.session[name])

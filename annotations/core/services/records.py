@@ -1,0 +1,201 @@
+"""Reading CSV and JSONL files as (line number, record) pairs, with errors that name the place."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from django.db import models
+
+from annotations.core.errors import ImportFailed
+from annotations.core.inputs import (
+    FIELD_MAX,
+    NUL_MESSAGE,
+    InputRejected,
+    json_kind,
+    json_loads,
+    nul_path,
+    record_problem,
+)
+from annotations.core.services.progress import progress_advance, progress_phase
+
+FORMATS = ("csv", "jsonl")
+
+
+def detect_format(name: str, fmt: str | None = None) -> str:
+    if fmt:
+        if fmt not in FORMATS:
+            raise ImportFailed([f"{name}: unknown format '{fmt}' (use csv or jsonl)"])
+        return fmt
+    suffix = Path(name).suffix.lower().lstrip(".")
+    if suffix in ("jsonl", "ndjson"):
+        return "jsonl"
+    if suffix == "csv":
+        return "csv"
+    raise ImportFailed([f"{name}: cannot tell the format from the name; say csv or jsonl"])
+
+
+# Progress is reported every this many records (services.progress).
+PROGRESS_EVERY = 500
+
+
+def read_records(
+    source: IO[bytes] | IO[str] | str | Path, *, name: str | None = None, fmt: str | None = None,
+    columns: dict[str, models.Field] | None = None,
+) -> Iterator[tuple[int, dict]]:
+    """Yield (line, record). CSV lines count the header as line 1. Raises ImportFailed naming
+    file and line for undecodable text or malformed JSON, and file, line and field for what
+    cannot be stored (``annotations.core.inputs.record_problem``: NUL characters, JSON nested
+    deeper than 64 levels; for ``columns`` — input name → model field — an object where
+    text belongs or text longer than the column). Reports the phase "reading" (total: the
+    number of lines, an upper bound of the records) and the records read so far to the
+    current progress reporter, if any."""
+    if isinstance(source, str | Path):
+        name = name or str(source)
+        with open(source, "rb") as fh:
+            yield from read_records(fh, name=name, fmt=fmt, columns=columns)
+        return
+    name = name or getattr(source, "name", "upload")
+    fmt = detect_format(name, fmt)
+    raw = source.read()
+    if isinstance(raw, bytes):
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ImportFailed(
+                [f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]
+            ) from exc
+    else:
+        text = raw
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    progress_phase("reading", total=max(lines - (fmt == "csv"), 0))
+    if fmt == "csv":
+        has_nul = "\x00" in text
+        has_long = len(text) > FIELD_MAX
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        count = 0
+        if not reader.fieldnames:
+            raise ImportFailed([f"{name}:1: the file is empty (a header row is needed)"])
+        try:
+            for row in reader:
+                if None in row:
+                    raise ImportFailed(
+                        [f"{name}:{reader.line_num}: more cells than header columns"]
+                    )
+                record = {k.strip(): v for k, v in row.items() if k}
+                longest = has_long and any(len(v or "") > FIELD_MAX for v in record.values())
+                if has_nul or columns or longest:
+                    _check_storable(record, columns, has_nul, f"{name}:{reader.line_num}",
+                                    longest)
+                count += 1
+                if count % PROGRESS_EVERY == 0:
+                    progress_advance(PROGRESS_EVERY)
+                yield reader.line_num, record
+        except csv.Error as exc:
+            raise ImportFailed([f"{name}:{reader.line_num}: malformed CSV ({exc})"]) from exc
+        return
+    count = 0
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        has_nul = "\\u0000" in line or "\x00" in line
+        try:
+            # a raw NUL byte is a control character strict JSON refuses; read the line
+            # anyway so that the error names the field that holds it
+            record = json_loads(line, strict="\x00" not in line)
+        except json.JSONDecodeError as exc:
+            raise ImportFailed(
+                [f"{name}:{line_no}: invalid JSON ({exc.msg}, column {exc.colno})"]
+            ) from exc
+        except InputRejected as exc:
+            raise ImportFailed([f"{name}:{line_no}: {exc}"]) from None
+        except ValueError as exc:  # NaN / Infinity: not JSON, and not storable
+            raise ImportFailed([f"{name}:{line_no}: invalid JSON ({exc})"]) from None
+        if not isinstance(record, dict):
+            raise ImportFailed([f"{name}:{line_no}: each line must be a JSON object"])
+        longest = len(line) > FIELD_MAX
+        if has_nul or columns or longest:
+            _check_storable(record, columns, has_nul, f"{name}:{line_no}", longest)
+        count += 1
+        if count % PROGRESS_EVERY == 0:
+            progress_advance(PROGRESS_EVERY)
+        yield line_no, record
+
+
+def _check_storable(record: dict, columns, nul: bool, where: str, longest: bool) -> None:
+    problem = record_problem(record, columns, nul=nul, longest=longest)
+    if problem:
+        raise ImportFailed([f"{where}: {problem}"])
+
+
+def parse_json_cell(value, *, expect: type):
+    """A list or object field: CSV cells hold it as JSON text, JSONL already decoded. Empty
+    → an empty one; anything else → ValueError naming what was given ("expected a JSON
+    array, not a number")."""
+    if isinstance(value, expect):
+        return value
+    if value in (None, ""):
+        return expect()
+    wanted = {list: "array", dict: "object"}[expect]
+    if not isinstance(value, str):  # JSONL: decoded, but of another kind
+        raise ValueError(f"expected a JSON {wanted}, not {json_kind(value)}")
+    parsed = json_loads(value)  # InputRejected is a ValueError
+    path = nul_path(parsed)
+    if path is not None:
+        raise ValueError(f"{path or 'a key'}: {NUL_MESSAGE}")
+    if not isinstance(parsed, expect):
+        raise ValueError(f"expected a JSON {wanted}, not {json_kind(parsed)}")
+    return parsed
+
+
+def parse_bool(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value or "").strip().lower()
+    if text in ("", "0", "false", "no", "n"):
+        return False
+    if text in ("1", "true", "yes", "y"):
+        return True
+    raise ValueError(f"'{value}' is not a yes/no value")
+
+
+def option_text(value) -> str:
+    """The text an option given by its text stands for (``prediction``, ``gold``): strings
+    stripped; JSON numbers as they would be written (an integral float 3.0 is "3", so it
+    matches an option "3"); None is empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def option_index(value, n_options: int) -> int | None:
+    """An option given by its 0-based index (``prediction_index``, ``gold_index``):
+    integers, integral floats such as 3.0 and their text. None when empty; ValueError when
+    not an index of an item with ``n_options`` options."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"'{value}' is not an option index")
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip()) if "." in value else int(value.strip())
+        except ValueError:
+            raise ValueError(f"'{value}' is not a whole number") from None
+    if isinstance(number, float):
+        if not number.is_integer():
+            raise ValueError(f"'{value}' is not a whole number")
+        number = int(number)
+    if not isinstance(number, int):
+        raise ValueError(f"'{value}' is not a whole number")
+    if not 0 <= number < n_options:
+        raise ValueError(f"{number} is outside 0..{n_options - 1}")
+    return number

@@ -1,0 +1,321 @@
+"""Study life cycle: create with classes, add members (creating their accounts), open (routes
+items), close. Opening and closing happen only here: forms never write ``Study.status``."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from annotations.core.errors import InvalidStudy, NotPermitted
+from annotations.core.events import STUDY_EVENT_KINDS, StudyEvent
+from annotations.core.models import Study, StudyClass, StudyMembership, User
+from annotations.core.selectors import study_name_taken
+
+
+@transaction.atomic
+def study_create(*, name: str, classes: Sequence[str | tuple[str, str]], description: str = "",
+                 queries_per_item: int = 1, lease_minutes: int = 10,
+                 shuffle_options: bool = True, gold_rate: float = 0.0,
+                 seed: int | None = None,
+                 interval_method: str = Study.IntervalMethod.AUTO,
+                 created_by: User | None = None) -> Study:
+    """Create a draft study with K named classes (name or (name, description) pairs)."""
+    extra = {"seed": seed} if seed is not None else {}
+    study = Study(
+        name=name, description=description, queries_per_item=queries_per_item,
+        lease_minutes=lease_minutes, shuffle_options=shuffle_options, gold_rate=gold_rate,
+        interval_method=interval_method, created_by=created_by, **extra,
+    )
+    return study_insert(study=study, classes=classes)
+
+
+def study_name_check(*, study: Study) -> None:
+    """InvalidStudy unless the study has a name its creator uses for no other study (names
+    are unique per creator: another researcher's names are neither refused nor told)."""
+    if not study.name.strip():
+        raise InvalidStudy("name: a study needs a name.", field="name")
+    if study_name_taken(name=study.name, created_by=study.created_by, exclude_pk=study.pk):
+        raise InvalidStudy(f"name: you already have a study named “{study.name}”.",
+                           field="name")
+
+
+@transaction.atomic
+def study_insert(*, study: Study, classes: Sequence[str | tuple[str, str]]) -> Study:
+    """Save the unsaved ``study`` as a draft with its K classes, in order (class 0 first).
+
+    ``study_create`` builds the instance from arguments; the admin's add form builds it from
+    the form. Refused: fewer than 2 classes, repeated or empty names, a name its creator
+    already uses, settings out of range."""
+    if study.pk is not None:
+        raise InvalidStudy(f"Study '{study}' is already saved.", field="classes")
+    study_name_check(study=study)
+    if len(classes) < 2:
+        raise InvalidStudy(f"A study needs at least 2 classes (K = {len(classes)}).",
+                           field="classes")
+    if study.queries_per_item < 1:
+        raise InvalidStudy("queries_per_item must be at least 1.", field="queries_per_item")
+    if not 0.0 <= study.gold_rate <= 0.5:
+        raise InvalidStudy("gold_rate must be between 0 and 0.5.", field="gold_rate")
+    if study.interval_method not in Study.IntervalMethod.values:
+        raise InvalidStudy(f"interval_method must be one of "
+                           f"{', '.join(Study.IntervalMethod.values)}.", field="interval_method")
+    pairs = [(c, "") if isinstance(c, str) else c for c in classes]
+    names = [n.strip() for n, _ in pairs]
+    if not all(names):
+        raise InvalidStudy("Every class needs a name.", field="classes")
+    if len({n.casefold() for n in names}) != len(names):
+        raise InvalidStudy("Class names must be distinct.", field="classes")
+    study.status = Study.Status.DRAFT
+    study.save()
+    StudyClass.objects.bulk_create(
+        StudyClass(study=study, index=i, name=n, description=d.strip())
+        for i, (n, (_, d)) in enumerate(zip(names, pairs, strict=True))
+    )
+    return study
+
+
+def membership_add(*, study: Study, user: User, role: str,
+                   class_index: int | None = None) -> StudyMembership:
+    study_class = None
+    if role == StudyMembership.Role.SPECIALIST:
+        if class_index is None:
+            raise InvalidStudy("A specialist needs a class.", field="class_index")
+        study_class = study.classes.filter(index=class_index).first()
+        if study_class is None:
+            raise InvalidStudy(f"Study '{study}' has no class {class_index}.",
+                               field="class_index")
+    membership, _ = StudyMembership.objects.get_or_create(
+        study=study, user=user, role=role, defaults={"study_class": study_class}
+    )
+    if role == StudyMembership.Role.RESEARCHER:
+        researchers_staff_ensure(study=study)
+    return membership
+
+
+def researchers_staff_ensure(*, study: Study) -> int:
+    """Researchers configure studies in the admin, which needs staff status: grant it to
+    every researcher of ``study`` (the admin inline calls this after saving members)."""
+    return User.objects.filter(
+        memberships__study=study, memberships__role=StudyMembership.Role.RESEARCHER,
+        is_staff=False,
+    ).update(is_staff=True)
+
+
+def study_event_record(*, study: Study, kind: str, by: User | None = None,
+                       detail: dict | None = None) -> StudyEvent:
+    """Add one row to the study's audit trail (``StudyEvent``) in the caller's transaction.
+    ``kind`` must be registered (``study_event_kind_register``; opened, items_routed,
+    closed, threshold_changed are built in); ``by`` is the acting user, None for the
+    system."""
+    if kind not in STUDY_EVENT_KINDS:
+        raise InvalidStudy(f"Unknown study event kind '{kind}'; register it first.",
+                           field="kind")
+    return StudyEvent.objects.create(study=study, kind=kind, actor=by, detail=detail or {})
+
+
+_OPENERS: dict[str, Callable[..., int]] = {}
+
+
+def study_opener_register(kind: str, opener: Callable[..., int]) -> None:
+    """Make :func:`study_open` open studies of ``kind`` with ``opener(study=, by=)`` (each
+    study type registers its ``*_study_open`` from its ``hooks``; idempotent)."""
+    _OPENERS[kind] = opener
+
+
+def study_open(*, study: Study, by: User | None = None) -> int:
+    """Open a draft (or re-open an open) study of any type through its type's opener, which
+    makes its first tasks and returns how many (partitioned: ``partitioned_study_open``,
+    items routed; assisted: ``assisted_study_open``, sentences routed; critique:
+    ``critique_study_open``, its level-0 tasks). Every opener goes through
+    :func:`study_opening` (lock, refusals, audit)."""
+    return _OPENERS[study.kind](study=study, by=by)
+
+
+@transaction.atomic
+def study_opening(*, study: Study, by: User | None, check: Callable[[Study], None],
+                  first_tasks: Callable[[Study], int], counted: str = "routed") -> int:
+    """The opening every study type shares; its ``*_open`` service passes what differs.
+    In one transaction: the study's row locked and ``study`` refreshed from it; a closed
+    study refused (it stays closed); the type's ``check`` (raises InvalidStudy); status
+    open, the first opening time kept; ``first_tasks`` makes the type's tasks and returns
+    how many; audited — ``opened`` from a draft, ``items_routed`` when an open study got
+    new tasks (nothing when it got none) — with ``{counted: n, "from": status before}``."""
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    study.status, study.opened_at = locked.status, locked.opened_at
+    if study.status == Study.Status.CLOSED:
+        raise InvalidStudy(f"Study '{study}' is closed; a closed study stays closed.",
+                           field="status")
+    check(study)
+    was = study.status
+    study.status = Study.Status.OPEN
+    study.opened_at = study.opened_at or timezone.now()
+    study.save(update_fields=["status", "opened_at"])
+    made = first_tasks(study)
+    if was != Study.Status.OPEN or made:
+        study_event_record(study=study, kind="opened" if was != Study.Status.OPEN
+                           else "items_routed", by=by, detail={counted: made, "from": was})
+    return made
+
+
+@transaction.atomic
+def study_close(*, study: Study, by: User | None = None) -> None:
+    """Close a study of any type: no task is offered or answered any more. Closing twice is
+    refused. Audited (``closed``) in the same transaction."""
+    locked = Study.objects.select_for_update().get(pk=study.pk)
+    study.status, study.closed_at = locked.status, locked.closed_at
+    if study.status == Study.Status.CLOSED:
+        raise InvalidStudy(f"Study '{study}' is already closed.", field="status")
+    was = study.status
+    study.status = Study.Status.CLOSED
+    study.closed_at = timezone.now()
+    study.save(update_fields=["status", "closed_at"])
+    study_event_record(study=study, kind="closed", by=by, detail={"from": was})
+
+
+# --- member accounts created by researchers ------------------------------------------------
+USERNAME_MAX = User._meta.get_field("username").max_length
+PASSWORD_ALPHABET = "abcdefghjkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/l/I
+
+
+@dataclass(frozen=True)
+class NewMember:
+    """One person to add: a user name (new or already a member of one of your studies), a
+    role and, for specialists, the class index."""
+
+    username: str
+    role: str
+    class_index: int | None = None
+    email: str = ""
+
+
+@dataclass(frozen=True)
+class MemberAdded:
+    membership: StudyMembership
+    password: str | None  # the new account's password: returned once, stored only hashed
+
+
+def researcher_may_configure(*, user: User, study: Study) -> bool:
+    return user.is_superuser or StudyMembership.objects.filter(
+        study=study, user=user, role=StudyMembership.Role.RESEARCHER).exists()
+
+
+def accounts_visible_to(*, user: User) -> QuerySet[User]:
+    """Accounts a researcher may see and add: members of the studies they research
+    (superusers: all). Nobody else's name, role or study leaks through the member pages."""
+    if user.is_superuser:
+        return User.objects.all()
+    studies = StudyMembership.objects.filter(
+        user=user, role=StudyMembership.Role.RESEARCHER).values("study_id")
+    return User.objects.filter(memberships__study_id__in=studies).distinct()
+
+
+def _password_new() -> str:
+    return "".join(secrets.choice(PASSWORD_ALPHABET) for _ in range(14))
+
+
+@transaction.atomic
+def members_add(*, study: Study, members: Sequence[NewMember], by: User) -> list[MemberAdded]:
+    """Add people to ``study`` (all or nothing), creating an account for each new user name
+    with a random password that is returned once and stored only hashed.
+
+    ``by`` must research the study (or be a superuser). An existing account is added only if
+    ``by`` may see it (``accounts_visible_to``); any other taken name is refused with the same
+    words as a name in use, so no account outside ``by``'s studies is revealed or changed."""
+    if not researcher_may_configure(user=by, study=study):
+        raise NotPermitted("Only the study's researchers may add its members.")
+    visible = accounts_visible_to(user=by)
+    classes = {c.index: c for c in study.classes.all()}
+    added: list[MemberAdded] = []
+    seen: set[str] = set()
+    for m in members:
+        username = m.username.strip()
+        if len(username) > USERNAME_MAX:
+            raise InvalidStudy(f"User name '{username[:40]}…' is longer than {USERNAME_MAX} "
+                               f"characters.", field="username")
+        try:
+            UnicodeUsernameValidator()(username)
+        except ValidationError as exc:
+            raise InvalidStudy(f"User name '{username}': {exc.messages[0]}",
+                               field="username") from None
+        if username.casefold() in seen:
+            raise InvalidStudy(f"User name '{username}' is given twice.", field="username")
+        seen.add(username.casefold())
+        if m.role not in StudyMembership.Role.values:
+            raise InvalidStudy(f"{username}: unknown role '{m.role}'.", field="role")
+        is_specialist = m.role == StudyMembership.Role.SPECIALIST
+        if is_specialist and m.class_index not in classes:
+            raise InvalidStudy(f"{username}: a specialist needs one of this study's classes.",
+                               field="class_index")
+        if not is_specialist and m.class_index is not None:
+            raise InvalidStudy(f"{username}: only specialists have a class.",
+                               field="class_index")
+        user = User.objects.filter(username__iexact=username).first()
+        password = None
+        if user is None:
+            password = _password_new()
+            user = User(username=username, email=m.email.strip())
+            user.set_password(password)
+            user.save()
+        elif not visible.filter(pk=user.pk).exists() or user.is_superuser and not by.is_superuser:
+            raise InvalidStudy(f"The user name '{username}' is taken; choose another one.",
+                               field="username")
+        existing = StudyMembership.objects.filter(study=study, user=user, role=m.role).first()
+        if existing is not None:
+            raise InvalidStudy(f"{username} is already a {m.role} of this study.",
+                               field="username")
+        membership = StudyMembership.objects.create(
+            study=study, user=user, role=m.role,
+            study_class=classes[m.class_index] if is_specialist else None)
+        added.append(MemberAdded(membership=membership, password=password))
+    researchers_staff_ensure(study=study)
+    return added
+
+
+@transaction.atomic
+def member_password_reset(*, study: Study, user: User, by: User) -> str:
+    """Give ``user`` a new random password (returned once). ``by`` must research ``study``;
+    ``user`` must be a member of it, not staff or superuser, and member of no study ``by``
+    does not research — a researcher never takes over an account used elsewhere."""
+    if not researcher_may_configure(user=by, study=study):
+        raise NotPermitted("Only the study's researchers may reset its members' passwords.")
+    if not StudyMembership.objects.filter(study=study, user=user).exists():
+        raise NotPermitted(f"{user} is not a member of this study.")
+    if not by.is_superuser:
+        mine = StudyMembership.objects.filter(
+            user=by, role=StudyMembership.Role.RESEARCHER).values("study_id")
+        elsewhere = StudyMembership.objects.filter(user=user).exclude(study_id__in=mine)
+        if user.is_staff or user.is_superuser or elsewhere.exists():
+            raise NotPermitted(f"{user}'s account is used outside your studies (or is an "
+                               f"administrator's); ask an administrator to reset it.")
+    password = _password_new()
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    return password
+
+
+def study_classes_change_check(*, study: Study, deleting: int = 0, adding: int = 0,
+                               reindexing: int = 0) -> None:
+    """Refuse deleting, adding or renumbering classes of a study that is not a draft
+    (renaming and describing them stays allowed)."""
+    if study.status == Study.Status.DRAFT or not (deleting or adding or reindexing):
+        return
+    k = study.classes.count()
+    state = "open" if study.status == Study.Status.OPEN else "closed"
+    raise InvalidStudy(
+        f"The study is {state}: its classes are fixed (K = {k} is part of every routed query). "
+        "Close it and start a new study to change the classes.", field="classes")
+
+
+@transaction.atomic
+def study_class_delete(*, study_class: StudyClass) -> None:
+    """Delete a class of a draft study (its specialists' memberships go with it)."""
+    study = Study.objects.select_for_update().get(pk=study_class.study_id)
+    study_classes_change_check(study=study, deleting=1)
+    study_class.delete()

@@ -1,0 +1,41 @@
+"""Colour keys and filled bars as SVG: a colour or a width that comes from the data would
+otherwise need an inline ``style`` attribute, which the Content-Security-Policy refuses
+(docs/operations.md). SVG's own attributes (``fill``, ``width``) are not styles."""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import format_html
+
+register = template.Library()
+
+
+@register.simple_tag
+def color_key(color: str, dashed: bool = False, cls: str = "key") -> str:
+    """A legend's colour key: a dot, or a short bar for a dashed line."""
+    if dashed:
+        return format_html('<svg class="{} dashed" viewBox="0 0 10 10" preserveAspectRatio="none" '
+                           'aria-hidden="true"><rect y="3" width="10" height="4" fill="{}"/>'
+                           '</svg>', cls, color)
+    return format_html('<svg class="{}" viewBox="0 0 10 10" aria-hidden="true">'
+                       '<circle cx="5" cy="5" r="5" fill="{}"/></svg>', cls, color)
+
+
+@register.simple_tag
+def share_bar(share: float | None = None, percent: float | None = None, cls: str = "bar") -> str:
+    """A bar filled to ``share`` (0–1) or ``percent`` (0–100); its box is the CSS class's."""
+    value = float(percent) / 100 if percent is not None else float(share or 0)
+    width = min(max(value, 0.0), 1.0) * 100
+    return format_html('<svg class="{}" viewBox="0 0 100 1" preserveAspectRatio="none" '
+                       'aria-hidden="true"><rect width="{}" height="1"/></svg>',
+                       cls, f"{width:.1f}")
+
+
+def term_tip(short: str, meaning: str, label: str = "") -> str:
+    """A term with its meaning: ``title`` for a mouse, and an "i" that opens on a tap or
+    a key press (``<details>``: no script needed). Every dashboard's tooltip tag uses it
+    with its own glossary."""
+    return format_html(
+        '<span class="term" title="{}">{}</span><details class="tip"><summary '
+        'aria-label="What does {} mean?">i</summary><span class="tip-text" role="note">{}'
+        "</span></details>", meaning, label or short, label or short, meaning)

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from annotations.core import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("studies/<int:study_id>/dashboard/", views.dashboard, name="dashboard"),
+    path("help/img/<str:name>", views.help_image, name="help-image"),
+    path("help/<slug:page>/", views.help_page, name="help-page"),
+]

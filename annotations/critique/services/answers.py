@@ -1,0 +1,156 @@
+"""An annotator's answer to a critique task: the output it creates, and what follows.
+
+``critique_answer`` locks the task's question (answers to one question run one after the
+other), checks the lease (holder, not expired, study open, still an annotator, shown for at
+least OVERSIGHT_MIN_ANSWER_MS), validates the answer, closes the
+task through the engine (time on task, audit row) and stores the ``CritiqueOutput``. Then,
+in the same transaction: the annotator is blocked from the other tasks of the same level of
+the question (one output per person per sibling group), and when the output completes its
+level's chain pair, the next level's tasks of that question are made (annotators never wait
+for a worker). After commit the study's analysis is scheduled (``services.recompute``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.db.models import Subquery
+from django.utils import timezone
+
+from annotations.core import engine
+from annotations.core.errors import DomainError
+from annotations.core.models import User
+from annotations.critique.models import (
+    CritiqueChoice,
+    CritiqueOutput,
+    CritiqueQuestion,
+    CritiqueTask,
+    CritiqueTaskBlock,
+)
+from annotations.critique.services.assignment import CRITIQUE_KIND, task_for_holder
+
+MAX_TEXT = 20_000
+CHOICES = (CritiqueChoice.FIRST, CritiqueChoice.SECOND, CritiqueChoice.NEITHER)
+
+
+class InvalidCritiqueAnswer(DomainError):
+    """An answer with a missing or impossible field (``field`` names it)."""
+
+    code = "invalid_answer"
+    http_status = 400
+
+
+@dataclass(frozen=True)
+class CritiqueAnswer:
+    """What an annotator gives: the reasoning (response) or rationale (critique), the final
+    option (0-based), which input is better (critiques: first/second/neither, in the order
+    shown) and a confidence from 1 to 5."""
+
+    reasoning: str
+    final: int | None
+    confidence: int | None
+    choice: str = ""
+
+
+def answer_check(task: CritiqueTask, answer: CritiqueAnswer) -> dict[str, str]:
+    """Problems by field (empty when the answer is complete)."""
+    problems: dict[str, str] = {}
+    text = (answer.reasoning or "").strip()
+    noun = "reasoning" if task.level == 0 else "rationale"
+    if not text:
+        problems["reasoning"] = f"Write your {noun}."
+    elif len(text) > MAX_TEXT:
+        problems["reasoning"] = f"At most {MAX_TEXT} characters (this is {len(text)})."
+    n = len(task.question.options)
+    if answer.final is None or isinstance(answer.final, bool) or not 0 <= answer.final < n:
+        problems["final"] = "Choose your final answer."
+    if task.level > 0 and answer.choice not in CHOICES:
+        problems["choice"] = "Say which input is better (or neither)."
+    if task.level == 0 and answer.choice:
+        problems["choice"] = "A response has no inputs to choose from."
+    if (answer.confidence is None or isinstance(answer.confidence, bool)
+            or not 1 <= answer.confidence <= 5):
+        problems["confidence"] = "Rate your confidence from 1 to 5."
+    return problems
+
+
+def _question_lock(public_id: str) -> CritiqueQuestion | None:
+    """Lock the task's question before its task (one statement): answers to one question
+    run one after the other. Two annotators finishing the two outputs of a chain pair at
+    once then never both miss the other's output (the second sees the first and makes the
+    next level), and their transactions never wait for each other's rows in opposite
+    orders. Returns the question (None: no such task)."""
+    task = CritiqueTask.objects.filter(public_id=public_id).values("question_id")[:1]
+    return CritiqueQuestion.objects.select_for_update().filter(pk=Subquery(task)).first()
+
+
+def _block_siblings(task: CritiqueTask, user: User) -> None:
+    """One statement: ``user`` may not receive the other unanswered tasks of the task's
+    level of its question (one output per person per sibling group)."""
+    table, blocks = CritiqueTask._meta.db_table, CritiqueTaskBlock._meta.db_table
+    with connection.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO {blocks} (task_id, user_id, reason) SELECT t.id, %s, %s FROM "
+            f"{table} t WHERE t.question_id = %s AND t.level = %s AND t.id <> %s AND "
+            "t.status <> %s ON CONFLICT (task_id, user_id) DO NOTHING",
+            [user.pk, CritiqueTaskBlock.Reason.SIBLING, task.question_id, task.level, task.pk,
+             CritiqueTask.Status.ANSWERED])
+
+
+def _next_level(task: CritiqueTask) -> None:
+    """Make the question's next-level tasks when this output completed the chain pair."""
+    from annotations.critique.services.generation import critique_generate
+
+    if task.slot >= 2:
+        return
+    pair = CritiqueOutput.objects.filter(question_id=task.question_id, level=task.level,
+                                         slot__lt=2).count()
+    if pair == 2:
+        critique_generate(study=task.study, question_ids=[task.question_id])
+
+
+@transaction.atomic
+def critique_answer(*, public_id: str, user: User, answer: CritiqueAnswer,
+                    now: dt.datetime | None = None, time_on_task_ms: int | None = None,
+                    recompute: bool = True) -> CritiqueOutput:
+    """Store ``user``'s answer to the task they hold (module docstring). Raises the
+    engine's lease errors, AnsweredTooSoon, or InvalidCritiqueAnswer (nothing changes).
+    ``now``, ``time_on_task_ms`` and ``recompute=False`` are for simulations (the
+    simulated time on task; one recompute at the end instead of one per answer)."""
+    now = now or timezone.now()
+    question = _question_lock(public_id)
+    task = task_for_holder(public_id=public_id, user=user)
+    task.question = question  # locked above, read once
+    engine.answer_too_soon(CRITIQUE_KIND, task, now)
+    problems = answer_check(task, answer)
+    if problems:
+        field, message = next(iter(problems.items()))
+        exc = InvalidCritiqueAnswer(message, field=field)
+        exc.problems = problems  # type: ignore[attr-defined]
+        raise exc
+    fields = {} if time_on_task_ms is None else {"time_on_task_ms": int(time_on_task_ms)}
+    detail = {"final": answer.final, "confidence": answer.confidence}
+    if task.level:
+        detail["choice"] = answer.choice
+    engine.task_complete(CRITIQUE_KIND, task, user=user, now=now, fields=fields, detail=detail)
+    output = CritiqueOutput.objects.create(
+        study_id=task.study_id, question_id=task.question_id, level=task.level, slot=task.slot,
+        first_id=task.first_id, second_id=task.second_id, reasoning=answer.reasoning.strip(),
+        final=answer.final, choice=answer.choice if task.level else "",
+        confidence=answer.confidence, time_ms=task.time_on_task_ms,
+        author_kind=CritiqueOutput.Author.HUMAN, author=user,
+        source=CritiqueOutput.Source.TASK, task=task)
+    _block_siblings(task, user)
+    _next_level(task)
+    study_id = task.study_id
+    if recompute:
+        transaction.on_commit(lambda: _schedule(study_id))
+    return output
+
+
+def _schedule(study_id: int) -> None:
+    from annotations.core.services.recompute import study_recompute_schedule
+
+    study_recompute_schedule(study_id)

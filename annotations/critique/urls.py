@@ -1,0 +1,24 @@
+"""Pages of critique studies (included by ``oversight_site.urls``)."""
+
+from django.urls import path
+
+from annotations.critique import views
+
+urlpatterns = [
+    path("studies/<int:study_id>/critique/", views.critique_work, name="critique-work"),
+    path("studies/<int:study_id>/critique/next/", views.critique_next, name="critique-next"),
+    path("studies/<int:study_id>/critique/<str:public_id>/answer/", views.critique_submit,
+         name="critique-submit"),
+    path("studies/<int:study_id>/critique/<str:public_id>/skip/", views.critique_skip,
+         name="critique-skip"),
+    path("studies/<int:study_id>/critique/<str:public_id>/lease/", views.critique_lease,
+         name="critique-lease"),
+]
+urlpatterns += [
+    path("studies/<int:study_id>/critique/dashboard/", views.critique_dashboard,
+         name="critique-dashboard"),
+    path("studies/<int:study_id>/critique/export/", views.critique_export_view,
+         name="critique-export"),
+    path("studies/<int:study_id>/critique/manage/", views.critique_manage,
+         name="critique-manage"),
+]

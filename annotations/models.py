@@ -1,0 +1,47 @@
+"""The annotations app's models, gathered where Django looks for them (``<app>.models``):
+the core's (studies, classes, members, items, snapshots, import jobs, events; the task
+engine's abstract columns) and each study type's (``annotations/<type>/models.py``). Code
+of the app imports from those modules; this one is for Django, migrations and tests."""
+
+from annotations.assisted.models import (
+    Arm,
+    AssistedSettings,
+    AssistedStudy,
+    Component,
+    Exposure,
+    Interaction,
+    QuizAttempt,
+    RaterAssignment,
+    Rating,
+    RatingSkip,
+    RatingTask,
+    RatingTaskEvent,
+    RoutingChange,
+    Sentence,
+)
+from annotations.core.events import StudyEvent, study_event_kind_register
+from annotations.core.models import (
+    EstimateSnapshot,
+    ImportJob,
+    ImportJobFile,
+    Item,
+    RecomputeState,
+    Study,
+    StudyClass,
+    StudyMembership,
+    User,
+    _new_seed,
+)
+from annotations.core.task_models import LeasedTask, TaskEvent, new_public_id
+from annotations.critique.models import *  # noqa: F403 - critique studies (issue 10)
+from annotations.partitioned.models import Query, QueryEvent, QuerySkip
+
+__all__ = [
+    "Arm", "AssistedSettings", "AssistedStudy", "Component", "Exposure", "Interaction",
+    "QuizAttempt", "RaterAssignment", "Rating", "RatingSkip", "RatingTask", "RatingTaskEvent",
+    "RoutingChange", "Sentence",
+    "EstimateSnapshot", "ImportJob", "ImportJobFile", "Item", "LeasedTask", "Query",
+    "QueryEvent", "QuerySkip",
+    "RecomputeState", "Study", "StudyClass", "StudyEvent", "StudyMembership", "TaskEvent",
+    "User", "_new_seed", "new_public_id", "study_event_kind_register",
+]

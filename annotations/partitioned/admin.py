@@ -1,0 +1,448 @@
+"""Researcher screens: studies with classes, members and AI systems inline; open/close actions;
+item and prediction imports and label exports from the study page."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from annotations.core.admin import (
+    SHORT_TEXT,
+    MembershipInline,
+    ResearcherScopedAdmin,
+    StaffCreatesStudiesMixin,
+    StudyClassInline,
+    StudyInline,
+    UploadForm,
+    is_researcher,
+    staff_may_create_studies,
+)
+from annotations.core.admin_forms import MemberFormSet, StudyAddForm, StudyForm
+from annotations.core.errors import DomainError
+from annotations.core.inputs import accepts_upload
+from annotations.core.models import (
+    ImportJob,
+    Item,
+    Study,
+    StudyMembership,
+)
+from annotations.core.selectors import (
+    import_job_progress,
+    study_events,
+    study_import_jobs,
+)
+from annotations.core.services.import_jobs import import_job_submit, import_jobs_expire
+from annotations.core.services.studies import (
+    member_password_reset,
+    members_add,
+    researchers_staff_ensure,
+    study_close,
+    study_insert,
+    study_open,
+)
+from annotations.core.sqlite_locks import while_sqlite_locked
+from annotations.partitioned.models import Query
+from annotations.partitioned.selectors import study_setup_checklist
+from annotations.partitioned.services.estimates import study_recompute
+from annotations.partitioned.services.exports import labels_export
+from annotations.partitioned.services.imports import item_create, item_update
+from annotations.partitioned.services.predictions import prediction_set, predictions_delete
+from annotations.partitioned.services.running import (
+    items_answered,
+    items_delete,
+)
+from assistants.models import AISystem, ConfidenceBands, Prediction
+
+
+class AISystemInline(StudyInline, admin.TabularInline):
+    model = AISystem
+    extra = 0
+    fields = ["name", "description", "ordinal", "reference_accuracy"]
+    readonly_fields = ["ordinal", "reference_accuracy"]
+    formfield_overrides = SHORT_TEXT
+
+    @admin.display(description="Gold-subset accuracy")
+    def reference_accuracy(self, obj: AISystem) -> str:
+        if not obj.reference_n:
+            return "—"
+        return f"{obj.reference_correct / obj.reference_n:.3f} (n={obj.reference_n})"
+
+    def has_add_permission(self, request, obj=None):
+        return False  # systems are created by prediction imports (or the API)
+
+
+admin.site.site_header = "Oversight"
+admin.site.site_title = "Oversight"
+admin.site.index_title = "Studies, members and data"
+
+
+@admin.register(Study)
+class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
+    study_field = "pk"
+    form = StudyForm
+    list_display = ["name", "status", "k_classes", "queries_per_item", "gold_rate",
+                    "created_at", "links"]
+    list_filter = ["status"]
+    search_fields = ["name"]
+    # Status changes only through study_open / study_close (the buttons and list actions):
+    # a form that saved "open" would leave the study open with nothing routed.
+    readonly_fields = ["status", "seed", "opened_at", "closed_at", "created_at"]
+    inlines = [StudyClassInline, MembershipInline, AISystemInline]
+    actions = ["open_studies", "close_studies", "recompute_estimates"]
+    fieldsets = [
+        (None, {"fields": ["name", "description", "guidelines", "status"]}),
+        ("Routing", {"fields": ["queries_per_item", "lease_minutes", "shuffle_options",
+                                "gold_rate", "seed"]}),
+        ("Dashboard", {"fields": ["target_ci_width", "interval_method"]}),
+        ("Dates", {"fields": ["created_at", "opened_at", "closed_at"]}),
+    ]
+    add_fieldsets = [
+        (None, {"fields": ["name", "description", "classes"]}),
+        ("Routing", {"fields": ["queries_per_item", "lease_minutes", "shuffle_options",
+                                "gold_rate"]}),
+        ("Dashboard", {"fields": ["target_ci_width", "interval_method"]}),
+    ]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("classes")
+
+    def has_add_permission(self, request):
+        return (staff_may_create_studies(request) or is_researcher(request)
+                or request.user.has_perm("annotations.add_study"))
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = StudyAddForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fieldsets(self, request, obj=None):
+        return self.add_fieldsets if obj is None else self.fieldsets
+
+    def get_inlines(self, request, obj):
+        # Members need the classes (a specialist's menu), so they come after the first save.
+        return [] if obj is None else self.inlines
+
+    def save_model(self, request, obj, form, change):
+        self._study_save(request, obj, form, change, lambda: study_insert(
+            study=obj, classes=form.cleaned_data["classes"]))
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        researchers_staff_ensure(study=form.instance)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        if "_addanother" in request.POST or "_popup" in request.POST:
+            return super().response_add(request, obj, post_url_continue)
+        self.message_user(request, format_html(
+            "Study “{}” created with {} classes. Next: add its members, import items and AI "
+            "predictions, then open it.", obj.name, obj.classes.count()), messages.SUCCESS)
+        return redirect("admin:annotations_study_change", obj.pk)
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.status != Study.Status.DRAFT:
+            fields += ["queries_per_item", "shuffle_options", "interval_method"]
+        return fields
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        study = self.get_object(request, object_id)
+        if study is not None and study.kind == Study.Kind.ASSISTED:
+            return redirect("admin:annotations_assistedstudy_change", study.pk)
+        context = dict(extra_context or {})
+        if study is not None:
+            context["setup"] = study_setup_checklist(study=study)
+            context["study_events"] = study_events(study=study)
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+    @admin.display(description="K")
+    def k_classes(self, obj: Study) -> int:
+        return len(obj.classes.all())
+
+    @admin.display(description="")
+    def links(self, obj: Study) -> str:
+        return format_html(
+            '<a href="{}">Dashboard</a> · <a href="{}">Import items</a> · '
+            '<a href="{}">Import predictions</a> · Export labels: <a href="{}">CSV</a> '
+            '<a href="{}">JSONL</a>',
+            reverse("dashboard", args=[obj.pk]),
+            reverse("admin:annotations_study_import_items", args=[obj.pk]),
+            reverse("admin:annotations_study_import_predictions", args=[obj.pk]),
+            reverse("admin:annotations_study_export", args=[obj.pk]) + "?format=csv",
+            reverse("admin:annotations_study_export", args=[obj.pk]) + "?format=jsonl",
+        )
+
+    @admin.action(description="Open selected studies (routes their items)")
+    def open_studies(self, request, queryset):
+        for study in queryset:
+            try:
+                routed = study_open(study=study, by=request.user)
+            except DomainError as exc:
+                self.message_user(request, f"{study}: {exc.message}", messages.ERROR)
+            else:
+                self.log_change(request, study, f"Opened: {routed} items routed.")
+                self.message_user(request, f"{study}: opened, {routed} items routed.")
+
+    @admin.action(description="Close selected studies")
+    def close_studies(self, request, queryset):
+        for study in queryset:
+            try:
+                study_close(study=study, by=request.user)
+            except DomainError as exc:
+                self.message_user(request, f"{study}: {exc.message}", messages.ERROR)
+            else:
+                self.log_change(request, study, "Closed.")
+                self.message_user(request, f"{study}: closed.")
+
+    @admin.action(description="Recompute estimates now")
+    def recompute_estimates(self, request, queryset):
+        for study in queryset:
+            study_recompute(study_id=study.pk)
+        self.message_user(request, f"Recomputed {queryset.count()} studies.")
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("<int:study_id>/import-items/", wrap(self.import_items_view),
+                 name="annotations_study_import_items"),
+            path("<int:study_id>/import-predictions/", wrap(self.import_predictions_view),
+                 name="annotations_study_import_predictions"),
+            path("<int:study_id>/import-jobs/<int:job_id>/", wrap(self.import_job_view),
+                 name="annotations_study_import_job"),
+            path("<int:study_id>/export/", wrap(self.export_view),
+                 name="annotations_study_export"),
+            path("<int:study_id>/open/", wrap(self.open_view), name="annotations_study_open"),
+            path("<int:study_id>/close/", wrap(self.close_view),
+                 name="annotations_study_close"),
+            path("<int:study_id>/members/", wrap(self.members_view),
+                 name="annotations_study_members"),
+        ] + super().get_urls()
+
+    def _status_view(self, request, study_id: int, *, opening: bool) -> HttpResponse:
+        study = self._study_or_403(request, study_id)
+        if request.method == "POST":
+            try:
+                if opening:
+                    routed = study_open(study=study, by=request.user)
+                    note = f"Opened: {routed} items routed."
+                else:
+                    study_close(study=study, by=request.user)
+                    note = "Closed."
+            except DomainError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+            else:
+                self.log_change(request, study, note)
+                self.message_user(request, f"{study.name}: {note[0].lower()}{note[1:]}",
+                                  messages.SUCCESS)
+            return redirect("admin:annotations_study_change", study.pk)
+        verb = "Open" if opening else "Close"
+        return self._page(request, "admin/annotations/study/status_confirm.html", study,
+                          f"{verb} “{study.name}”?", opening=opening,
+                          setup=study_setup_checklist(study=study))
+
+    def open_view(self, request, study_id: int):
+        return self._status_view(request, study_id, opening=True)
+
+    def close_view(self, request, study_id: int):
+        return self._status_view(request, study_id, opening=False)
+
+    def members_view(self, request, study_id: int):
+        study = self._study_or_403(request, study_id)
+        formset = MemberFormSet(request.POST or None, study=study, prefix="members")
+        created, error = [], ""
+        reset = request.POST.get("reset", "")
+        if request.method == "POST" and reset:
+            if not reset.isdigit():
+                raise Http404
+            member = get_object_or_404(StudyMembership, study=study, pk=int(reset))
+            try:
+                password = member_password_reset(study=study, user=member.user,
+                                                 by=request.user)
+            except DomainError as exc:
+                error = exc.message
+            else:
+                self.log_change(request, study, f"New password for {member.user}.")
+                created = [(member, password)]
+            formset = MemberFormSet(study=study, prefix="members")
+        elif request.method == "POST" and formset.is_valid():
+            try:
+                added = members_add(study=study, members=formset.members(), by=request.user)
+            except DomainError as exc:
+                error = exc.message
+            else:
+                names = ", ".join(a.membership.user.username for a in added)
+                if added:
+                    self.log_change(request, study, f"Members added: {names}.")
+                created = [(a.membership, a.password) for a in added]
+                formset = MemberFormSet(study=study, prefix="members")
+        members = (StudyMembership.objects.filter(study=study)
+                   .select_related("user", "study_class").order_by("role", "user__username"))
+        return self._page(request, "admin/annotations/study/members.html", study,
+                          f"Members of “{study.name}”", formset=formset, members=members,
+                          created=created, error=error,
+                          login_url=request.build_absolute_uri(reverse("login")))
+
+    def _import_view(self, request, study_id: int, kind: str) -> HttpResponse:
+        """The upload form; a valid upload becomes an import job (services/import_jobs.py)
+        and the browser goes to its page, which follows the job to its end."""
+        study = self._study_or_403(request, study_id)
+        form = UploadForm(request.POST or None, request.FILES or None)
+        errors: list[str] = []
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                job, _ = import_job_submit(study=study, kind=kind, data=upload.read(),
+                                           name=upload.name, user=request.user,
+                                           update=form.cleaned_data["update"])
+            except DomainError as exc:
+                errors = getattr(exc, "errors", [exc.message])
+            else:
+                return redirect("admin:annotations_study_import_job", study.pk, job.pk)
+        title = "Import items" if kind == ImportJob.Kind.ITEMS else "Import AI predictions"
+        return self._page(request, "admin/annotations/import.html", study,
+                          f"{title} — {study.name}", form=form, errors=errors, kind=kind,
+                          jobs=study_import_jobs(study=study, kind=kind)[:5])
+
+    @accepts_upload
+    def import_items_view(self, request, study_id: int):
+        return self._import_view(request, study_id, ImportJob.Kind.ITEMS)
+
+    @accepts_upload
+    def import_predictions_view(self, request, study_id: int):
+        return self._import_view(request, study_id, ImportJob.Kind.PREDICTIONS)
+
+    def import_job_view(self, request, study_id: int, job_id: int):
+        """A job's page: its progress bar (htmx polls this view for the fragment every
+        second until the job ends), then its summary or its errors."""
+        study = self._study_or_403(request, study_id)
+        job = while_sqlite_locked(lambda: (
+            import_jobs_expire(study=study),
+            get_object_or_404(ImportJob.objects.select_related("created_by"), pk=job_id,
+                              study=study))[1])
+        context = {"job": job, "progress": import_job_progress(job=job), "poll_url": request.path,
+                   "errors": job.errors, "form": UploadForm()}
+        if getattr(request, "htmx", False):
+            return render(request, "admin/annotations/_import_job.html",
+                          {**context, "study": study})
+        kind = "items" if job.kind == ImportJob.Kind.ITEMS else "AI predictions"
+        return self._page(request, "admin/annotations/import_job.html", study,
+                          f"Import of {kind} from {job.name}", **context)
+
+    def export_view(self, request, study_id: int):
+        study = self._study_or_403(request, study_id)
+        fmt = request.GET.get("format", "csv")
+        if fmt not in ("csv", "jsonl"):
+            fmt = "csv"
+        response = HttpResponse(content_type="text/csv" if fmt == "csv" else "application/jsonl")
+        response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-labels.{fmt}"'
+        labels_export(study=study, out=response, fmt=fmt)
+        return response
+
+
+@admin.register(Item)
+class ItemAdmin(ResearcherScopedAdmin):
+    list_display = ["external_id", "study", "stratum", "is_quality_check", "routed_at"]
+    list_filter = ["study", "is_quality_check"]
+    search_fields = ["external_id", "text"]
+    readonly_fields = ["option_order", "class_order", "routed_at"]
+
+    def has_delete_permission(self, request, obj=None):
+        # an item whose answers the estimates count is never deleted (items_delete)
+        if obj is not None and items_answered(Item.objects.filter(pk=obj.pk)):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        try:
+            items_delete(items=queryset)
+        except DomainError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+
+    def delete_model(self, request, obj):
+        items_delete(items=Item.objects.filter(pk=obj.pk))
+
+    def save_model(self, request, obj, form, change):
+        # through the services: the shuffle drawn and routing on add; the running-study
+        # rules (Item.clean) and the queries' strata on change
+        if change:
+            item_update(item=obj)
+        else:
+            obj.pk = item_create(item=obj).pk
+
+
+@admin.register(Query)
+class QueryAdmin(ResearcherScopedAdmin):
+    list_display = ["id", "study", "item", "k", "sequence", "status", "answer", "holder",
+                    "answered_by", "answered_at", "is_quality_check"]
+    list_filter = ["study", "status", "answer", "is_quality_check", "k"]
+    list_select_related = ["study", "item", "holder", "answered_by"]
+    raw_id_fields = ["item", "holder", "answered_by"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False  # routing owns queries; researchers read them
+
+
+# The AI systems, their predictions and confidence bands (the assistants app's models).
+@admin.register(AISystem)
+class AISystemAdmin(ResearcherScopedAdmin):
+    list_display = ["name", "study", "ordinal", "reference_n", "reference_correct",
+                    "band_edges"]
+    list_filter = ["study"]
+    readonly_fields = ["ordinal", "reference_n", "reference_correct", "band_edges",
+                       "band_stats"]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(Prediction)
+class PredictionAdmin(ResearcherScopedAdmin):
+    study_field = "system__study"
+    fixed_fields = ("system", "item")
+    list_display = ["item", "system", "option", "position", "raw", "confidence"]
+    list_filter = ["system__study", "system"]
+    raw_id_fields = ["item"]
+    list_select_related = ["item", "system"]
+    fields = ["system", "item", "option", "position", "raw", "confidence"]
+    readonly_fields = ["position", "raw", "confidence"]
+
+    def save_model(self, request, obj, form, change):
+        # through the service: position from the item's shuffle, masks and accuracy refreshed
+        try:
+            saved = prediction_set(system=obj.system, item=obj.item, option=obj.option)
+        except DomainError as exc:
+            raise ValidationError(exc.message) from exc
+        obj.pk = saved.pk
+
+    def delete_model(self, request, obj):
+        predictions_delete(predictions=Prediction.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request, queryset):
+        n = predictions_delete(predictions=queryset)
+        self.message_user(request, f"{n} predictions deleted; masks refreshed.",
+                          messages.SUCCESS)
+
+
+@admin.register(ConfidenceBands)
+class ConfidenceBandsAdmin(ResearcherScopedAdmin):
+    """How a partitioned study bands its AI systems' confidences (the dashboard's accuracy
+    per band). Saved through the service: every system and answered query is re-banded and
+    the estimates recomputed."""
+
+    list_display = ["study", "scheme", "n_bands", "edges"]
+    fields = ["study", "scheme", "n_bands", "edges"]
+
+    def save_model(self, request, obj, form, change):
+        from annotations.partitioned.services.predictions import confidence_bands_set
+
+        try:
+            confidence_bands_set(study=obj.study, scheme=obj.scheme, n_bands=obj.n_bands,
+                                 edges=obj.edges)
+        except DomainError as exc:
+            raise ValidationError(exc.message) from exc

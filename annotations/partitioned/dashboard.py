@@ -1,0 +1,229 @@
+"""What the managers' dashboard shows: the rows it renders from a snapshot's payload and the
+plain-language meaning of every column and flag (the same words as docs/manager.md).
+
+Snapshots of every age render: keys added later (``yes_share``, ``skipped``…) may be
+absent, and an estimate without the labels it needs is "no data" — never the 0.5 that
+older snapshots stored for it."""
+
+from __future__ import annotations
+
+from annotations.core import selectors
+from annotations.core.charts import SYSTEM_PALETTE, convergence_chart, interval_chart, xy_chart
+from annotations.core.models import Study
+from annotations.partitioned import selectors as partitioned_selectors
+
+ESTIMATOR_CHOICES = [
+    ("ml", "Maximum likelihood"), ("ivw", "IVW (plug-in weights)"),
+    ("ivw_pilot", "IVW (closed-form weight)"), ("ivw_fixed", "IVW (w = 0.5)"),
+    ("ord", "Ordinary only"), ("comp", "Complementary only"),
+]
+
+# key: (short label, plain-language meaning). Shown as tooltips / "i" popovers and listed
+# in docs/manager.md (a test keeps the two in step).
+GLOSSARY: dict[str, tuple[str, str]] = {
+    "system": ("AI system", "The AI model or workflow whose answers are being checked."),
+    "counts": ("n ord / n comp", "How many labels inform this system's estimate: ordinary "
+               "labels (a specialist said \"yes, it is class k\") and complementary labels "
+               "(\"no, it is not class k\"). With several questions per item, effective counts."),
+    "ord": ("Â ord", "Accuracy from the \"yes\" answers only: among items whose class a "
+            "specialist confirmed, the share the AI system got right."),
+    "comp": ("Â comp (raw)", "Accuracy from the \"no\" answers only. Unbiased, so with few "
+             "labels it can fall below 0 or above 1; not available with 2 classes."),
+    "ivw": ("IVW", "The ordinary and complementary estimates averaged, each weighted by how "
+            "precise it is (inverse-variance weighting)."),
+    "ml": ("ML ± SE", "Maximum likelihood: both kinds of label combined, the estimate to "
+           "read first. ± SE is its standard error (about 1/4 of the interval's width)."),
+    "interval": ("95 % interval", "The range that contains the true accuracy 95 % of the "
+                 "time. Narrower with more labels."),
+    "gold": ("Gold subset", "Accuracy on the items whose correct answer the researcher "
+             "imported (a validation check; n = how many such items)."),
+    "labels_needed": ("Labels to target", "How many more \"no\" answers bring the ML "
+                      "interval down to the study's target width. \"—\" when there is no "
+                      "data to compute it yet; \"reached\" when the target is met."),
+    "estimate": ("Estimate ± SE", "The chosen estimator's accuracy and standard error."),
+    "bound": ("Finite-sample bound (±)", "A half-width guaranteed at any sample size (not "
+              "just on average): wider than the interval, and only for some estimators. "
+              "\"not valid\" when its weight came from the same data."),
+    "ipw": ("IPW-corrected ML", "ML after giving each class's answers the weight 1 / (its "
+            "completion rate): read it when the completion-imbalance warning shows."),
+    "stratified": ("Stratified ML", "ML per stratum (a group of items the researcher "
+                   "defined), combined with each stratum's share of all items."),
+    "flags": ("Flags", "Warnings about this system's estimate, e.g. too few labels for the "
+              "finite-sample guarantee to say much; the design effect shows how much "
+              "asking several questions per item widens the interval."),
+    "few_labels_for_guarantee": ("too few labels for the guarantee", "The finite-sample "
+                                 "bound is wider than ±0.1: it guarantees little yet."),
+    "class": ("Class", "The answer option (or category) a pool of specialists is asked "
+              "about: \"is the answer class k?\"."),
+    "specialists": ("Specialists", "Members answering this class's questions."),
+    "yes": ("Ordinary (yes)", "Questions answered \"yes, it is this class\"."),
+    "no": ("Complementary (no)", "Questions answered \"no, it is not this class\"."),
+    "unsure": ("Not sure", "Questions answered \"not sure\": left out of every estimate."),
+    "skipped": ("Skipped", "Questions a specialist handed back to the pool for another "
+                "specialist."),
+    "skip_rate": ("Skip rate", "Share of the questions handed to this class's specialists "
+                  "that were skipped."),
+    "pending": ("Pending", "Questions routed to this class, waiting for a specialist."),
+    "leased": ("Leased", "Questions on a specialist's screen right now."),
+    "completion": ("Completion", "Answered ÷ routed questions of this class. Classes much "
+                   "slower than others bias the estimates (see IPW)."),
+    "abstention": ("Abstention", "Share of this class's answers that were \"not sure\"."),
+    "yes_share": ("Share of \"yes\"", "Among answered questions (\"not sure\" left out), the "
+                  "share answered \"yes\". Because each item's class is drawn at random, it "
+                  "should be 1/K; a significant difference means abstentions or routing "
+                  "depend on the true answer, which biases the estimates."),
+    "answered": ("Answered", "Questions of this class answered \"yes\" or \"no\" (\"not sure\" "
+                 "left out)."),
+    "specialist": ("Specialist", "One specialist's quality-check answers."),
+    "expected": ("Expected", "1/K: the share of \"yes\" answers when routing is uniform."),
+    "p_value": ("p-value", "Binomial test of the share against 1/K: the smaller it is, the less "
+                "likely the difference is chance. A flag marks a significant departure."),
+    "no_data": ("no data", "This estimator needs labels this system does not have yet (e.g. "
+                "complementary with 2 classes or no \"no\" answers): nothing is estimated."),
+    "stale": ("stale", "The figures do not include every answer: the last recompute failed, "
+              "or answers have waited more than a minute for one."),
+    "correct": ("Correct", "Quality checks (items with a known answer) answered right."),
+    "wrong": ("Wrong", "Quality checks answered wrong."),
+    "qc_accuracy": ("Accuracy", "Correct ÷ (correct + wrong) on quality checks."),
+    "band": ("Confidence band", "A range of the AI system's own stated confidence. Unless "
+             "the researcher fixed the edges, each band holds about a third of the system's "
+             "items."),
+    "band_items": ("Items", "How many of the study's items the system gave a confidence "
+                   "in this band, and their share of all its items with a confidence."),
+    "mean_confidence": ("Mean confidence", "The system's average stated confidence in this "
+                        "band. A well-calibrated system is about as accurate as it is "
+                        "confident."),
+    "band_accuracy": ("Accuracy in band", "The chosen estimator's accuracy on this band's "
+                      "items, from the specialists' answers alone (no gold label), with its "
+                      "95 % interval."),
+    "threshold": ("To humans if confidence ≤", "Items on which the AI's confidence is at "
+                  "or below this value would go to humans instead of the AI."),
+    "human_share": ("Share to humans", "The share of the system's items (with a confidence) "
+                    "that would go to humans at this threshold."),
+    "kept_accuracy": ("AI accuracy on the rest", "The estimated accuracy the AI keeps on the "
+                      "items above the threshold, with its 95 % interval. If it rises as "
+                      "more goes to humans, the AI's confidence tells its right answers from "
+                      "its wrong ones."),
+}
+
+
+def _has_data(system: dict, method: str) -> bool:
+    """Whether ``method`` has the labels it needs for this system (older snapshots stored
+    0.5 where it had none)."""
+    counts = system.get("counts") or {}
+    n_ord = counts.get("n_ord") or 0
+    n_comp = counts.get("n_comp") or 0
+    if method == "ord":
+        return n_ord > 0
+    if method == "comp":
+        return n_comp > 0
+    return n_ord + n_comp > 0
+
+
+def estimate_cell(system: dict, method: str, k: int | None = None) -> dict | None:
+    """The system's ``method`` estimate, or None where there is no data for it."""
+    if method == "comp" and k == 2:
+        return None
+    est = (system.get("estimates") or {}).get(method)
+    if not est or est.get("accuracy") is None or not _has_data(system, method):
+        return None
+    return est
+
+
+def _stratum_cell(stratum: dict, method: str, k: int | None) -> dict | None:
+    if "estimates" in stratum:
+        est = (stratum.get("estimates") or {}).get(method)
+    else:  # the oldest snapshots: ML only, flat
+        est = stratum if method == "ml" else None
+    counts = {"n_ord": stratum.get("n_ord"), "n_comp": stratum.get("n_comp")}
+    if "n_ord" not in stratum:
+        counts = {"n_ord": 1, "n_comp": 1}  # unknown: trust the estimate's own None
+    return estimate_cell({"counts": counts, "estimates": {method: est}}, method, k)
+
+
+def _without_placeholders(systems: list[dict], k: int | None) -> list[dict]:
+    """The systems with every no-data estimate set to None (for the charts)."""
+    return [{**s, "estimates": {m: estimate_cell(s, m, k) for m in (s.get("estimates") or {})}}
+            for s in systems]
+
+
+def _band_cell(cell: dict, method: str, k: int | None) -> dict | None:
+    return estimate_cell({"counts": cell.get("counts"), "estimates": cell.get("estimates")},
+                         method, k)
+
+
+def band_context(systems: list[dict], method: str, k: int | None) -> dict | None:
+    """Per system with confidence bands: its band rows and curve points with the chosen
+    estimator's cell (None without data), and the curve chart — the AI's accuracy on the
+    items it keeps against the share sent to humans, one colour per system."""
+    banded = [s for s in systems if s.get("bands")]
+    if not banded:
+        return None
+    tables, series = [], []
+    for i, s in enumerate(banded):
+        bands = s["bands"]
+        rows = [{**r, "cell": _band_cell(r, method, k)} for r in bands["rows"]]
+        curve = [{**p, "cell": _band_cell(p, method, k)} for p in bands["curve"]]
+        tables.append({"name": s["name"], "rows": rows, "curve": curve,
+                       "n_items": bands.get("n_items")})
+        points = []
+        for p in curve:
+            cell = p["cell"]
+            where = ("everything to the AI" if p["threshold"] is None
+                     else f"confidence ≤ {p['threshold']:.2f} to humans")
+            title = (f"{s['name']}, {where}: AI accuracy on the rest "
+                     + (f"{cell['accuracy']:.3f} [{cell['ci_low']:.3f}, {cell['ci_high']:.3f}]"
+                        if cell else "no data"))
+            points.append({"x": p["human_share"], "y": cell["accuracy"] if cell else None,
+                           "low": cell["ci_low"] if cell else None,
+                           "high": cell["ci_high"] if cell else None, "title": title})
+        series.append({"name": s["name"], "color": SYSTEM_PALETTE[i % len(SYSTEM_PALETTE)],
+                       "points": points})
+    chart = xy_chart(series, x_label="share of items sent to humans →",
+                     y_label="AI accuracy on the items it keeps")
+    return {"tables": tables, "chart": chart}
+
+
+def dashboard_context(study: Study, method: str = "ml") -> dict:
+    """Everything the dashboard template needs, from the latest snapshot and the recompute
+    health."""
+    snapshot = selectors.study_latest_snapshot(study=study)
+    methods = dict(ESTIMATOR_CHOICES)
+    method = method if method in methods else "ml"
+    health = selectors.study_recompute_health(study=study)
+    context: dict = {"study": study, "snapshot": snapshot, "method": method,
+                     "method_label": methods[method], "choices": ESTIMATOR_CHOICES,
+                     "health": health}
+    if snapshot is not None:
+        payload = snapshot.payload
+        k = payload.get("k")
+        systems = payload.get("systems") or []
+        context["payload"] = payload
+        context["systems"] = [
+            {"system": s, "cells": {m: estimate_cell(s, m, k) for m, _ in ESTIMATOR_CHOICES}}
+            for s in systems
+        ]
+        context["side_by_side"] = [
+            {"name": s["name"],
+             "cells": [(label, estimate_cell(s, m, k)) for m, label in ESTIMATOR_CHOICES]}
+            for s in systems
+        ]
+        context["chosen"] = [
+            {"system": s, "est": estimate_cell(s, method, k),
+             "strata": [(h, _stratum_cell(v, method, k))
+                        for h, v in (s.get("strata") or {}).items()]}
+            for s in systems
+        ]
+        context["bands"] = band_context(systems, method, k)
+        context["yes_share"] = payload.get("yes_share")
+        context["has_skips"] = any("skipped" in c for c in payload.get("classes", []))
+        context["interval_chart"] = interval_chart(_without_placeholders(systems, k))
+        history = selectors.study_snapshot_history(study=study)
+        context["convergence_chart"] = convergence_chart(
+            [(s.n_answered, _without_placeholders(s.payload.get("systems") or [],
+                                                  s.payload.get("k")))
+             for s in history]
+        )
+    qc_users, qc_classes = partitioned_selectors.quality_check_summary(study=study)
+    context.update(qc_users=qc_users, qc_classes=qc_classes)
+    return context

@@ -1,0 +1,25 @@
+"""What partitioned studies plug into the core (called from the app's ``ready``): their
+task kind (queries, registered by ``services.routing`` on import), their recompute, their
+opening, their dashboard and the two import-job kinds they own (items, AI predictions)."""
+
+from __future__ import annotations
+
+from annotations.core.models import ImportJob, Study
+from annotations.core.services.import_jobs import import_kind_register
+from annotations.core.services.recompute import recompute_kind_register
+from annotations.core.services.studies import study_opener_register
+from annotations.core.views import dashboard_register
+from annotations.partitioned import views
+from annotations.partitioned.services import routing  # noqa: F401 - the queries' task kind
+from annotations.partitioned.services.estimates import answered_counts, study_recompute
+from annotations.partitioned.services.imports import items_import
+from annotations.partitioned.services.predictions import predictions_import
+from annotations.partitioned.services.studies import partitioned_study_open
+
+
+def register() -> None:
+    recompute_kind_register(Study.Kind.PARTITIONED, study_recompute, answered=answered_counts)
+    study_opener_register(Study.Kind.PARTITIONED, partitioned_study_open)
+    dashboard_register(Study.Kind.PARTITIONED, views.dashboard)
+    import_kind_register(ImportJob.Kind.ITEMS, items_import)
+    import_kind_register(ImportJob.Kind.PREDICTIONS, predictions_import)

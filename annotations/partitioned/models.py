@@ -1,0 +1,118 @@
+"""Models of partitioned studies: the queries ("is it class k?") routed to specialists, their
+events and skips. Studies, classes, members and items are the core's
+(``annotations.core.models``)."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from annotations.core.models import Item, Study, User
+from annotations.core.task_models import LeasedTask, TaskEvent
+
+
+class Query(LeasedTask):
+    """'Is the answer class k?' about one item, routed to class k's pool and leased to one
+    specialist at a time (the task engine's lease columns: ``LeasedTask``). Every draw (k,
+    sequence, rank) is stored when the query is made. Specialists only ever see
+    ``public_id``, never the database id: database ids grow, and quality checks, made on
+    demand, would always be the newest."""
+
+    class Answer(models.TextChoices):
+        YES = "yes", "Yes"
+        NO = "no", "No"
+        UNSURE = "unsure", "Not sure"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="queries")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="queries")
+    k = models.PositiveSmallIntegerField(help_text="Class asked (option position).")
+    sequence = models.PositiveSmallIntegerField(default=0, help_text="0 = first query of the item.")
+    stratum = models.CharField(max_length=120, blank=True, default="")
+    is_quality_check = models.BooleanField(default=False)
+    answer = models.CharField(max_length=10, choices=Answer.choices, blank=True, default="")
+    qc_correct = models.BooleanField(
+        null=True, blank=True, help_text="Quality-check queries: was the answer right?"
+    )
+    # Bit s is set when AI system with ordinal s predicted class k (match) / predicted
+    # anything parseable (present). Written with the answer and refreshed on prediction
+    # import, so recomputing a study is one aggregation over this table.
+    match_mask = models.BigIntegerField(default=0)
+    present_mask = models.BigIntegerField(default=0)
+    # The same for confidence bands (annotations.partitioned.services.banding): bit s of
+    # band_bit<l> is bit l of
+    # system s's band index for this item (1..7; 0: no confidence). NULL = 0 (no system of
+    # the study gives confidences).
+    band_bit0 = models.BigIntegerField(null=True, blank=True)
+    band_bit1 = models.BigIntegerField(null=True, blank=True)
+    band_bit2 = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "queries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "sequence"],
+                condition=Q(is_quality_check=False),
+                name="query_unique_item_sequence",
+            ),
+            models.UniqueConstraint(
+                fields=["item", "answered_by"],
+                condition=Q(is_quality_check=True),
+                name="query_one_check_per_specialist",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="leased", holder__isnull=False, lease_expires_at__isnull=False)
+                | ~Q(status="leased"),
+                name="query_leased_has_holder",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="answered", answered_at__isnull=False) & ~Q(answer="")
+                | ~Q(status="answered") & Q(answer=""),
+                name="query_answer_iff_answered",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["study", "k", "rank"],
+                condition=Q(status="pending", is_quality_check=False),
+                name="query_pending_queue",
+            ),
+            models.Index(
+                fields=["holder", "status"], condition=Q(status="leased"), name="query_leases"
+            ),
+            models.Index(
+                fields=["lease_expires_at"],
+                condition=Q(status="leased"),
+                name="query_lease_expiry",
+            ),
+            models.Index(fields=["study", "status", "k"], name="query_study_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Q{self.pk} item={self.item_id} k={self.k}"
+
+
+class QueryEvent(TaskEvent):
+    """Audit trail: every state change of a query, written in the same transaction."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="events")
+
+    class Meta:
+        indexes = [models.Index(fields=["query", "at"])]
+
+
+class QuerySkip(models.Model):
+    """A specialist handed a query back: it returns to its class's pool and is never offered
+    to them again (the lease statement excludes it by this table's (user, query) key)."""
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="skips")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="skips")
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="skips")
+    k = models.PositiveSmallIntegerField()
+    is_quality_check = models.BooleanField(default=False)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "query"], name="skip_unique_user_query"),
+        ]
+        indexes = [models.Index(fields=["study", "k"], name="skip_study_class")]

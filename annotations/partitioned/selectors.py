@@ -1,0 +1,776 @@
+"""Reads of partitioned studies: the specialist's view of a query (hidden information is
+filtered here), their progress, the label counts and columns the estimators read, quality
+checks and the researcher's setup checklist."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db import OperationalError, connection, transaction
+from django.db.models import Count, F, Q, QuerySet, Sum
+
+from annotations.core.models import Item, Study, StudyMembership, User
+from annotations.core.selectors import row_id_possible, study_classes
+from annotations.partitioned.models import Query, QuerySkip
+from assistants.models import Prediction
+
+Role = StudyMembership.Role
+
+# (stratum, k, answer) of each group in ORDER BY order, its number of queries, and the
+# queries' CODE_COLUMNS as uint64 (queries, 5), group after group.
+Answered = tuple[list[tuple[str, int, str]], list[int], np.ndarray]
+# the strata's names, each label's stratum (an index into the names), and the labels'
+# columns as int64 (labels, 5 or 8): item id, k, 1 for 'yes', match and present masks
+# [, band bits 0–2]
+LabelRows = tuple[list[str], np.ndarray, np.ndarray]
+
+
+
+def specialist_membership_of(*, user: User, study_id: int) -> StudyMembership | None:
+    """The user's specialist membership of study ``study_id`` with its study and class, in
+    one statement (the labelling views read it once per request and pass it down); None if
+    they are not a specialist there (also for an id no database row can have: the id comes
+    from the URL, and SQLite refuses integers beyond 64 bits)."""
+    if not row_id_possible(study_id):
+        return None
+    return (
+        StudyMembership.objects.select_related("study", "study_class")
+        .filter(user=user, study_id=study_id, role=Role.SPECIALIST)
+        .first()
+    )
+
+
+def specialist_membership(*, user: User, study: Study) -> StudyMembership | None:
+    return (
+        StudyMembership.objects.select_related("study_class")
+        .filter(user=user, study=study, role=Role.SPECIALIST)
+        .first()
+    )
+
+
+# --- the specialist's view of a query (hidden information filtered here) --------------------
+@dataclass(frozen=True)
+class QueryForSpecialist:
+    """Exactly what a specialist may see: no gold label, no AI prediction, no other answers,
+    and nothing that tells a quality check from a routed query (``id`` is the random public
+    id, never the database id)."""
+
+    id: str
+    study_id: int
+    item_text: str
+    options: list[tuple[str, str]]  # (class name = position label, option text)
+    class_index: int
+    class_name: str
+    class_description: str
+    lease_expires_at: object
+    issued_at: object
+
+
+def query_for_specialist(*, query: Query, study: Study | None = None) -> QueryForSpecialist:
+    """The specialist's view of ``query`` (pass its study if at hand: one query fewer)."""
+    item = Item.objects.only("text", "options", "option_order").get(pk=query.item_id)
+    classes = study_classes(study=study if study is not None else query.study)
+    names = [c.name for c in classes]
+    asked = classes[query.k]
+    return QueryForSpecialist(
+        id=query.public_id,
+        study_id=query.study_id,
+        item_text=item.text,
+        options=list(zip(names, item.displayed_options(names), strict=True)),
+        class_index=query.k,
+        class_name=asked.name,
+        class_description=asked.description,
+        lease_expires_at=query.lease_expires_at,
+        issued_at=query.issued_at,
+    )
+
+
+def specialist_progress(*, user: User, study: Study, since=None,
+                        membership: StudyMembership | None = None,
+                        holding: bool = False) -> dict[str, int]:
+    """What the labelling page counts: ``answered`` (all of this user's answers in the
+    study), ``session`` (those since ``since``) and ``remaining`` in their class. Pass the
+    specialist ``membership`` when it is at hand (read once per request); otherwise it is
+    read here. Two statements: the user's counts, the class's counts (:func:`_class_counts`).
+
+    ``remaining`` = the class's pending queries this user may still get (routed ones they
+    did not skip) − quality checks of the class that are leased or answered − checks they
+    skipped, floored at 0. Quality checks are made on demand, outside the pool; counted
+    this way a check moves the figure exactly as a routed query does (−1 when handed out,
+    0 when answered, 0 when skipped — it never comes back to them — and +1 when expired),
+    so it cannot be recognised by it. The price: the figure undercounts the pool by the
+    checks issued so far. So that it does not read 0 while queries are still to come, it is
+    at least 1 while a routed query is pending for the user and none is on their screen
+    (``holding`` False: with no query shown there is nothing the floor could give away).
+    ``waiting``: those pending routed queries; when none could be leased they are
+    follow-ups held for their answer's undo window, and the page says more will come
+    rather than "no queries left"."""
+    if membership is None:
+        membership = specialist_membership(user=user, study=study)
+    mine = Query.objects.filter(study=study, answered_by=user).aggregate(
+        answered=Count("id"),
+        session=Count("id", filter=Q(answered_at__gte=since)) if since is not None
+        else Count("id"))
+    remaining = free = 0
+    if membership is not None:
+        pending, checks, skipped_routed, skipped_checks = _class_counts(
+            study, membership.study_class.index, user)
+        free = pending - skipped_routed
+        remaining = max(0 if holding else min(free, 1), free - skipped_checks - checks)
+    return {"answered": mine["answered"], "session": mine["session"], "remaining": remaining,
+            "waiting": free}
+
+
+def _class_counts(study: Study, k: int, user: User) -> tuple[int, int, int, int]:
+    """In one statement, of class k's queries: pending routed ones, checks leased or
+    answered, and the pending routed ones and pending checks ``user`` skipped."""
+    q = connection.ops.quote_name
+    table, skips = Query._meta.db_table, QuerySkip._meta.db_table
+    pending = Query.Status.PENDING
+
+    def skipped(check: bool) -> str:
+        return (f"(SELECT COUNT(*) FROM {skips} s JOIN {table} p ON p.id = s.query_id "
+                f"WHERE s.user_id = %s AND p.study_id = %s AND p.k = %s AND p.status = %s "
+                f"AND {'' if check else 'NOT '}p.is_quality_check)")
+
+    sql = (f"SELECT COALESCE(SUM(CASE WHEN {q('status')} = %s AND NOT {q('is_quality_check')} "
+           "THEN 1 ELSE 0 END), 0), "
+           f"COALESCE(SUM(CASE WHEN {q('is_quality_check')} AND {q('status')} <> %s "
+           f"THEN 1 ELSE 0 END), 0), {skipped(False)}, {skipped(True)} "
+           f"FROM {table} WHERE {q('study_id')} = %s AND {q('k')} = %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pending, pending, user.pk, study.pk, k, pending,
+                             user.pk, study.pk, k, pending, study.pk, k])
+        return tuple(int(v) for v in cursor.fetchone())
+
+
+# --- counts for the estimators -------------------------------------------------------------
+@dataclass(frozen=True)
+class LabelCounts:
+    """Answered, non-quality-check queries grouped by (stratum, class k, answer).
+
+    ``n[g]`` queries in group g; ``match[g, s]`` of them where system s predicted class k;
+    ``present[g, s]`` where system s gave a parseable prediction."""
+
+    strata: np.ndarray
+    k: np.ndarray
+    answer: np.ndarray
+    n: np.ndarray
+    match: np.ndarray
+    present: np.ndarray
+
+
+def study_label_counts(*, study: Study, ordinals: list[int]) -> LabelCounts:
+    """One SQL aggregation over the study's answered queries (bit sums over the masks)."""
+    aggregates = {}
+    for o in ordinals:
+        aggregates[f"m{o}"] = Sum(F("match_mask").bitrightshift(o).bitand(1))
+        aggregates[f"p{o}"] = Sum(F("present_mask").bitrightshift(o).bitand(1))
+    rows = list(
+        Query.objects.filter(study=study, status=Query.Status.ANSWERED, is_quality_check=False)
+        .values("stratum", "k", "answer")
+        .annotate(n=Count("id"), **aggregates)
+        .order_by("stratum", "k", "answer")
+    )
+    g = len(rows)
+    match = np.zeros((g, len(ordinals)))
+    present = np.zeros((g, len(ordinals)))
+    for i, row in enumerate(rows):
+        for j, o in enumerate(ordinals):
+            match[i, j] = float(row[f"m{o}"] or 0)
+            present[i, j] = float(row[f"p{o}"] or 0)
+    return LabelCounts(
+        strata=np.array([r["stratum"] for r in rows], dtype=object),
+        k=np.array([r["k"] for r in rows], dtype=int),
+        answer=np.array([r["answer"] for r in rows], dtype=object),
+        n=np.array([r["n"] for r in rows], dtype=float),
+        match=match,
+        present=present,
+    )
+
+
+@dataclass(frozen=True)
+class BandCounts:
+    """The groups of :class:`LabelCounts` split by confidence band
+    (``annotations.partitioned.services.banding``):
+    ``n[g, b, j]`` answered queries of group g whose item banded system j puts in band
+    b + 1; ``match`` / ``present`` of them where system j predicted class k / anything."""
+
+    n: np.ndarray
+    match: np.ndarray
+    present: np.ndarray
+
+
+def _band_mask_sql(band: int) -> str:
+    """SQL for the mask of systems whose band index (three bit planes) is ``band``."""
+    planes = [f"COALESCE({connection.ops.quote_name(f'band_bit{plane}')}, 0)"
+              for plane in range(3)]
+    return " & ".join(p if band >> plane & 1 else f"~{p}" for plane, p in enumerate(planes))
+
+
+# Grouping by the bit planes themselves adds at most (bands + 1) ** banded systems groups
+# per (stratum, k, answer) and no expression: the cheap strategy while that stays small.
+GROUPED_BAND_COMBOS_MAX = 64
+
+
+def study_label_counts_banded(*, study: Study, ordinals: list[int], banded: list[int],
+                              n_bands: int, strategy: str | None = None
+                              ) -> tuple[LabelCounts, BandCounts]:
+    """:func:`study_label_counts` and, in the same single pass, the counts per
+    confidence band (1..``n_bands``) of the ``banded`` systems' ordinals.
+
+    Three ways to the same numbers (``strategy``; None: "arrays" on PostgreSQL, else by
+    size). "grouped": the GROUP BY also takes the three bit planes, whose distinct values
+    are few when few systems are banded, and each group's band per system is decoded here —
+    the plain aggregation's cost.
+    "sums": each band's mask is built once per row from the planes (a fenced subquery), then
+    bit sums of mask, mask ∧ match and mask ∧ present per banded system — a cost that grows
+    with banded systems × bands. "arrays" (the default on PostgreSQL): each answered
+    query's group and bit columns are read once (on PostgreSQL a few packed int8 per query
+    in one bytea, by binary COPY) and counted in numpy (:func:`_band_tallies`) — about the
+    plain aggregation's cost whatever the systems and bands. Counts are floats, groups in
+    the order of ``ORDER BY stratum, k, answer`` in every strategy."""
+    if strategy is None:
+        strategy = ("arrays" if connection.vendor == "postgresql"
+                    else "grouped" if (n_bands + 1) ** len(banded) <= GROUPED_BAND_COMBOS_MAX
+                    else "sums")
+    if strategy == "arrays":
+        return _banded_arrays(study, ordinals, banded, n_bands)
+    if strategy == "grouped":
+        return _banded_grouped(study, ordinals, banded, n_bands)
+    return _banded_sums(study, ordinals, banded, n_bands)
+
+
+def _banded_query(sql: str, params: list) -> list[tuple]:
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # compiling hundreds of sums costs PostgreSQL's JIT seconds; it saves nothing
+            cursor.execute("SET LOCAL jit = off")
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _answered_sql() -> str:
+    q = connection.ops.quote_name
+    return (f"FROM {Query._meta.db_table} WHERE {q('study_id')} = %s AND {q('status')} = %s "
+            f"AND NOT {q('is_quality_check')}")
+
+
+def _banded_grouped(study: Study, ordinals: list[int], banded: list[int],
+                    n_bands: int) -> tuple[LabelCounts, BandCounts]:
+    q = connection.ops.quote_name
+    planes = [f"COALESCE({q(f'band_bit{plane}')}, 0)" for plane in range(3)]
+    sums = "".join(f", SUM(({q('match_mask')} >> {o}) & 1), SUM(({q('present_mask')} >> {o}) "
+                   f"& 1)" for o in ordinals)
+    sql = (f"SELECT {q('stratum')}, {q('k')}, {q('answer')}, {', '.join(planes)}, COUNT(*)"
+           f"{sums} {_answered_sql()} GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 2, 3")
+    rows = _banded_query(sql, [study.pk, Query.Status.ANSWERED])
+    keys = list(dict.fromkeys((r[0], r[1], r[2]) for r in rows))  # the SQL's order
+    group = {key: g for g, key in enumerate(keys)}
+    s, b = len(ordinals), len(banded)
+    n, match, present = np.zeros(len(keys)), np.zeros((len(keys), s)), np.zeros((len(keys), s))
+    band_n = np.zeros((len(keys), n_bands, b))
+    band_m, band_p = np.zeros_like(band_n), np.zeros_like(band_n)
+    column = {o: j for j, o in enumerate(ordinals)}
+    for row in rows:
+        g = group[(row[0], row[1], row[2])]
+        data = np.asarray(row[6:], dtype=float)
+        n[g] += data[0]
+        match[g] += data[1::2]
+        present[g] += data[2::2]
+        for j, o in enumerate(banded):
+            band = sum(((row[3 + plane] >> o) & 1) << plane for plane in range(3))
+            if 1 <= band <= n_bands:
+                band_n[g, band - 1, j] += data[0]
+                band_m[g, band - 1, j] += data[1 + 2 * column[o]]
+                band_p[g, band - 1, j] += data[2 + 2 * column[o]]
+    counts = LabelCounts(strata=np.array([k[0] for k in keys], dtype=object),
+                         k=np.array([k[1] for k in keys], dtype=int),
+                         answer=np.array([k[2] for k in keys], dtype=object),
+                         n=n, match=match, present=present)
+    return counts, BandCounts(n=band_n, match=band_m, present=band_p)
+
+
+def _banded_sums(study: Study, ordinals: list[int], banded: list[int],
+                 n_bands: int) -> tuple[LabelCounts, BandCounts]:
+    q = connection.ops.quote_name
+    masks = ", ".join(f"{_band_mask_sql(b)} AS b{b}" for b in range(1, n_bands + 1))
+    inner = (f"SELECT {q('stratum')} AS st, {q('k')} AS k, {q('answer')} AS an, "
+             f"{q('match_mask')} AS m, {q('present_mask')} AS p"
+             f"{', ' + masks if masks else ''} {_answered_sql()}"
+             f"{' OFFSET 0' if connection.vendor == 'postgresql' else ''}")
+    sums = [f"SUM((m >> {o}) & 1), SUM((p >> {o}) & 1)" for o in ordinals]
+    sums += [f"SUM((b{b} >> {o}) & 1), SUM(((b{b} & m) >> {o}) & 1), "
+             f"SUM(((b{b} & p) >> {o}) & 1)"
+             for b in range(1, n_bands + 1) for o in banded]
+    sql = (f"SELECT st, k, an, COUNT(*){''.join(', ' + x for x in sums)} FROM ({inner}) t "
+           "GROUP BY st, k, an ORDER BY st, k, an")
+    rows = _banded_query(sql, [study.pk, Query.Status.ANSWERED])
+    s, b = len(ordinals), len(banded)
+    data = np.array([r[3:] for r in rows], dtype=float).reshape(len(rows), 1 + 2 * s
+                                                                  + 3 * n_bands * b)
+    base = data[:, 1:1 + 2 * s].reshape(len(rows), s, 2)
+    bands = data[:, 1 + 2 * s:].reshape(len(rows), n_bands, b, 3)
+    counts = LabelCounts(
+        strata=np.array([r[0] for r in rows], dtype=object),
+        k=np.array([r[1] for r in rows], dtype=int),
+        answer=np.array([r[2] for r in rows], dtype=object),
+        n=data[:, 0].copy(), match=base[:, :, 0].copy(), present=base[:, :, 1].copy(),
+    )
+    return counts, BandCounts(n=bands[..., 0].copy(), match=bands[..., 1].copy(),
+                              present=bands[..., 2].copy())
+
+
+@dataclass(frozen=True)
+class AnsweredColumns:
+    """A study's answered queries (quality checks excluded), one entry per query: ``group``
+    its (stratum, k, answer) group, an index into ``strata`` / ``k`` / ``answer`` (the
+    groups that have queries, in the SQL strategies' ORDER BY); ``codes`` uint8 (queries,
+    systems in the ``ordinals`` order asked for): present | match << 1 | band index << 2."""
+
+    strata: np.ndarray
+    k: np.ndarray
+    answer: np.ndarray
+    group: np.ndarray
+    codes: np.ndarray
+
+
+# The bit columns read, in the order of their bit in a code (band index: bits 2..4).
+CODE_COLUMNS = ("present_mask", "match_mask", "band_bit0", "band_bit1", "band_bit2")
+
+
+def _banded_arrays(study: Study, ordinals: list[int], banded: list[int],
+                   n_bands: int) -> tuple[LabelCounts, BandCounts]:
+    try:
+        columns = study_answered_columns(study=study, ordinals=ordinals)
+    except OperationalError:  # a group's bytea past 1 GB (some 60 million queries)
+        return _banded_sums(study, ordinals, banded, n_bands)
+    n, match, present, band_n, band_m, band_p = _band_tallies(
+        columns.group, len(columns.k), columns.codes, [ordinals.index(o) for o in banded],
+        n_bands)
+    counts = LabelCounts(strata=columns.strata, k=columns.k, answer=columns.answer,
+                         n=n, match=match, present=present)
+    return counts, BandCounts(n=band_n, match=band_m, present=band_p)
+
+
+def _band_tallies(group: np.ndarray, n_groups: int, codes: np.ndarray, banded: list[int],
+                  n_bands: int) -> tuple[np.ndarray, ...]:
+    """(n, match, present, band_n, band_match, band_present) as floats, shaped like
+    :class:`LabelCounts` / :class:`BandCounts`, from each query's ``group`` and per-system
+    ``codes`` (:class:`AnsweredColumns`; ``banded``: their columns with bands). One
+    ``bincount`` per system over group × code gives every count of that system."""
+    n = np.bincount(group, minlength=n_groups).astype(float)
+    tally = np.empty((codes.shape[1], n_groups, 32))
+    offset = group.astype(np.int64) * 32
+    for j in range(codes.shape[1]):
+        tally[j] = np.bincount(offset + codes[:, j], minlength=n_groups * 32).reshape(-1, 32)
+    code = np.arange(32)
+    match = tally[:, :, (code >> 1 & 1) == 1].sum(axis=2).T
+    present = tally[:, :, (code & 1) == 1].sum(axis=2).T
+    per_band = tally[banded].reshape(len(banded), n_groups, 8, 4)  # band, then match/present
+    band = per_band[:, :, 1:n_bands + 1].transpose(1, 2, 0, 3)  # (groups, bands, banded, 4)
+    return (n, match, present, band.sum(axis=3), band[..., 2:].sum(axis=3),
+            band[..., 1::2].sum(axis=3))
+
+
+def _spread_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lookup tables (little-endian uint64) from mask bytes to eight codes' bytes: byte i of
+    an entry holds bit i of the mask byte(s), at the column's bit of a code. Indexed by
+    (present byte << 8 | match byte), (band_bit0 byte << 8 | band_bit1 byte), band_bit2
+    byte: three lookups per eight systems instead of five."""
+    v = np.arange(256, dtype=np.uint64)
+    spread = [sum((v >> i & 1) << 8 * i for i in range(8)) << c
+              for c in range(len(CODE_COLUMNS))]
+    return ((spread[0][:, None] | spread[1][None, :]).ravel().astype("<u8"),
+            (spread[2][:, None] | spread[3][None, :]).ravel().astype("<u8"),
+            spread[4].astype("<u8"))
+
+
+SPREAD = _spread_tables()
+
+
+def _system_codes(columns: np.ndarray, ordinals: list[int]) -> np.ndarray:
+    """(queries, systems) uint8 codes (:class:`AnsweredColumns`) from the five bit columns
+    (``columns``: uint64 (queries, 5), in :data:`CODE_COLUMNS` order), eight systems at a
+    time by table lookups (:func:`_spread_tables`)."""
+    n_bytes = max(ordinals, default=0) // 8 + 1
+    raw = np.ascontiguousarray(columns, dtype="<u8").view(np.uint8).reshape(-1, 5, 8)
+    pairs, bands, last = SPREAD
+    codes = np.empty((len(columns), n_bytes), dtype="<u8")
+    for byte in range(n_bytes):
+        first = raw[:, 0, byte].astype(np.intp) << 8 | raw[:, 1, byte]
+        second = raw[:, 2, byte].astype(np.intp) << 8 | raw[:, 3, byte]
+        codes[:, byte] = pairs[first] | bands[second] | last[raw[:, 4, byte]]
+    codes = codes.view(np.uint8)  # byte 8·t + i: system 8·t + i
+    if ordinals == list(range(len(ordinals))):
+        return codes[:, :len(ordinals)]
+    return codes[:, ordinals]
+
+
+def study_answered_columns(*, study: Study, ordinals: list[int]) -> AnsweredColumns:
+    """The study's answered queries as :class:`AnsweredColumns` for the systems
+    ``ordinals``: on PostgreSQL one row per group holding its queries' bit columns packed
+    into a few int8 each (``COPY … (FORMAT BINARY)``, decoded by numpy), elsewhere a plain
+    read."""
+    read = _answered_copied if connection.vendor == "postgresql" else _answered_fetched
+    keys, sizes, columns = read(study, ordinals)
+    return AnsweredColumns(
+        strata=np.array([key[0] for key in keys], dtype=object),
+        k=np.array([key[1] for key in keys], dtype=int),
+        answer=np.array([key[2] for key in keys], dtype=object),
+        group=np.repeat(np.arange(len(keys)), sizes),
+        codes=_system_codes(columns, ordinals))
+
+
+def _answered_fetched(study: Study, ordinals: list[int]) -> Answered:
+    """:data:`Answered` read row by row (SQLite)."""
+    q = connection.ops.quote_name
+    select = ", ".join([q("stratum"), q("k"), q("answer"),
+                        *(f"COALESCE({q(c)}, 0)" for c in CODE_COLUMNS)])
+    rows = _banded_query(f"SELECT {select} {_answered_sql()} ORDER BY 1, 2, 3",
+                         [study.pk, Query.Status.ANSWERED])
+    sizes: dict[tuple[str, int, str], int] = {}
+    for r in rows:
+        sizes[r[:3]] = sizes.get(r[:3], 0) + 1
+    columns = np.array([r[3:] for r in rows], dtype=np.int64).reshape(-1, len(CODE_COLUMNS))
+    return list(sizes), list(sizes.values()), columns.view(np.uint64)
+
+
+def _packing(widths: list[int]) -> list[tuple[int, int]]:
+    """(word, shift) of fields of ``widths`` bits laid in order into 64-bit words."""
+    out, word, used = [], 0, 0
+    for width in widths:
+        if used + width > 64:
+            word, used = word + 1, 0
+        out.append((word, used))
+        used += width
+    return out
+
+
+def _answered_copied(study: Study, ordinals: list[int]) -> Answered:
+    """:data:`Answered` from one statement: per (stratum, k, answer) group, the low bits of
+    :data:`CODE_COLUMNS` that hold ``ordinals``, packed by the server into as few int8 per
+    query as fit (:func:`_packing`; two for 20 systems) and concatenated into one bytea
+    (``string_agg``: under 1 GB a group), sent by binary COPY — a COPY row per query would
+    cost psycopg microseconds a row."""
+    q = connection.ops.quote_name
+    width = max(ordinals, default=0) + 1
+    layout = _packing([width] * len(CODE_COLUMNS))
+    words: list[list[str]] = [[] for _ in range(layout[-1][0] + 1)]
+    mask = (1 << width) - 1 - (1 << 64 if width == 64 else 0)  # as a signed int8
+    for column, (word, shift) in zip(CODE_COLUMNS, layout, strict=True):
+        words[word].append(f"((COALESCE({q(column)}, 0) & {mask}) << {shift})")
+    record = " || ".join(f"int8send({' | '.join(terms)})" for terms in words)  # (| & << alike)
+    sql = (f"COPY (SELECT {q('stratum')}, {q('k')}, {q('answer')}, "
+           f"string_agg({record}, ''::bytea) {_answered_sql()} GROUP BY 1, 2, 3 "
+           "ORDER BY 1, 2, 3) TO STDOUT (FORMAT BINARY)")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL jit = off")
+        with cursor.cursor.copy(sql, [study.pk, Query.Status.ANSWERED]) as copy:
+            raw = b"".join(copy)
+    keys, sizes, chunks = [], [], []
+    for stratum, k, answer, packed in _copy_tuples(raw):
+        keys.append((bytes(stratum).decode(), int.from_bytes(k, "big", signed=True),
+                     bytes(answer).decode()))
+        sizes.append(len(packed) // (8 * len(words)))
+        chunks.append(packed)
+    data = np.frombuffer(b"".join(chunks), dtype=">u8").astype(np.uint64).reshape(-1, len(words))
+    columns = np.column_stack([data[:, word] >> np.uint64(shift) & np.uint64(mask % (1 << 64))
+                               for word, shift in layout]).reshape(-1, len(CODE_COLUMNS))
+    return keys, sizes, columns
+
+
+COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+
+
+def _copy_tuples(raw: bytes) -> Iterator[list[memoryview]]:
+    """The tuples of ``COPY … TO STDOUT (FORMAT BINARY)`` output (no NULL field)."""
+    if raw[:11] != COPY_SIGNATURE or raw[15:19] != bytes(4):
+        raise ValueError("unexpected COPY output")
+    view, pos = memoryview(raw), 19
+    while (n_fields := int.from_bytes(view[pos:pos + 2], "big", signed=True)) != -1:
+        pos += 2
+        fields = []
+        for _ in range(n_fields):
+            size = int.from_bytes(view[pos:pos + 4], "big", signed=True)
+            if size < 0:
+                raise ValueError("unexpected NULL in COPY output")
+            fields.append(view[pos + 4:pos + 4 + size])
+            pos += 4 + size
+        yield fields
+
+
+@dataclass(frozen=True)
+class ItemLabels:
+    """Every answered 'yes'/'no' query of a study (labels on axis 0), for the item-clustered
+    variance: the label's item as an index 0..n_items−1, its class k and answer, and per AI
+    system (columns, in ``ordinals`` order) the bits of its masks."""
+
+    item: np.ndarray
+    n_items: int
+    item_strata: np.ndarray  # stratum of each item
+    k: np.ndarray
+    yes: np.ndarray  # bool: 'yes' (else 'no')
+    match: np.ndarray  # (labels, systems) 0/1
+    present: np.ndarray
+    band: np.ndarray | None = None  # (labels, systems) confidence band index, 0 = none
+
+
+def study_item_labels(*, study: Study, ordinals: list[int],
+                      bands: bool = False) -> ItemLabels:
+    """The study's answered 'yes'/'no' queries (quality checks excluded) as integer arrays,
+    mask bits unpacked in numpy; each item's stratum is the one its queries carry (the
+    query's copy of its item's, as in the counts). ``bands``: also each label's confidence
+    band per system (``ItemLabels.band``). PostgreSQL sends the labels as one bytea per
+    stratum by binary COPY (:func:`_item_labels_copied`); elsewhere they are fetched."""
+    read = _item_labels_copied if connection.vendor == "postgresql" else _item_labels_fetched
+    names, label_stratum, data = read(study, bands)
+    items, first, index = np.unique(data[:, 0], return_index=True, return_inverse=True)
+    bits = np.array(ordinals, dtype=np.int64)
+    return ItemLabels(
+        item=index.ravel(), n_items=len(items),
+        item_strata=np.array(names + [""], dtype=object)[label_stratum[first]],
+        k=data[:, 1].astype(int), yes=data[:, 2] == 1,
+        match=((data[:, 3:4] >> bits) & 1).astype(np.int8),
+        present=((data[:, 4:5] >> bits) & 1).astype(np.int8),
+        band=(sum(((data[:, 5 + plane:6 + plane] >> bits) & 1) << plane for plane in range(3))
+              .astype(np.int8) if bands else None),
+    )
+
+
+def _item_label_columns(bands: bool) -> list[str]:
+    q = connection.ops.quote_name
+    columns = [q("item_id"), q("k"), f"CASE WHEN {q('answer')} = %s THEN 1 ELSE 0 END",
+               q("match_mask"), q("present_mask")]
+    return columns + ([f"COALESCE({q(f'band_bit{plane}')}, 0)" for plane in range(3)]
+                      if bands else [])
+
+
+def _item_labels_where(study: Study) -> tuple[str, list]:
+    """The labels' FROM … WHERE and its parameters (the columns' one, 'yes', goes first)."""
+    return (f"{_answered_sql()} AND {connection.ops.quote_name('answer')} IN (%s, %s)",
+            [study.pk, Query.Status.ANSWERED, Query.Answer.YES, Query.Answer.NO])
+
+
+def _item_labels_fetched(study: Study, bands: bool) -> LabelRows:
+    """:data:`LabelRows` fetched row by row (a list of int tuples becomes one numpy array
+    in C); the strata from a second, distinct query."""
+    q = connection.ops.quote_name
+    columns = _item_label_columns(bands)
+    where, params = _item_labels_where(study)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(columns)} {where}", [Query.Answer.YES, *params])
+        data = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, len(columns))
+        cursor.execute(f"SELECT DISTINCT {q('item_id')}, {q('stratum')} {where}", params)
+        strata = dict(cursor.fetchall())
+    names = sorted(set(strata.values()))
+    code = {name: i for i, name in enumerate(names)}
+    items, index = np.unique(data[:, 0], return_inverse=True)
+    item_stratum = np.array([code[strata[int(i)]] for i in items], dtype=np.intp)
+    return names, item_stratum[index.ravel()], data
+
+
+def _item_labels_copied(study: Study, bands: bool) -> LabelRows:
+    """:data:`LabelRows` from one statement: per stratum, its labels' columns as int8
+    concatenated into one bytea (``string_agg``), sent by binary COPY and decoded by numpy
+    — three times faster than fetching 400 000 rows and reading the strata apart."""
+    q = connection.ops.quote_name
+    columns = _item_label_columns(bands)
+    record = " || ".join(f"int8send(({column})::bigint)" for column in columns)
+    where, params = _item_labels_where(study)
+    sql = (f"COPY (SELECT {q('stratum')}, string_agg({record}, ''::bytea) "
+           f"{where} GROUP BY 1 ORDER BY 1) TO STDOUT (FORMAT BINARY)")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL jit = off")
+        with cursor.cursor.copy(sql, [Query.Answer.YES, *params]) as copy:
+            raw = b"".join(copy)
+    names, sizes, chunks = [], [], []
+    for stratum, packed in _copy_tuples(raw):
+        names.append(bytes(stratum).decode())
+        sizes.append(len(packed) // (8 * len(columns)))
+        chunks.append(packed)
+    data = np.frombuffer(b"".join(chunks), dtype=">i8").astype(np.int64)
+    return (names, np.repeat(np.arange(len(names), dtype=np.intp), sizes),
+            data.reshape(-1, len(columns)))
+
+
+def study_first_query_answers(*, study: Study) -> dict[int, dict[str, int]]:
+    """Per class: answers to the *first* query of each item (quality checks excluded) — the
+    queries whose class is drawn uniformly whatever came before (the yes-share check)."""
+    out: dict[int, dict[str, int]] = {}
+    for row in (Query.objects.filter(study=study, status=Query.Status.ANSWERED,
+                                     is_quality_check=False, sequence=0)
+                .values("k", "answer").annotate(n=Count("id")).order_by()):
+        out.setdefault(row["k"], {})[row["answer"]] = row["n"]
+    return out
+
+
+@dataclass
+class ClassProgress:
+    index: int
+    name: str
+    yes: int = 0
+    no: int = 0
+    unsure: int = 0
+    pending: int = 0
+    leased: int = 0
+    specialists: int = 0
+    skipped: int = 0  # hand-backs (a query skipped by two specialists counts twice)
+
+    @property
+    def answered(self) -> int:
+        return self.yes + self.no + self.unsure
+
+    @property
+    def routed(self) -> int:
+        return self.answered + self.pending + self.leased
+
+    @property
+    def completion_rate(self) -> float | None:
+        return self.answered / self.routed if self.routed else None
+
+    @property
+    def abstention_rate(self) -> float | None:
+        return self.unsure / self.answered if self.answered else None
+
+    @property
+    def skip_rate(self) -> float | None:
+        """Share of the class's specialists' decisions that were skips: skipped /
+        (answered + skipped); None before any."""
+        decided = self.answered + self.skipped
+        return self.skipped / decided if decided else None
+
+
+def study_class_progress(*, study: Study) -> list[ClassProgress]:
+    """Per class: ordinary (yes), complementary (no), abstained, pending and leased queries,
+    and skips (quality checks excluded throughout)."""
+    classes = {
+        c.index: ClassProgress(index=c.index, name=c.name) for c in study_classes(study=study)
+    }
+    rows = (
+        Query.objects.filter(study=study, is_quality_check=False)
+        .values("k", "status", "answer")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in rows:
+        cp = classes.get(row["k"])
+        if cp is None:
+            continue
+        if row["status"] == Query.Status.ANSWERED:
+            setattr(cp, row["answer"], getattr(cp, row["answer"]) + row["n"])
+        else:
+            setattr(cp, row["status"], getattr(cp, row["status"]) + row["n"])
+    for row in (
+        StudyMembership.objects.filter(study=study, role=Role.SPECIALIST)
+        .values("study_class__index")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        classes[row["study_class__index"]].specialists = row["n"]
+    for row in (
+        QuerySkip.objects.filter(study=study, is_quality_check=False)
+        .values("k").annotate(n=Count("id")).order_by()
+    ):
+        if row["k"] in classes:
+            classes[row["k"]].skipped = row["n"]
+    return [classes[i] for i in sorted(classes)]
+
+
+@dataclass
+class QualityRow:
+    label: str
+    correct: int = 0
+    wrong: int = 0
+    unsure: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float | None:
+        n = self.correct + self.wrong
+        return self.correct / n if n else None
+
+
+def quality_check_summary(*, study: Study) -> tuple[list[QualityRow], list[QualityRow]]:
+    """Accuracy on interleaved gold items, per specialist and per class (researchers only)."""
+    base = Query.objects.filter(study=study, is_quality_check=True, status=Query.Status.ANSWERED)
+    agg = {
+        "correct": Count("id", filter=Q(qc_correct=True)),
+        "wrong": Count("id", filter=Q(qc_correct=False)),
+        "unsure": Count("id", filter=Q(answer=Query.Answer.UNSURE)),
+    }
+    names = {c.index: c.name for c in study_classes(study=study)}
+    per_user = [
+        QualityRow(
+            label=r["answered_by__username"],
+            correct=r["correct"],
+            wrong=r["wrong"],
+            unsure=r["unsure"],
+            extra={"class": names.get(r["k"], "")},
+        )
+        for r in base.values("answered_by__username", "k")
+        .annotate(**agg)
+        .order_by("answered_by__username")
+    ]
+    per_class = [
+        QualityRow(
+            label=names.get(r["k"], str(r["k"])),
+            correct=r["correct"],
+            wrong=r["wrong"],
+            unsure=r["unsure"],
+        )
+        for r in base.values("k").annotate(**agg).order_by("k")
+    ]
+    return per_user, per_class
+
+
+# --- the researcher's study page -----------------------------------------------------------
+@dataclass(frozen=True)
+class SetupChecklist:
+    """What a study has and lacks before (and while) it runs: the study page's checklist and
+    the open confirmation. ``missing`` holds plain-language warnings, empty when ready."""
+
+    status: str
+    classes: list[tuple[str, int]]  # (class name, specialists)
+    managers: int
+    items: int
+    quality_checks: int
+    routed: int
+    systems: int
+    missing: list[str] = field(default_factory=list)
+
+
+def study_setup_checklist(*, study: Study) -> SetupChecklist:
+    from assistants.models import AISystem
+
+    classes = list(study.classes.order_by("index").annotate(
+        n=Count("specialists", filter=Q(specialists__role=Role.SPECIALIST))))
+    items = Item.objects.filter(study=study).aggregate(
+        items=Count("id", filter=Q(is_quality_check=False)),
+        checks=Count("id", filter=Q(is_quality_check=True)),
+        routed=Count("id", filter=Q(routed_at__isnull=False)))
+    managers = StudyMembership.objects.filter(study=study, role=Role.MANAGER).count()
+    systems = AISystem.objects.filter(study=study).count()
+    missing = []
+    if len(classes) < 2:
+        missing.append(f"at least 2 classes (has {len(classes)})")
+    empty = [c.name for c in classes if not c.n]
+    if empty:
+        missing.append("a specialist for class " + ", ".join(empty))
+    if not items["items"]:
+        missing.append("items (Import items)")
+    if not systems:
+        missing.append("AI systems (Import AI predictions)")
+    if not managers:
+        missing.append("a manager to read the dashboard")
+    return SetupChecklist(status=study.status, classes=[(c.name, c.n) for c in classes],
+                          managers=managers, items=items["items"],
+                          quality_checks=items["checks"], routed=items["routed"],
+                          systems=systems, missing=missing)
+
+
+def study_predictions(*, study: Study) -> QuerySet[Prediction]:
+    return (Prediction.objects.filter(system__study=study)
+            .select_related("item", "system").order_by("item_id", "system__ordinal"))

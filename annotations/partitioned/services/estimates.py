@@ -1,0 +1,342 @@
+"""Recompute a study's estimates: one SQL aggregation → one vectorised estimators call →
+one snapshot row. Dashboards and the API only ever read snapshots."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Count
+from scipy import stats
+
+from annotations.core.models import EstimateSnapshot, Study
+from annotations.core.services.recompute import recompute_kind_register
+from annotations.partitioned.models import Query
+from annotations.partitioned.selectors import (
+    ItemLabels,
+    study_class_progress,
+    study_first_query_answers,
+    study_item_labels,
+    study_label_counts,
+    study_label_counts_banded,
+)
+from annotations.partitioned.services.band_estimates import (
+    band_payload,
+    banded_systems,
+    bands_scheme,
+    n_bands_of,
+)
+from annotations.partitioned.services.scope_estimates import (
+    CONFIDENCE,
+    _cell,
+    _clean,
+    _estimates_for,
+    _method_cells,
+    label_clusters,
+    system_counts,
+)
+from assistants.models import AISystem
+from estimators.partitioned.accuracy import estimate
+from estimators.partitioned.adjust import (
+    binomial_equivalent,
+    ipw_class_weights,
+    stratified_estimate,
+    weighted_effective_counts,
+)
+from estimators.partitioned.checks import yes_share_test
+from estimators.partitioned.clustered import design_effects, estimate_clustered
+from estimators.partitioned.planning import complementary_labels_for_width, plan_labels
+
+# A finite-sample bound wider than this (± half-width) guarantees too little to be useful.
+USEFUL_BOUND = 0.1
+# Abstention rates differing by class: flagged when a chi-square test of homogeneity
+# rejects at this level (with at least MIN_ANSWERS_FOR_ABSTENTION answers per class).
+ABSTENTION_P_VALUE = 0.01
+MIN_ANSWERS_FOR_ABSTENTION = 20
+# Max/min per-class completion rate above which the dashboard warns (METHODS.md M1).
+IMBALANCE_WARNING_RATIO = 1.25
+MIN_ROUTED_FOR_IMBALANCE = 20
+
+
+def _ipw_estimates(counts, per_group: dict, progress, k: int, interval: str,
+                   labels: ItemLabels | None) -> dict[str, list]:
+    """ML on inverse-probability-weighted labels (per-class completion weights), the
+    correction for unequal completion across classes: with one query per item through
+    Kish effective sizes, with several through the item-clustered variance of the
+    weighted score (which includes Kish's loss)."""
+    answered = np.array([cp.answered for cp in progress], float)
+    routed = np.array([cp.routed for cp in progress], float)
+    w_class = ipw_class_weights(answered, routed)
+    if labels is not None:
+        est = estimate_clustered(label_clusters(labels, k, weights=w_class[labels.k]), k,
+                                 "ml", CONFIDENCE, interval=interval)
+    else:
+        w_group = w_class[counts.k] if len(counts.k) else np.zeros(0)
+        n_o, s_o = weighted_effective_counts(per_group["n_ord"], per_group["s_ord"], w_group)
+        n_c, s_c = weighted_effective_counts(per_group["n_comp"], per_group["s_comp"],
+                                             w_group)
+        est = estimate(n_o, s_o, n_c, s_c, k, method="ml", confidence=CONFIDENCE,
+                       interval=interval)
+    return {f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
+            for f in ("accuracy", "se", "ci_low", "ci_high")}
+
+
+def _stratified(by_stratum: dict, strata: list, population: dict[str, int], k: int,
+                interval: str) -> dict | None:
+    """Per-stratum ML estimates combined with the strata's shares of the study's items
+    (estimators.partitioned.adjust.stratified_estimate: the interval from binomial-equivalent
+    counts, each stratum's design effect included)."""
+    if len(strata) < 2:
+        return None
+    weights = np.array([population.get(h, 0) for h in strata], float)
+    if weights.sum() <= 0:
+        return None
+    acc = np.array([by_stratum[h][1]["ml"]["accuracy"] for h in strata], float)
+    n_eq = np.array([binomial_equivalent(acc[i], by_stratum[h][0]["n_ord"],
+                                         by_stratum[h][0]["n_comp"], k, by_stratum[h][2])
+                     for i, h in enumerate(strata)], float)
+    est = stratified_estimate(acc, n_eq, weights, k, CONFIDENCE, interval=interval)
+    columns = {f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
+               for f in ("accuracy", "se", "ci_low", "ci_high")}
+    return {"columns": columns,
+            "weights": {h: float(w) for h, w in zip(strata, weights / weights.sum(),
+                                                    strict=True)}}
+
+
+def _assumption_flags(progress, imbalance: dict) -> list[dict]:
+    """Study-level warnings that the estimates' assumptions are at risk."""
+    flags = []
+    if imbalance["warning"]:
+        flags.append({"code": "completion_imbalance",
+                      "message": "Classes complete their queries at different rates; read "
+                                 "the IPW-corrected estimate."})
+    rows = [(cp.unsure, cp.answered - cp.unsure) for cp in progress
+            if cp.answered >= MIN_ANSWERS_FOR_ABSTENTION]
+    if len(rows) >= 2 and sum(r[0] for r in rows) > 0:
+        table = np.array(rows, float)
+        if (table.sum(axis=0) > 0).all():
+            p_value = stats.chi2_contingency(table)[1]
+            if p_value < ABSTENTION_P_VALUE:
+                flags.append({"code": "abstention_differs",
+                              "message": f"'Not sure' rates differ between classes "
+                                         f"(chi-square p = {p_value:.3g}): abstentions are "
+                                         "not ignorable if they depend on the answer."})
+    return flags
+
+
+def _system_flags(overall: dict, j: int) -> list[str]:
+    """Per system: too few labels for the finite-sample guarantee to say much."""
+    bound = overall["ivw"]["bound"][j] if overall["ivw"]["bound"] else None
+    if bound is None or not math.isfinite(bound) or bound > USEFUL_BOUND:
+        return ["few_labels_for_guarantee"]
+    return []
+
+
+def _yes_share(study: Study, progress, k: int) -> dict:
+    """The yes-share check (estimators.partitioned.checks) on answered first queries, as
+    contract 1 of issue 8 lays it out. With one query per item every query is a first one,
+    so the class counts are reused; otherwise one more count over first queries."""
+    if study.queries_per_item > 1:
+        first = study_first_query_answers(study=study)
+        yes = [first.get(cp.index, {}).get(Query.Answer.YES, 0) for cp in progress]
+        no = [first.get(cp.index, {}).get(Query.Answer.NO, 0) for cp in progress]
+    else:
+        yes = [cp.yes for cp in progress]
+        no = [cp.no for cp in progress]
+    answered = [y + n for y, n in zip(yes, no, strict=True)]
+    result = yes_share_test(yes, answered, k, uniform_classes=study.shuffle_options)
+    o = result.overall
+    return {
+        "expected": result.expected, "yes": o.yes, "answered": o.answered,
+        "share": _clean(o.share), "p_value": _clean(o.p_value), "flag": o.flag,
+        "level": result.level, "first_queries_only": study.queries_per_item > 1,
+        "classes": [{"index": cp.index, "name": cp.name, "yes": t.yes,
+                     "answered": t.answered, "share": _clean(t.share),
+                     "p_value": _clean(t.p_value), "flag": t.flag}
+                    for cp, t in zip(progress, result.classes, strict=True)],
+    }
+
+
+def _yes_share_flag(yes_share: dict) -> dict | None:
+    flagged = [c["name"] for c in yes_share["classes"] if c["flag"]]
+    if not (yes_share["flag"] or flagged):
+        return None
+    expected = yes_share["expected"]
+    where = (f"overall {100 * yes_share['share']:.1f} %" if yes_share["flag"] else
+             "for " + ", ".join(flagged))
+    return {"code": "yes_share_departs",
+            "message": f"Specialists answer 'yes' to a first query {where} of the time "
+                       f"(expected {100 * expected:.1f} %, one in {round(1 / expected)}). "
+                       "Unless something is wrong, every class is asked equally often "
+                       "whatever the answer, so this suggests that 'not sure' answers or "
+                       "routing depend on the true answer: the estimates may be biased."}
+
+
+def study_recompute(*, study_id: int) -> EstimateSnapshot:
+    """Compute every AI system's Â_ord, Â_comp, IVW and ML (with SE, 95 % interval and
+    finite-sample bound), overall and per stratum, and store them as a snapshot. With
+    several queries per item every variance is clustered by item (estimators.partitioned.clustered).
+    Cells without data are null (no figure is invented)."""
+    started = time.perf_counter()
+    study = Study.objects.get(pk=study_id)
+    progress = study_class_progress(study=study)
+    k = len(progress)
+    systems = list(AISystem.objects.filter(study=study).order_by("ordinal"))
+    ordinals = [s.ordinal for s in systems]
+    n_bands = n_bands_of(systems)
+    band_counts = None
+    if n_bands:  # confidences: the per-band counts come out of the same aggregation
+        counts, band_counts = study_label_counts_banded(
+            study=study, ordinals=ordinals, n_bands=n_bands,
+            banded=[systems[j].ordinal for j in banded_systems(systems)])
+    else:
+        counts = study_label_counts(study=study, ordinals=ordinals)
+    per_group = system_counts(counts, k)
+    totals = {name: arr.sum(axis=0) for name, arr in per_group.items()}
+    # one label per item: each item is its own cluster and the sandwich is the model
+    # variance, so the per-item read is only needed with several queries per item
+    labels = (study_item_labels(study=study, ordinals=ordinals, bands=bool(n_bands))
+              if study.queries_per_item > 1 and systems else None)
+    clusters = label_clusters(labels, k) if labels is not None else None
+    strata = sorted(set(counts.strata.tolist()))
+    payload: dict = {
+        "k": k,
+        "confidence": CONFIDENCE,
+        "interval_method": study.interval_method,
+        "n_answered": int(sum(cp.answered for cp in progress)),
+        "classes": [
+            {"index": cp.index, "name": cp.name, "yes": cp.yes, "no": cp.no,
+             "unsure": cp.unsure, "pending": cp.pending, "leased": cp.leased,
+             "specialists": cp.specialists, "completion_rate": _clean(cp.completion_rate),
+             "abstention_rate": _clean(cp.abstention_rate),
+             "skipped": cp.skipped, "skip_rate": _clean(cp.skip_rate)}
+            for cp in progress
+        ],
+        "systems": [],
+        "strata": strata,
+    }
+    rates = [cp.completion_rate for cp in progress
+             if cp.completion_rate is not None and cp.routed >= MIN_ROUTED_FOR_IMBALANCE]
+    ratio = (max(rates) / min(rates)) if rates and min(rates) > 0 else None
+    payload["completion_imbalance"] = {
+        "ratio": _clean(ratio),
+        "warning": bool(ratio is not None and ratio > IMBALANCE_WARNING_RATIO)
+        or bool(rates and min(rates) == 0 and max(rates) > 0),
+    }
+    payload["assumptions"] = _assumption_flags(progress, payload["completion_imbalance"])
+    payload["yes_share"] = _yes_share(study, progress, k) if k >= 2 else None
+    if payload["yes_share"] is not None:
+        flag = _yes_share_flag(payload["yes_share"])
+        if flag is not None:
+            payload["assumptions"].append(flag)
+    pilots = []
+    if systems:
+        interval = study.interval_method
+        effects = design_effects(clusters, k) if clusters is not None else None
+        overall = _estimates_for(totals, k, interval, clusters, effects)
+        design_effect = effects.joint if effects is not None else None
+        ipw = _ipw_estimates(counts, per_group, progress, k, interval, labels)
+        by_stratum = {}
+        for stratum in strata:
+            mask = counts.strata == stratum
+            stats = {name: arr[mask].sum(axis=0) for name, arr in per_group.items()}
+            scope = (clusters.subset(labels.item_strata == stratum)
+                     if clusters is not None else None)
+            scope_effects = design_effects(scope, k) if scope is not None else None
+            by_stratum[stratum] = (stats, _estimates_for(stats, k, interval, scope,
+                                                         scope_effects),
+                                   scope_effects.joint if scope_effects is not None else 1.0)
+        stratified = _stratified(by_stratum, strata, study.stratum_sizes, k, interval)
+        bands = (band_payload(systems=systems, counts=counts, band_counts=band_counts,
+                              labels=labels, k=k, interval=interval)
+                 if band_counts is not None else {})
+        ml_acc = np.asarray(overall["ml"]["accuracy"])
+        needed = (_labels_needed(study, ml_acc, totals, k, design_effect)
+                  if k > 2 else None)
+        for j, system in enumerate(systems):
+            n_o, n_c = float(totals["n_ord"][j]), float(totals["n_comp"][j])
+            has = n_o + n_c > 0
+            if has:
+                pilots.append(float(ml_acc[j]))
+            payload["systems"].append({
+                "id": system.pk,
+                "name": system.name,
+                "counts": {name: _clean(float(arr[j])) for name, arr in totals.items()},
+                "estimates": _method_cells(overall, j, n_o, n_c, k),
+                # complementary labels still needed for the target width: only from an
+                # estimate of this system's own labels (none with K = 2)
+                "labels_needed": (_clean(float(np.atleast_1d(needed)[j]))
+                                  if needed is not None and has else None),
+                "ipw": _cell(ipw, j) if has else None,
+                "stratified": ({**_cell(stratified["columns"], j),
+                                "weights": stratified["weights"]}
+                               if stratified and has else None),
+                "design_effect": (_clean(float(design_effect[j]))
+                                  if design_effect is not None and has else None),
+                "flags": _system_flags(overall, j),
+                "reference": {
+                    "n": system.reference_n,
+                    "accuracy": (system.reference_correct / system.reference_n)
+                    if system.reference_n else None,
+                },
+                "strata": {
+                    stratum: _stratum_cell(stats, per_method, j, k)
+                    for stratum, (stats, per_method, _) in by_stratum.items()
+                },
+                "bands": bands.get(system.pk),
+            })
+    payload["confidence_bands"] = bands_scheme(study) if n_bands else None
+    payload["plan"] = None
+    if study.target_ci_width and pilots:
+        # pilot: the typical system's ML estimate — only once a system has labels
+        pilot = float(np.clip(np.median(pilots), 0.05, 0.99))
+        payload["plan"] = {"target_width": study.target_ci_width, "pilot_accuracy": pilot,
+                           **asdict(plan_labels(study.target_ci_width, pilot, k,
+                                                CONFIDENCE, study.queries_per_item))}
+    duration_ms = (time.perf_counter() - started) * 1000
+    with transaction.atomic():
+        return EstimateSnapshot.objects.create(
+            study=study, n_answered=payload["n_answered"], duration_ms=duration_ms,
+            payload=payload,
+        )
+
+
+def _labels_needed(study: Study, ml_acc: np.ndarray, totals: dict[str, np.ndarray], k: int,
+                   design_effect: np.ndarray | None) -> np.ndarray:
+    """Further "no" answers until each system's ML interval reaches the study's target
+    width. With several queries per item, in effective counts (÷ the system's design
+    effect), the further "no" answers coming with the "yes" answers of their items at the
+    collected ratio."""
+    ratio = 0.0
+    if design_effect is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(totals["n_comp"] > 0, totals["n_ord"]
+                             / np.where(totals["n_comp"] > 0, totals["n_comp"], 1.0), 0.0)
+    return complementary_labels_for_width(
+        study.target_ci_width, np.clip(ml_acc, 0.05, 0.99), k, n_ord=totals["n_ord"],
+        n_comp=totals["n_comp"], confidence=CONFIDENCE,
+        design_effect=1.0 if design_effect is None else design_effect,
+        ordinary_per_complementary=ratio)
+
+
+def _stratum_cell(stats: dict, per_method: dict, j: int, k: int) -> dict:
+    """System j within one stratum: its counts, the ML fields flat (as the dashboard reads
+    them; null without labels) and every method (null where it has no data)."""
+    n_o, n_c = float(stats["n_ord"][j]), float(stats["n_comp"][j])
+    ml = _cell(per_method["ml"], j) if n_o + n_c > 0 else dict.fromkeys(per_method["ml"])
+    return {"n_ord": _clean(n_o), "n_comp": _clean(n_c), **ml,
+            "estimates": _method_cells(per_method, j, n_o, n_c, k)}
+
+
+def answered_counts(study_ids: list[int]) -> dict[int, int]:
+    """Answered routed queries per study (not quality checks; a snapshot's ``n_answered``):
+    the catch-up sweeper's check."""
+    return dict(Query.objects.filter(study_id__in=study_ids, status=Query.Status.ANSWERED,
+                                     is_quality_check=False)
+                .values_list("study_id").annotate(n=Count("id")).values_list("study_id", "n"))
+
+
+recompute_kind_register(Study.Kind.PARTITIONED, study_recompute, answered=answered_counts)

@@ -1,0 +1,56 @@
+"""Exporting answered queries with all routing metadata (CSV or JSONL)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from typing import IO
+
+from annotations.core.models import Study
+from annotations.partitioned.models import Query
+
+EXPORT_FIELDS = [
+    "query_id", "item_id", "stratum", "k", "class_name", "sequence", "answer", "specialist",
+    "is_quality_check", "qc_correct", "issued_at", "rendered_at", "answered_at",
+    "time_on_task_ms", "times_issued", "rank", "option_order", "class_order",
+]
+
+
+def _rows(study: Study):
+    names = dict(study.classes.values_list("index", "name"))
+    qs = (
+        Query.objects.filter(study=study, status=Query.Status.ANSWERED)
+        .select_related("item", "answered_by")
+        .order_by("answered_at", "pk")
+    )
+    for q in qs.iterator(chunk_size=5000):
+        yield {
+            "query_id": q.pk, "item_id": q.item.external_id, "stratum": q.stratum, "k": q.k,
+            "class_name": names.get(q.k, ""), "sequence": q.sequence, "answer": q.answer,
+            "specialist": q.answered_by.username if q.answered_by else "",
+            "is_quality_check": q.is_quality_check, "qc_correct": q.qc_correct,
+            "issued_at": q.issued_at.isoformat() if q.issued_at else None,
+            "rendered_at": q.rendered_at.isoformat() if q.rendered_at else None,
+            "answered_at": q.answered_at.isoformat() if q.answered_at else None,
+            "time_on_task_ms": q.time_on_task_ms, "times_issued": q.times_issued,
+            "rank": q.rank, "option_order": q.item.option_order,
+            "class_order": q.item.class_order,
+        }
+
+
+def labels_export(*, study: Study, out: IO[str], fmt: str = "csv") -> int:
+    """Write every answered query of the study to ``out``; returns the number of rows."""
+    n = 0
+    if fmt == "csv":
+        writer = csv.DictWriter(out, fieldnames=EXPORT_FIELDS)
+        writer.writeheader()
+        for row in _rows(study):
+            row["option_order"] = json.dumps(row["option_order"])
+            row["class_order"] = json.dumps(row["class_order"])
+            writer.writerow(row)
+            n += 1
+        return n
+    for row in _rows(study):
+        out.write(json.dumps(row) + "\n")
+        n += 1
+    return n

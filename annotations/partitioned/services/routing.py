@@ -1,0 +1,322 @@
+"""Routing: the part the statistics depend on (METHODS.md M1, protocol).
+
+For every item entering an open study the option shuffle (drawn at import), the class order
+(K classes drawn uniformly without replacement) and a random queue rank are drawn from a
+seeded numpy Generator and **stored**; nothing is ever recomputed. The first class of the
+order is uniform over all K and independent of the item, the truth and the annotator, which
+is what makes complementary labels uniform over the wrong classes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+import numpy as np
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from annotations.core import engine
+from annotations.core.engine import lease_length
+from annotations.core.errors import NotPermitted, StudyNotOpen
+from annotations.core.models import Item, Study, StudyMembership, User
+from annotations.core.services.bulk import rows_insert, rows_update
+from annotations.core.task_models import new_public_id
+from annotations.partitioned.models import Query, QueryEvent, QuerySkip
+
+RANK_MAX = 2**62
+CHECK_ORDER_PRIME = 2_147_483_647  # 2**31 − 1: (id·a + b) stays below 2**62 for ids < 2**31
+BULK_BATCH = 2000
+ANALYZE_AFTER = 5000
+
+
+def study_rng(study: Study, *stream: int) -> np.random.Generator:
+    """Generator for one named stream of a study's draws: seeded by (study.seed, *stream)."""
+    return np.random.default_rng([study.seed, *stream])
+
+
+def option_orders_draw(rng: np.random.Generator, n_items: int, k: int, shuffle: bool) -> np.ndarray:
+    """Uniform random permutations of K positions, one row per item (identity if not shuffled)."""
+    if not shuffle:
+        return np.tile(np.arange(k), (n_items, 1))
+    return rng.random((n_items, k)).argsort(axis=1)
+
+
+@transaction.atomic
+def items_route(*, study: Study, items: Iterable[Item] | None = None) -> int:
+    """Draw class order and queue rank for not-yet-routed, non-quality-check items and create
+    each item's first query. Returns the number of items routed."""
+    if study.status != Study.Status.OPEN:
+        raise StudyNotOpen(f"Study '{study}' is {study.status}; open it to route items.")
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    qs = Item.objects.filter(study=study, routed_at__isnull=True, is_quality_check=False)
+    if items is not None:
+        qs = qs.filter(pk__in=[i.pk for i in items])
+    pending = list(qs.order_by("pk").values_list("pk", "stratum"))
+    if not pending:
+        return 0
+    class_orders, ranks = routing_draw(study=study, n=len(pending))
+    now = timezone.now()
+    # bulk writes (PostgreSQL: COPY): bulk_update and bulk_create took over a minute for
+    # 200 000 items
+    rows_update(Item, ["class_order", "routed_at"],
+                [(pk, order, now) for (pk, _), order in zip(pending, class_orders, strict=True)])
+    first_queries_create(study=study, routed=[
+        (pk, stratum, order, rank)
+        for (pk, stratum), order, rank in zip(pending, class_orders, ranks, strict=True)])
+    return len(pending)
+
+
+def routing_draw(*, study: Study, n: int) -> tuple[list[list[int]], list[int]]:
+    """The draws of one routing batch of ``n`` items (in primary-key order): each item's
+    class order (K classes without replacement, cut at queries_per_item) and queue rank.
+    Each batch has its own stream (study seed, 1, batch number). Call under the study's
+    row lock (``items_route``, or an import that routes the items it inserts)."""
+    Study.objects.filter(pk=study.pk).update(routing_batches=F("routing_batches") + 1)
+    study.refresh_from_db(fields=["routing_batches"])
+    k = study.classes.count()
+    rng = study_rng(study, 1, study.routing_batches)
+    depth = min(study.queries_per_item, k)
+    class_orders = rng.random((n, k)).argsort(axis=1)[:, :depth]
+    ranks = rng.integers(0, RANK_MAX, size=n)
+    return class_orders.tolist(), ranks.tolist()
+
+
+def first_queries_create(*, study: Study,
+                         routed: list[tuple[int, str, list[int], int]]) -> None:
+    """Create the first query of routed items given as (item pk, stratum, class order,
+    rank)."""
+    rows_insert(Query, [
+        {"study_id": study.pk, "item_id": pk, "k": order[0], "sequence": 0, "rank": rank,
+         "stratum": stratum}
+        for pk, stratum, order, rank in routed
+    ], batch_size=BULK_BATCH)
+    if connection.vendor == "postgresql" and len(routed) >= ANALYZE_AFTER:
+        # Fresh statistics, or the planner keeps its estimate of an empty queue and sorts
+        # every pending query of a class on each lease (17 ms at 100 000 items, not 0.1).
+        with connection.cursor() as cur:
+            cur.execute(f"ANALYZE {Query._meta.db_table}")
+
+
+def may_still_work(query: Query, user: User) -> None:
+    """The study is open and ``user`` is still a specialist of the query's class: closing a
+    study, removing a membership or moving a specialist to another class stops their
+    answers, heartbeats and skips at once."""
+    if query.study.status != Study.Status.OPEN:
+        raise StudyNotOpen(f"Study '{query.study}' is {query.study.status}; answers are no "
+                           "longer accepted.")
+    if getattr(query, "in_class_checked_for", None) == user.pk:
+        in_class = query.holder_in_class  # read with the query's lock (labels.label_submit)
+    else:
+        in_class = StudyMembership.objects.filter(
+            study_id=query.study_id, user=user, role=StudyMembership.Role.SPECIALIST,
+            study_class__index=query.k,
+        ).exists()
+    if not in_class:
+        raise NotPermitted("You no longer answer this class in this study; ask a researcher "
+                           "if this is a mistake.")
+
+
+# Partitioned queries as a kind of the task engine: quality checks are made per specialist
+# on demand, so a lease that ends drops them instead of returning them to a pool.
+QUERY_KIND = engine.task_kind_register(engine.TaskKind(
+    name="query", model=Query, event_model=QueryEvent, event_task_field="query",
+    lease_for=lambda query: lease_length(query.study), noun="query",
+    may_still_work=may_still_work, drop_on_return=Q(is_quality_check=True),
+    locked_related=("study",),
+))
+
+
+def _membership(study: Study, user: User) -> StudyMembership:
+    membership = (
+        StudyMembership.objects.select_related("study_class")
+        .filter(study=study, user=user, role=StudyMembership.Role.SPECIALIST)
+        .first()
+    )
+    if membership is None:
+        raise NotPermitted("You are not a specialist in this study.")
+    return membership
+
+
+def leases_reclaim(
+    *, now: dt.datetime | None = None, study: Study | None = None, k: int | None = None
+) -> int:
+    """Return expired leases to their pool: the same query, the same class k (never redrawn).
+    Expired quality-check queries are dropped (they are made per specialist on demand).
+    Returns the number of queries reclaimed."""
+    filters = {} if study is None else {"study": study}
+    if k is not None:
+        filters["k"] = k
+    return engine.leases_reclaim(QUERY_KIND, now=now, **filters)
+
+
+def leases_return(leases, *, reason: str | None = None) -> int:
+    """Give the (locked) leased queries ``leases`` back to their pools, as on expiry (the
+    engine's ``leases_return``: routed queries pending again, same k, audited; quality
+    checks dropped). Call inside a transaction. Returns how many leases ended."""
+    return engine.leases_return(QUERY_KIND, leases, reason=reason)
+
+
+def _quality_check_lease(
+    study: Study, membership: StudyMembership, user: User, draw: int, now: dt.datetime
+) -> Query | None:
+    """With probability ``study.gold_rate`` (seeded by study, user and the user's draw
+    counter; the outcome is stored as ``is_quality_check``), lease a gold item the
+    specialist has not seen, asking their own class — only while a routed query of their
+    class could be handed to them instead (``_routed_pool``)."""
+    if study.gold_rate <= 0:
+        return None
+    rng = study_rng(study, 2, user.pk, draw)
+    if rng.random() >= study.gold_rate:
+        return None
+    # One statement, like the routed lease (``_pending_lease``): pick a gold item the user
+    # has neither answered, held nor skipped, in a pseudo-random order drawn from the same
+    # seeded stream ((id·a + b) mod p, p prime > any id), and insert its leased query. The
+    # old count-then-pick path made checks measurably slower to hand out than routed queries.
+    a = int(rng.integers(1, CHECK_ORDER_PRIME))
+    b = int(rng.integers(0, CHECK_ORDER_PRIME))
+    table, items, skips = Query._meta.db_table, Item._meta.db_table, QuerySkip._meta.db_table
+    k = membership.study_class.index
+    pool, pool_params = _routed_pool(study, k, user, now)
+    sql = (
+        f"INSERT INTO {table} (study_id, public_id, item_id, k, sequence, rank, stratum, "
+        "is_quality_check, status, holder_id, issued_at, rendered_at, lease_expires_at, "
+        "answered_at, answer, answered_by_id, time_on_task_ms, qc_correct, times_issued, "
+        "match_mask, present_mask) "
+        "SELECT %s, %s, i.id, %s, 0, 0, i.stratum, %s, %s, %s, %s, NULL, %s, NULL, '', NULL, "
+        f"NULL, NULL, 1, 0, 0 FROM {items} i WHERE i.study_id = %s AND i.is_quality_check "
+        f"AND NOT EXISTS (SELECT 1 FROM {table} q WHERE q.item_id = i.id "
+        "AND (q.answered_by_id = %s OR q.holder_id = %s)) "
+        f"AND NOT EXISTS (SELECT 1 FROM {table} q JOIN {skips} s ON s.query_id = q.id "
+        "WHERE q.item_id = i.id AND s.user_id = %s) "
+        # only while a routed query could be handed out instead: past the end of the
+        # class's pool, a query offered after "no queries left" would be a check
+        f"AND EXISTS (SELECT 1 FROM {table} q WHERE q.status = %s AND ({pool})) "
+        "ORDER BY (i.id * %s + %s) %% %s LIMIT 1 RETURNING *"
+    )
+    params = [study.pk, new_public_id(), k, True,
+              Query.Status.LEASED, user.pk, now, now + lease_length(study), study.pk,
+              user.pk, user.pk, user.pk, Query.Status.PENDING, *pool_params,
+              a, b, CHECK_ORDER_PRIME]
+    rows = list(Query.objects.raw(sql, params))
+    if not rows:
+        return None
+    query = rows[0]
+    engine.task_event(QUERY_KIND, query, QueryEvent.Kind.ISSUED, actor=user)
+    return query
+
+
+def _draw_count_next(membership: StudyMembership) -> int:
+    """Atomically count one more draw for this specialist and return the new count (it
+    seeds the quality-check draw, so every draw is reproducible)."""
+    table = StudyMembership._meta.db_table
+    with connection.cursor() as cur:
+        cur.execute(f"UPDATE {table} SET draws = draws + 1 WHERE id = %s RETURNING draws",
+                    [membership.pk])
+        membership.draws = cur.fetchone()[0]
+    return membership.draws
+
+
+@transaction.atomic
+def query_lease_next(*, study: Study, user: User,
+                     membership: StudyMembership | None = None) -> Query | None:
+    """Give a specialist a query of their class under a lease, or None if the pool is empty.
+
+    A specialist's unexpired lease is resumed first. Otherwise the next pending query of
+    their class in stored random order is locked with ``SELECT … FOR UPDATE SKIP LOCKED``,
+    so concurrent requests never get the same query. ``membership``: the user's specialist
+    membership of ``study`` (with its class) when the caller read it in this request;
+    otherwise it is read here."""
+    if membership is None:
+        membership = _membership(study, user)
+    elif (membership.study_id, membership.user_id, membership.role) != (
+            study.pk, user.pk, StudyMembership.Role.SPECIALIST):
+        raise NotPermitted("You are not a specialist in this study.")
+    if study.status != Study.Status.OPEN:
+        raise StudyNotOpen(f"Study '{study}' is not open.")
+    now = timezone.now()
+    k = membership.study_class.index
+    current = query_current_lease(study=study, user=user, now=now, k=k)
+    if current is not None:
+        return current
+    if study.gold_rate > 0:
+        check = _quality_check_lease(study, membership, user, _draw_count_next(membership), now)
+        if check is not None:
+            return check
+    for attempt in range(2):
+        query = _pending_lease(study, k, user, now)
+        if query is not None:
+            return query
+        if attempt == 0 and not leases_reclaim(now=now, study=study, k=k):
+            break
+    return None
+
+
+def _pending_lease(study: Study, k: int, user: User, now: dt.datetime) -> Query | None:
+    """Lease (through the engine's one statement) the first pending routed query of class k
+    in stored random order, passing over queries this user skipped (one probe of the
+    (user, query) unique index per candidate) and follow-ups still held for their answer's
+    undo window (a pending query's ``lease_expires_at``: not before then; see
+    ``labels.label_undo``)."""
+    pool, pool_params = _routed_pool(study, k, user, now)
+    return engine.lease_first(QUERY_KIND, pool_sql=pool, pool_params=pool_params,
+                              user=user, now=now, expires=now + lease_length(study))
+
+
+def _routed_pool(study: Study, k: int, user: User, now: dt.datetime) -> tuple[str, list]:
+    """The condition (on a pending query ``q``) and its parameters for the routed queries
+    of class k that ``user`` may be handed now: not checks, not skipped by them, not a
+    follow-up still held for its answer's undo window."""
+    skips = QuerySkip._meta.db_table
+    pool = ("q.study_id = %s AND q.k = %s AND NOT q.is_quality_check "
+            "AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= %s) AND NOT EXISTS "
+            f"(SELECT 1 FROM {skips} s WHERE s.user_id = %s AND s.query_id = q.id)")
+    return pool, [study.pk, k, now, user.pk]
+
+
+def query_current_lease(
+    *, study: Study, user: User, now: dt.datetime | None = None, k: int | None = None
+) -> Query | None:
+    """The user's unexpired lease in the study (of class ``k`` if given: a lease of a class
+    the specialist no longer answers is not resumed; it expires and returns to its pool)."""
+    queries = Query.objects.filter(study=study)
+    if k is not None:
+        queries = queries.filter(k=k)
+    return engine.lease_current(QUERY_KIND, queries, user=user, now=now)
+
+
+def query_for_holder(*, user: User, query_id: int | None = None,
+                     public_id: str | None = None) -> Query:
+    """The query (by database or public id) locked and checked to be held by ``user`` under
+    an unexpired lease, in an open study whose specialist of this class they still are."""
+    query = engine.task_locked(QUERY_KIND, pk=query_id, public_id=public_id)
+    return engine.task_for_holder(QUERY_KIND, query, user,
+                                  describe_answer=lambda q: q.answer)
+
+
+@transaction.atomic
+def query_heartbeat(*, user: User, query_id: int | None = None,
+                    public_id: str | None = None) -> Query:
+    """Extend the lease of an active specialist (the page calls this while they work).
+    Refused like an answer: only the holder, only an unexpired lease of an unanswered query,
+    only while the study is open and the user still answers the query's class."""
+    query = query_for_holder(user=user, query_id=query_id, public_id=public_id)
+    return engine.task_heartbeat(QUERY_KIND, query)
+
+
+@transaction.atomic
+def query_skip(*, user: User, query_id: int | None = None, public_id: str | None = None) -> Query:
+    """Hand a held query back to its class's pool for another specialist; it is never offered
+    to this user again (``QuerySkip``, excluded by the lease statement). A quality check is
+    handed back the same way (its row stays, pending and never leased, so that the item is
+    not offered to this user again). Audit row ``skipped`` in the same transaction."""
+    query = query_for_holder(user=user, query_id=query_id, public_id=public_id)
+    QuerySkip.objects.create(query=query, user=user, study_id=query.study_id, k=query.k,
+                             is_quality_check=query.is_quality_check)
+    return engine.task_hand_back(QUERY_KIND, query, user=user)
+
+
+def query_mark_rendered(*, query: Query) -> None:
+    """Record (once per lease) when the server first rendered the query to its holder."""
+    engine.task_mark_rendered(QUERY_KIND, query)

@@ -1,1 +1,0 @@
-"""Every write of the annotations app (HackSoft style: ``<entity>_<action>``)."""

@@ -1,0 +1,157 @@
+"""Calibration of the AI rater's confidence (METHODS.md M2: "Report the AI's calibration
+(reliability bins, expected calibration error)"; paper 001, Figure 10).
+
+The confidences c_i ∈ [0, 1] are put in bins B_1 … B_m; per non-empty bin,
+
+    conf_b = mean of c_i,   acc_b = mean of the correctness x_i ∈ [0, 1],   n_b = |B_b|,
+
+    ECE = Σ_b (n_b / N) |acc_b − conf_b|,      MCE = max_b |acc_b − conf_b|.
+
+Bins are right-closed, c ≤ edge (as scikit-learn's ``calibration_curve`` and the
+hybridization threshold), with ``strategy`` "uniform" (m equal-width bins on [0, 1]),
+"quantile" (edges at the quantiles of c, so bins hold about equal counts; repeated edges
+merge) or "distinct" (one bin per distinct confidence, natural when c is a share of N
+samples). Each bin's accuracy carries a Wilson score interval (valid, conservatively, for
+fractional x too: Var x ≤ acc (1 − acc)). ECE is biased upwards in small bins (|·| of a
+noisy difference); the optional item-bootstrap interval shows how far it can move.
+
+scikit-learn is not a dependency: its ``calibration_curve`` returns neither the bin counts
+nor the edges, both needed here, so the few lines are numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+from estimators.assisted.hybridization import check_share
+from estimators.numerics.bootstrap import _json_float, check_level, resampled_sums
+
+STRATEGIES = ("uniform", "quantile", "distinct")
+
+
+@dataclass(frozen=True)
+class ReliabilityDiagram:
+    """Per non-empty bin: edges (lower < c ≤ upper; the first bin also holds c = lower, which
+    is 0 for "uniform" bins and the smallest confidence otherwise), count, mean confidence,
+    accuracy with its Wilson interval; ECE, MCE and the optional bootstrap interval of the
+    ECE."""
+
+    lower_edge: np.ndarray
+    upper_edge: np.ndarray
+    n: np.ndarray
+    mean_confidence: np.ndarray
+    accuracy: np.ndarray
+    accuracy_lower: np.ndarray
+    accuracy_upper: np.ndarray
+    ece: float
+    mce: float
+    ece_interval: tuple[float, float] | None
+    n_items: int
+    level: float
+
+    def rows(self) -> list[dict[str, float | int | None]]:
+        return [{"lower_edge": _json_float(lo), "upper_edge": _json_float(hi), "n": int(k),
+                 "mean_confidence": float(c), "accuracy": float(a),
+                 "accuracy_lower": float(al), "accuracy_upper": float(au)}
+                for lo, hi, k, c, a, al, au in zip(
+                    self.lower_edge, self.upper_edge, self.n, self.mean_confidence,
+                    self.accuracy, self.accuracy_lower, self.accuracy_upper, strict=True)]
+
+
+def wilson_interval(successes: np.ndarray, n: np.ndarray, level: float = 0.95
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for successes / n (n > 0):
+    (p̂ + z²/2n ± z √(p̂(1−p̂)/n + z²/4n²)) / (1 + z²/n)."""
+    check_level(level)
+    z = stats.norm.ppf((1 + level) / 2)
+    n = np.asarray(n, dtype=float)
+    p = np.asarray(successes, dtype=float) / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # exact at the ends (the formula gives 0 and 1 there only up to rounding)
+    lo = np.where(p <= 0, 0.0, np.clip(centre - half, 0, 1))
+    hi = np.where(p >= 1, 1.0, np.clip(centre + half, 0, 1))
+    return lo, hi
+
+
+def _inner_edges(c: np.ndarray, n_bins: int, strategy: str) -> np.ndarray:
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
+    if strategy == "distinct":
+        return np.unique(c)[:-1]
+    if int(n_bins) != n_bins or n_bins < 1:
+        raise ValueError(f"n_bins: need a positive integer, got {n_bins}")
+    if strategy == "uniform":
+        return np.linspace(0.0, 1.0, n_bins + 1)[1:-1]
+    return np.unique(np.quantile(c, np.linspace(0.0, 1.0, n_bins + 1))[1:-1])
+
+
+def _inputs(confidence: ArrayLike, correct: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    c = np.asarray(confidence, dtype=float)
+    if c.ndim != 1 or c.size == 0:
+        raise ValueError(f"confidence: need a non-empty 1-D array, got shape {c.shape}")
+    c = check_share(c, "confidence", c.size, allow_nan=False)
+    x = check_share(correct, "correct", c.size, allow_nan=True)
+    keep = ~np.isnan(x)
+    return c[keep], x[keep]
+
+
+def _bin_sums(bins: np.ndarray, m: int, *cols: np.ndarray) -> list[np.ndarray]:
+    return [np.bincount(bins, weights=col, minlength=m) for col in cols]
+
+
+def reliability_bins(confidence: ArrayLike, correct: ArrayLike, *, n_bins: int = 10,
+                     strategy: str = "uniform", level: float = 0.95, n_resamples: int = 0,
+                     seed: int = 0) -> ReliabilityDiagram:
+    """Reliability diagram of ``confidence`` against ``correct`` (module formulas).
+
+    ``correct`` ∈ [0, 1] per item; NaN entries (no label) are left out — so the same
+    function bins the humans' correctness by the AI's confidence (Figure 10).
+    ``n_resamples`` > 0 adds a percentile item-bootstrap interval of the ECE."""
+    check_level(level)
+    c, x = _inputs(confidence, correct)
+    if c.size == 0:
+        raise ValueError("correct: no item has a label")
+    inner = _inner_edges(c, n_bins, strategy)
+    bins = np.searchsorted(inner, c, side="left")
+    m = inner.size + 1
+    n, sc, sx = _bin_sums(bins, m, np.ones_like(c), c, x)
+    full = n > 0
+    conf_b, acc_b = sc[full] / n[full], sx[full] / n[full]
+    gap = np.abs(acc_b - conf_b)
+    lo, hi = wilson_interval(sx[full], n[full], level)
+    edges = np.r_[0.0 if strategy == "uniform" else -math.inf, inner,
+                  1.0 if strategy == "uniform" else math.inf]
+    lower_edge, upper_edge = edges[:-1][full], edges[1:][full]
+    if strategy != "uniform":
+        lower_edge = np.where(np.isinf(lower_edge), c.min(), lower_edge)
+        upper_edge = np.where(np.isinf(upper_edge), c.max(), upper_edge)
+    ece_interval = None
+    if n_resamples:
+        # n_b |acc_b − conf_b| = |Σ_b x − Σ_b c|: per-item columns (one-hot bin) × (c, x) give
+        # every resample's bin sums in one product, ECE* = Σ_b |X_b* − C_b*| / N
+        b_of = np.cumsum(full)[bins] - 1
+        k = int(full.sum())
+        cols = np.zeros((c.size, 2 * k))
+        rows = np.arange(c.size)
+        cols[rows, b_of], cols[rows, k + b_of] = c, x
+        rs = resampled_sums(cols, n_resamples, seed)
+        reps = np.abs(rs[:, k:] - rs[:, :k]).sum(axis=1) / c.size
+        q = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
+        ece_interval = (float(q[0]), float(q[1]))
+    return ReliabilityDiagram(
+        lower_edge=lower_edge, upper_edge=upper_edge, n=n[full].astype(int),
+        mean_confidence=conf_b, accuracy=acc_b, accuracy_lower=lo, accuracy_upper=hi,
+        ece=float((n[full] * gap).sum() / c.size), mce=float(gap.max()),
+        ece_interval=ece_interval, n_items=int(c.size), level=level)
+
+
+def expected_calibration_error(confidence: ArrayLike, correct: ArrayLike, *, n_bins: int = 10,
+                               strategy: str = "uniform") -> float:
+    """ECE = Σ_b (n_b / N) |acc_b − conf_b| over the bins of :func:`reliability_bins`."""
+    return reliability_bins(confidence, correct, n_bins=n_bins, strategy=strategy).ece

@@ -81,11 +81,11 @@ def _force_strategy(strategy: str) -> None:
     """Make the recompute count bands with ``strategy``."""
     import functools
 
-    from annotations.partitioned import selectors as partitioned_selectors
+    from annotations.partitioned.selectors import study_label_counts_banded
     from annotations.partitioned.services import estimates
 
     estimates.study_label_counts_banded = functools.partial(
-        partitioned_selectors.study_label_counts_banded, strategy=strategy)
+        study_label_counts_banded, strategy=strategy)
 
 
 def _banded_already(study, banded: int) -> bool:

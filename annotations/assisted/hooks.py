@@ -6,15 +6,20 @@ from __future__ import annotations
 
 from annotations.assisted import views
 from annotations.assisted.services import rating  # noqa: F401 - the rating tasks' kind
-from annotations.assisted.services.analysis import connect_signals, recompute_register
+from annotations.assisted.services.analysis import (
+    answered_counts,
+    assisted_recompute,
+    connect_signals,
+)
 from annotations.assisted.services.routing import assisted_study_open
 from annotations.core.models import Study
+from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register
 from annotations.core.views import dashboard_register
 
 
 def register() -> None:
     connect_signals()  # the analysis recomputes after each rating
-    recompute_register()
+    recompute_kind_register(Study.Kind.ASSISTED, assisted_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.ASSISTED, assisted_study_open)
-    dashboard_register(Study.Kind.ASSISTED, views.assisted_dashboard)
+    dashboard_register(Study.Kind.ASSISTED, views.assisted_dashboard_page)

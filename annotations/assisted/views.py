@@ -43,6 +43,7 @@ from annotations.core.guidelines import guidelines_html
 from annotations.core.inputs import BodyRejected, int_or_none, request_json
 from annotations.core.live import dashboard_unchanged
 from annotations.core.models import Study
+from annotations.core.views import dashboard_study
 
 NONE_LEFT = "No sentences left for you in this study. Thank you!"
 EXPIRED = ("Your time on this sentence ran out, so it went back to the pool for another "
@@ -256,9 +257,7 @@ def rate_event(request: HttpRequest, study_id: int, public_id: str) -> HttpRespo
 
 
 def _assisted_study(request: HttpRequest, study_id: int) -> Study:
-    study = get_object_or_404(Study, pk=study_id)
-    if not selectors.user_can_view_dashboard(user=request.user, study=study):
-        raise PermissionDenied("Dashboards are for the study's managers and researchers.")
+    study = dashboard_study(request, study_id)
     if study.kind != Study.Kind.ASSISTED:
         raise Http404("Not an assisted study.")
     return study
@@ -270,7 +269,12 @@ def assisted_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     """The live dashboard (``?rule=individual|majority`` picks the human label; kept in
     the URL). The live region polls with ``since=<snapshot>&health=<token>`` and gets 204
     until a newer snapshot exists or the recompute's health changes."""
-    study = _assisted_study(request, study_id)
+    return assisted_dashboard_page(request, _assisted_study(request, study_id))
+
+
+def assisted_dashboard_page(request: HttpRequest, study: Study) -> HttpResponse:
+    """The dashboard of an assisted study whose reader was checked (here, or by
+    ``core.views.dashboard`` at ``/studies/<id>/dashboard/``)."""
     rule = request.GET.get("rule", "individual")
     if request.htmx and not request.htmx.history_restore_request:
         if dashboard_unchanged(request, study):

@@ -1,6 +1,8 @@
-"""Colour keys and filled bars as SVG: a colour or a width that comes from the data would
-otherwise need an inline ``style`` attribute, which the Content-Security-Policy refuses
-(docs/operations.md). SVG's own attributes (``fill``, ``width``) are not styles."""
+"""The ``chart_tags`` library every dashboard loads. Colour keys and filled bars as SVG: a
+colour or a width that comes from the data would otherwise need an inline ``style``
+attribute, which the Content-Security-Policy refuses (docs/operations.md); SVG's own
+attributes (``fill``, ``width``) are not styles. And ``term_tip``, the markup of a term with
+its meaning that each study type's glossary tag (``tip``, ``atip``, ``ctip``) renders."""
 
 from __future__ import annotations
 

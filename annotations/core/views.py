@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -14,12 +15,23 @@ from django.views.decorators.http import require_GET
 from annotations.core import selectors
 from annotations.core.models import Study
 
-_DASHBOARDS: dict[str, Callable[[HttpRequest, int], HttpResponse]] = {}
+_DASHBOARDS: dict[str, Callable[[HttpRequest, Study], HttpResponse]] = {}
 
 
-def dashboard_register(kind: str, view: Callable[[HttpRequest, int], HttpResponse]) -> None:
-    """Make ``/studies/<id>/dashboard/`` show ``view`` for studies of ``kind``."""
-    _DASHBOARDS[kind] = view
+def dashboard_register(kind: str, page: Callable[[HttpRequest, Study], HttpResponse]) -> None:
+    """Make ``/studies/<id>/dashboard/`` show ``page(request, study)`` for studies of
+    ``kind`` (the study found and the reader's permission checked by :func:`dashboard`)."""
+    _DASHBOARDS[kind] = page
+
+
+def dashboard_study(request: HttpRequest, study_id: int, kind: str | None = None) -> Study:
+    """The study whose dashboard (or figure, or plan) ``request`` asks for: 404 without such
+    a study (of ``kind``, when given), 403 unless the user is one of its managers or
+    researchers. Every study type's dashboard pages start here."""
+    study = get_object_or_404(Study, pk=study_id, **({"kind": kind} if kind else {}))
+    if not selectors.user_can_view_dashboard(user=request.user, study=study):
+        raise PermissionDenied("Dashboards are for the study's managers and researchers.")
+    return study
 
 
 @require_GET
@@ -55,8 +67,8 @@ def help_image(request: HttpRequest, name: str) -> FileResponse:
 @require_GET
 @login_required
 def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
-    """One dashboard link for every study type: the view its type registered (a type that
+    """One dashboard link for every study type: the page its type registered (a type that
     registered none shows the partitioned one)."""
-    kind = get_object_or_404(Study.objects.only("kind"), pk=study_id).kind
-    view = _DASHBOARDS.get(kind, _DASHBOARDS[Study.Kind.PARTITIONED])
-    return view(request, study_id)
+    study = dashboard_study(request, study_id)
+    page = _DASHBOARDS.get(study.kind, _DASHBOARDS[Study.Kind.PARTITIONED])
+    return page(request, study)

@@ -12,12 +12,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from annotations.core import selectors
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.core.guidelines import guidelines_html
 from annotations.core.inputs import accepts_upload, int_or_none
 from annotations.core.live import dashboard_unchanged, session_started_at
 from annotations.core.models import Study, StudyMembership
+from annotations.core.views import dashboard_study
 from annotations.critique.models import CritiqueTask
 from annotations.critique.services.answers import (
     CritiqueAnswer,
@@ -180,13 +180,6 @@ def critique_lease(request: HttpRequest, study_id: int, public_id: str) -> HttpR
         "id": task.public_id, "lease_expires_at": task.lease_expires_at}})
 
 
-def dashboard_study(request: HttpRequest, study_id: int) -> Study:
-    study = get_object_or_404(Study, pk=study_id, kind=Study.Kind.CRITIQUE)
-    if not selectors.user_can_view_dashboard(user=request.user, study=study):
-        raise PermissionDenied("Dashboards are for the study's managers and researchers.")
-    return study
-
-
 def _may_configure(request: HttpRequest, study: Study) -> bool:
     from annotations.core.services.studies import researcher_may_configure
 
@@ -206,7 +199,7 @@ def critique_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
 
     from annotations.critique.dashboard import dashboard_context
 
-    study = dashboard_study(request, study_id)
+    study = dashboard_study(request, study_id, Study.Kind.CRITIQUE)
     domain, author = request.GET.get("domain", ""), request.GET.get("author", "all")
     if request.htmx and not request.htmx.history_restore_request:
         if dashboard_unchanged(request, study):

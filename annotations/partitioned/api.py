@@ -20,7 +20,7 @@ from annotations.core.inputs import accepts_upload, file_too_large_message
 from annotations.core.models import ImportJob, Study, StudyMembership
 from annotations.core.services.import_jobs import import_job_submit, import_jobs_expire
 from annotations.core.sqlite_locks import while_sqlite_locked
-from annotations.partitioned import selectors as partitioned_selectors
+from annotations.partitioned.selectors import query_for_specialist, specialist_membership_of
 from annotations.partitioned.serializers import (
     AnswerInputSerializer,
     AnswerOutputSerializer,
@@ -212,7 +212,7 @@ class QueryNextApi(APIView):
                                             204: OpenApiResponse(description="Pool empty")},
                    summary="Lease the next query of your class (resumes your current lease)")
     def post(self, request, study_id: int):
-        membership = partitioned_selectors.specialist_membership_of(user=request.user,
+        membership = specialist_membership_of(user=request.user,
                                                                     study_id=study_id)
         if membership is None:  # one statement for study and membership otherwise
             get_object_or_404(Study, pk=study_id)
@@ -222,7 +222,7 @@ class QueryNextApi(APIView):
         if query is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         query_mark_rendered(query=query)  # the minimum answer time counts from here
-        view = partitioned_selectors.query_for_specialist(query=query, study=study)
+        view = query_for_specialist(query=query, study=study)
         return Response(QueryOutputSerializer(view).data)
 
 
@@ -244,7 +244,7 @@ class QueryHeartbeatApi(APIView):
                    summary="Extend your lease while you work")
     def post(self, request, query_id: str):
         query = query_heartbeat(public_id=query_id, user=request.user)
-        shown = partitioned_selectors.query_for_specialist(query=query)
+        shown = query_for_specialist(query=query)
         return Response(QueryOutputSerializer(shown).data)
 
 
@@ -267,7 +267,7 @@ class QueryUndoApi(APIView):
         query = label_undo(study=study, user=request.user)
         query_mark_rendered(query=query)
         return Response(QueryOutputSerializer(
-            partitioned_selectors.query_for_specialist(query=query, study=study)).data)
+            query_for_specialist(query=query, study=study)).data)
 
 
 class StudyEstimatesApi(APIView):

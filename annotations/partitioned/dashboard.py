@@ -10,7 +10,7 @@ from __future__ import annotations
 from annotations.core import selectors
 from annotations.core.charts import SYSTEM_PALETTE, convergence_chart, interval_chart, xy_chart
 from annotations.core.models import Study
-from annotations.partitioned import selectors as partitioned_selectors
+from annotations.partitioned.selectors import quality_check_summary
 
 ESTIMATOR_CHOICES = [
     ("ml", "Maximum likelihood"), ("ivw", "IVW (plug-in weights)"),
@@ -224,6 +224,6 @@ def dashboard_context(study: Study, method: str = "ml") -> dict:
                                                   s.payload.get("k")))
              for s in history]
         )
-    qc_users, qc_classes = partitioned_selectors.quality_check_summary(study=study)
+    qc_users, qc_classes = quality_check_summary(study=study)
     context.update(qc_users=qc_users, qc_classes=qc_classes)
     return context

@@ -20,6 +20,6 @@ from annotations.partitioned.services.studies import partitioned_study_open
 def register() -> None:
     recompute_kind_register(Study.Kind.PARTITIONED, study_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.PARTITIONED, partitioned_study_open)
-    dashboard_register(Study.Kind.PARTITIONED, views.dashboard)
+    dashboard_register(Study.Kind.PARTITIONED, views.dashboard_page)
     import_kind_register(ImportJob.Kind.ITEMS, items_import)
     import_kind_register(ImportJob.Kind.PREDICTIONS, predictions_import)

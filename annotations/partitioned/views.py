@@ -11,14 +11,18 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotations.core import selectors
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.core.guidelines import guidelines_html
 from annotations.core.live import dashboard_unchanged, session_started_at
 from annotations.core.models import Study, StudyMembership
-from annotations.partitioned import selectors as partitioned_selectors
+from annotations.core.views import dashboard_study
 from annotations.partitioned.dashboard import dashboard_context
 from annotations.partitioned.models import Query
+from annotations.partitioned.selectors import (
+    query_for_specialist,
+    specialist_membership_of,
+    specialist_progress,
+)
 from annotations.partitioned.services.labels import label_submit
 from annotations.partitioned.services.labels import label_undo as label_undo_service
 from annotations.partitioned.services.routing import (
@@ -35,7 +39,7 @@ SESSION_START_KEY = "label_session_started"
 def _specialist(request: HttpRequest, study_id: int) -> StudyMembership:
     """The user's specialist membership of the study, with the study and class: read once
     per request (one statement) and passed down to the services, selectors and page."""
-    membership = partitioned_selectors.specialist_membership_of(user=request.user,
+    membership = specialist_membership_of(user=request.user,
                                                                 study_id=study_id)
     if membership is None:
         get_object_or_404(Study, pk=study_id)
@@ -55,12 +59,12 @@ def _render_query(request: HttpRequest, membership: StudyMembership, query: Quer
     (marked rendered: the minimum answer time counts from now) or the next-query button."""
     study = membership.study
     context = {"study": study, "message": message, "recorded": recorded, "expired": expired,
-               "progress": partitioned_selectors.specialist_progress(
+               "progress": specialist_progress(
                    user=request.user, study=study, membership=membership,
                    since=_session_since(request, study), holding=query is not None)}
     if query is not None:
         query_mark_rendered(query=query)
-        context["q"] = partitioned_selectors.query_for_specialist(query=query, study=study)
+        context["q"] = query_for_specialist(query=query, study=study)
     elif message == NO_QUERIES_LEFT and context["progress"]["waiting"]:
         context["message"] = MORE_SOON  # follow-ups held for their answer's undo window
     template = "annotations/label.html" if full else "annotations/_query.html"
@@ -184,20 +188,12 @@ def label_heartbeat(request: HttpRequest, study_id: int, public_id: str) -> Http
                                                     "lease_expires_at": query.lease_expires_at}})
 
 
-def _dashboard_study(request: HttpRequest, study_id: int) -> Study:
-    study = get_object_or_404(Study, pk=study_id)
-    if not selectors.user_can_view_dashboard(user=request.user, study=study):
-        raise PermissionDenied("Dashboards are for the study's managers and researchers.")
-    return study
-
-
-@require_GET
-@login_required
-def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
-    """Managers' live dashboard (``?method=`` picks the estimator; the choice stays in the
-    URL). The live region polls with ``since=<snapshot id>&health=<token>`` and gets 204
-    (nothing to swap) until a newer snapshot exists or the recompute's health changes."""
-    study = _dashboard_study(request, study_id)
+def dashboard_page(request: HttpRequest, study: Study) -> HttpResponse:
+    """Managers' live dashboard, at ``/studies/<id>/dashboard/`` (``core.views.dashboard``
+    finds the study and checks the reader). ``?method=`` picks the estimator; the choice
+    stays in the URL. The live region polls with ``since=<snapshot id>&health=<token>`` and
+    gets 204 (nothing to swap) until a newer snapshot exists or the recompute's health
+    changes."""
     method = request.GET.get("method", "ml")
     if request.htmx and not request.htmx.history_restore_request:
         if dashboard_unchanged(request, study):
@@ -214,7 +210,7 @@ def plan(request: HttpRequest, study_id: int) -> HttpResponse:
     (``?width=0.05&pilot=0.8``); errors name the field."""
     from estimators.partitioned.planning import plan_labels
 
-    study = _dashboard_study(request, study_id)
+    study = dashboard_study(request, study_id)
     context: dict = {"study": study, "width": request.GET.get("width", ""),
                      "pilot": request.GET.get("pilot", "")}
     try:

@@ -510,11 +510,3 @@ def answered_counts(study_ids: list[int]) -> dict[int, int]:
 
     return dict(Rating.objects.filter(study_id__in=study_ids).values_list("study_id")
                 .annotate(n=Count("id")).values_list("study_id", "n"))
-
-
-def recompute_register() -> None:
-    """Called from ``AnnotationsConfig.ready``: assisted studies recompute through
-    ``services.recompute.study_recompute_any`` like every kind."""
-    from annotations.core.services.recompute import recompute_kind_register
-
-    recompute_kind_register(Study.Kind.ASSISTED, assisted_recompute, answered=answered_counts)

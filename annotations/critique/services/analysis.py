@@ -21,7 +21,6 @@ from django.db.models import Count, Q
 from scipy import stats
 
 from annotations.core.models import EstimateSnapshot, Study
-from annotations.core.services.recompute import recompute_kind_register
 from annotations.critique.models import (
     CritiqueOutput,
     CritiqueQuestion,
@@ -144,5 +143,3 @@ def critique_recompute(*, study_id: int) -> EstimateSnapshot:
         return EstimateSnapshot.objects.create(study=study, n_answered=payload["n_answered"],
                                                duration_ms=duration_ms, payload=payload)
 
-
-recompute_kind_register(Study.Kind.CRITIQUE, critique_recompute, answered=answered_counts)

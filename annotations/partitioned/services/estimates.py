@@ -13,7 +13,6 @@ from django.db.models import Count
 from scipy import stats
 
 from annotations.core.models import EstimateSnapshot, Study
-from annotations.core.services.recompute import recompute_kind_register
 from annotations.partitioned.models import Query
 from annotations.partitioned.selectors import (
     ItemLabels,
@@ -338,5 +337,3 @@ def answered_counts(study_ids: list[int]) -> dict[int, int]:
                                      is_quality_check=False)
                 .values_list("study_id").annotate(n=Count("id")).values_list("study_id", "n"))
 
-
-recompute_kind_register(Study.Kind.PARTITIONED, study_recompute, answered=answered_counts)

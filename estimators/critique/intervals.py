@@ -24,7 +24,7 @@ scored output is right (or wrong), which happens per domain at the top levels, a
 under-covers with the ~10–60 questions a domain has; it also costs B resamples per
 recompute. Simulated coverage of this interval (Beta-distributed question accuracies,
 G = 8…500, 1–5 outputs per question, accuracy 0.5–0.95): 0.93–0.99, ≈ 0.95 from G ≈ 64
-(tests/estimators/test_critique.py checks it).
+(tests/estimators/critique/test_votes.py checks it).
 
 Mean (confidence, minutes): x̄ = X/N with V = G/(G−1) Σ_q (x_q − x̄ n_q)² / N² and the
 interval x̄ ± t_{G−1} √V (NaN bounds when G < 2).

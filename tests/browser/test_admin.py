@@ -264,7 +264,7 @@ def test_the_sampling_progress_on_an_assisted_study_page_updates_by_itself(page,
 
     from annotations.models import Sentence
     from assistants.models import SamplingRun, SentenceSampling
-    from tests.annotations.assisted_helpers import make_assisted_study
+    from tests.annotations.assisted.helpers import make_assisted_study
     from tests.factories import role_user
 
     # given: a run of two sentences, none sampled yet

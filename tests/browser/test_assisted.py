@@ -14,7 +14,7 @@ from annotations.assisted.services.design import DEFAULT_QUIZ
 from annotations.assisted.services.imports import sentences_import, traces_import
 from annotations.assisted.services.signals import rating_recorded
 from annotations.models import Exposure, Interaction, Rating, RatingTask
-from tests.annotations.assisted_helpers import add_rater, jsonl, make_assisted_study
+from tests.annotations.assisted.helpers import add_rater, jsonl, make_assisted_study
 from tests.assistants.conftest import good_trace
 from tests.browser.conftest import login
 

@@ -13,7 +13,7 @@ from annotations.assisted.services.demo import assisted_study_from_simulation, d
 from annotations.assisted.services.design import DEFAULT_QUIZ
 from annotations.core.services.studies import membership_add
 from estimators.assisted.simulation import simulate_assisted
-from tests.annotations.assisted_helpers import add_rater
+from tests.annotations.assisted.helpers import add_rater
 from tests.browser.conftest import login
 from tests.factories import UserFactory
 

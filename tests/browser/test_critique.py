@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from annotations.core.services.studies import membership_add
 from annotations.models import CritiqueOutput, CritiqueTask
-from tests.annotations.critique_helpers import answer_next, make_critique_study
+from tests.annotations.critique.helpers import answer_next, make_critique_study
 from tests.browser.conftest import login
 from tests.factories import UserFactory
 

@@ -15,8 +15,8 @@ from annotations.core.services.studies import membership_add
 from annotations.critique.services.analysis import critique_recompute
 from annotations.partitioned.services.estimates import study_recompute
 from estimators.assisted.simulation import simulate_assisted
-from tests.annotations.assisted_helpers import add_rater
-from tests.annotations.critique_helpers import make_critique_study
+from tests.annotations.assisted.helpers import add_rater
+from tests.annotations.critique.helpers import make_critique_study
 from tests.browser.conftest import login, watch_csp
 from tests.factories import UserFactory, make_study, role_user, specialist
 

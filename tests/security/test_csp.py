@@ -14,8 +14,8 @@ from django.urls import URLResolver, get_resolver, reverse
 
 from annotations.models import Arm, ImportJob, Query, Study
 from annotations.partitioned.services.estimates import study_recompute
-from tests.annotations.assisted_helpers import make_assisted_study
-from tests.annotations.critique_helpers import make_critique_study
+from tests.annotations.assisted.helpers import make_assisted_study
+from tests.annotations.critique.helpers import make_critique_study
 from tests.factories import UserFactory, make_study
 
 pytestmark = pytest.mark.django_db

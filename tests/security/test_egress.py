@@ -18,8 +18,8 @@ from annotations.models import AssistedSettings, CritiqueRun, CritiqueSettings
 from assistants.egress import EgressPolicy, EndpointRefused, endpoint_check, resolve
 from assistants.endpoints import ai_endpoint_check
 from assistants.provider import ProviderConfig, ProviderError, complete
-from tests.annotations.assisted_helpers import make_assisted_study
-from tests.annotations.critique_helpers import make_critique_study
+from tests.annotations.assisted.helpers import make_assisted_study
+from tests.annotations.critique.helpers import make_critique_study
 from tests.assistants.standin import reply, status
 
 pytestmark = pytest.mark.django_db
@@ -163,7 +163,7 @@ def test_a_saved_key_does_not_follow_the_endpoint_when_it_changes(standin):
 
 
 def test_the_admin_form_drops_the_saved_key_when_the_endpoint_changes(standin):
-    from tests.annotations.test_assisted_admin import change_url, posted
+    from tests.annotations.assisted.test_admin import change_url, posted
 
     first, second = standin([reply("x")]), standin([reply("x")])
     study = make_assisted_study(n_sentences=1, open_=False, ai_base_url=first.base_url,
@@ -296,7 +296,7 @@ def test_refused_endpoints_are_refused_in_both_study_types_save_paths(settings):
 
 
 def test_the_admin_form_names_the_refusal_on_the_endpoint_field(settings, standin):
-    from tests.annotations.test_assisted_admin import change_url, posted
+    from tests.annotations.assisted.test_admin import change_url, posted
 
     settings.OVERSIGHT_AI_ALLOWED_HOSTS = ["*"]
     study = make_assisted_study(n_sentences=1, open_=False)

@@ -156,13 +156,13 @@ def _partitioned():
 
 
 def _assisted():
-    from tests.annotations.assisted_helpers import make_assisted_study
+    from tests.annotations.assisted.helpers import make_assisted_study
 
     return make_assisted_study(n_sentences=0, open_=False)
 
 
 def _critique():
-    from tests.annotations.critique_helpers import make_critique_study
+    from tests.annotations.critique.helpers import make_critique_study
 
     return make_critique_study(n_questions=1, top_level=1, counts=[2, 1], mode="ai_below",
                                open_=False)[0]

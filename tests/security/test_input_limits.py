@@ -28,8 +28,8 @@ from annotations.models import (
     Item,
     Sentence,
 )
-from tests.annotations.assisted_helpers import make_assisted_study, rater_in_arm
-from tests.annotations.critique_helpers import make_critique_study
+from tests.annotations.assisted.helpers import make_assisted_study, rater_in_arm
+from tests.annotations.critique.helpers import make_critique_study
 from tests.factories import UserFactory, admin_form_data, role_user
 
 pytestmark = pytest.mark.django_db
@@ -176,7 +176,7 @@ def test_an_over_long_sentence_text_is_refused_by_the_import_naming_file_line_an
     """The shared reader stops at the first text that cannot be stored, as at a NUL."""
     from annotations.assisted.services.imports import sentences_import
     from annotations.core.errors import ImportFailed
-    from tests.annotations.assisted_helpers import jsonl, sentence_records
+    from tests.annotations.assisted.helpers import jsonl, sentence_records
 
     study = make_assisted_study(n_sentences=0, open_=False)
     records = sentence_records(3)
@@ -309,7 +309,7 @@ def test_an_oversized_upload_is_refused_before_anything_reads_it(settings):
 
 @pytest.mark.parametrize("where", ["routing page", "settings inline"])
 def test_deep_json_in_an_assisted_studys_json_fields_is_a_form_error(where):
-    from tests.annotations.test_assisted_admin import change_url, posted
+    from tests.annotations.assisted.test_admin import change_url, posted
 
     study = make_assisted_study(n_sentences=1, open_=False)
     client = Client(raise_request_exception=False)

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from annotations.core.commands import get_study
 from annotations.models import Study
-from tests.annotations.test_assisted_admin import posted
+from tests.annotations.assisted.test_admin import posted
 
 pytestmark = pytest.mark.django_db
 

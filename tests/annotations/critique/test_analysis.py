@@ -21,7 +21,7 @@ from annotations.critique.services.studies import critique_study_create, critiqu
 from annotations.models import CritiqueOutput, CritiqueQuestion, CritiqueTask, EstimateSnapshot
 from estimators.critique import CritiqueStudy, critique_report, effort_matched_votes
 from estimators.critique.simulation import CritiqueDesign, simulate_critique
-from tests.annotations.critique_helpers import annotators
+from tests.annotations.critique.helpers import annotators
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from annotations.assisted.services.design import DEFAULT_QUIZ
 from annotations.assisted.services.rating import rating_lease_next
 from annotations.models import Exposure, Interaction, Rating, RatingTask
-from tests.annotations.assisted_helpers import add_rater, make_assisted_study, rater_in_arm
+from tests.annotations.assisted.helpers import add_rater, make_assisted_study, rater_in_arm
 
 pytestmark = pytest.mark.django_db
 

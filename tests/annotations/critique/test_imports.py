@@ -10,7 +10,7 @@ from annotations.critique.services.ai_outputs import critique_ai_outputs_import
 from annotations.critique.services.questions import critique_questions_import
 from annotations.critique.services.studies import critique_study_create
 from annotations.models import CritiqueOutput, CritiqueQuestion, CritiqueTask
-from tests.annotations.critique_helpers import jsonl, make_critique_study
+from tests.annotations.critique.helpers import jsonl, make_critique_study
 
 pytestmark = pytest.mark.django_db
 

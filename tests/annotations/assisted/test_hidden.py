@@ -22,7 +22,7 @@ from django.urls import reverse
 from annotations.assisted.services.exposure import task_panel
 from annotations.models import Arm, Exposure, RaterAssignment, RatingTask
 from assistants.panels import COMPONENTS, components_check, panel_html
-from tests.annotations.assisted_helpers import add_rater, make_assisted_study
+from tests.annotations.assisted.helpers import add_rater, make_assisted_study
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from annotations.critique.services.studies import (
     critique_study_open,
 )
 from annotations.models import CritiqueOutput, CritiqueQuestion, CritiqueTask, CritiqueTaskBlock
-from tests.annotations.critique_helpers import answer_next, make_critique_study
+from tests.annotations.critique.helpers import answer_next, make_critique_study
 
 pytestmark = pytest.mark.django_db
 
@@ -83,7 +83,7 @@ def test_chain_authors_are_blocked_on_the_tasks_made():
 
 def test_in_the_mixed_mode_annotators_get_only_the_top_level_once_the_ai_pair_exists():
     from annotations.critique.services.ai_outputs import critique_ai_outputs_import
-    from tests.annotations.critique_helpers import jsonl
+    from tests.annotations.critique.helpers import jsonl
 
     study, _ = make_critique_study(n_questions=2, top_level=1, counts=[2, 3], mode="ai_below")
     assert not CritiqueTask.objects.filter(study=study).exists()
@@ -112,7 +112,7 @@ def test_counts_and_level_are_checked_and_fixed_once_open():
 def test_generating_1000_questions_uses_bulk_inserts(django_assert_max_num_queries):
     study = critique_study_create(name="big", top_level=3, counts=[7, 5, 3, 1])
     from annotations.critique.services.questions import critique_questions_import
-    from tests.annotations.critique_helpers import jsonl, questions_records
+    from tests.annotations.critique.helpers import jsonl, questions_records
 
     critique_questions_import(study=study, source=jsonl(questions_records(1000)),
                               name="q.jsonl")

@@ -18,7 +18,7 @@ from annotations.models import (
     Sentence,
     Study,
 )
-from tests.annotations.assisted_helpers import add_rater, make_assisted_study
+from tests.annotations.assisted.helpers import add_rater, make_assisted_study
 
 pytestmark = pytest.mark.django_db
 

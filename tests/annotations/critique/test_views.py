@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotations.models import CritiqueOutput, CritiqueTask
-from tests.annotations.critique_helpers import answer_next, make_critique_study
+from tests.annotations.critique.helpers import answer_next, make_critique_study
 
 pytestmark = pytest.mark.django_db
 
@@ -300,7 +300,7 @@ def test_the_study_list_actions_open_a_critique_study_too():
 
 def test_annotators_never_see_authors_models_raw_text_or_gold(client):
     from annotations.critique.services.ai_outputs import critique_ai_outputs_import
-    from tests.annotations.critique_helpers import jsonl
+    from tests.annotations.critique.helpers import jsonl
 
     study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],
                                        mode="ai_below")

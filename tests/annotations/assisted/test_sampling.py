@@ -15,7 +15,7 @@ from annotations.core.errors import InvalidStudy
 from annotations.core.services.studies import study_open
 from annotations.models import Rating, Sentence
 from assistants.models import SentenceSampling, TraceSample
-from tests.annotations.assisted_helpers import jsonl, marked_trace, sentence_records
+from tests.annotations.assisted.helpers import jsonl, marked_trace, sentence_records
 from tests.assistants.standin import StandinServer, garbage, reply, slow
 
 pytestmark = pytest.mark.django_db

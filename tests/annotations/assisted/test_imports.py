@@ -16,7 +16,7 @@ from annotations.assisted.services.rating import rating_lease_next
 from annotations.core.errors import ImportFailed
 from annotations.models import Exposure, Sentence
 from assistants.models import TraceSample
-from tests.annotations.assisted_helpers import (
+from tests.annotations.assisted.helpers import (
     jsonl,
     make_assisted_study,
     marked_trace,

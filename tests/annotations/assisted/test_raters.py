@@ -19,7 +19,7 @@ from annotations.assisted.services.raters import (
 from annotations.assisted.services.rating import rating_lease_next
 from annotations.core.errors import DomainError, NotPermitted
 from annotations.models import QuizAttempt, RaterAssignment
-from tests.annotations.assisted_helpers import add_rater, make_assisted_study
+from tests.annotations.assisted.helpers import add_rater, make_assisted_study
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.models import Arm, AssistedStudy, RoutingChange, Sentence, Study
-from tests.annotations.assisted_helpers import make_assisted_study, sentence_records
+from tests.annotations.assisted.helpers import make_assisted_study, sentence_records
 from tests.factories import UserFactory, role_user
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from annotations.assisted.services.routing import routing_update, tasks_sync
 from annotations.core.errors import InvalidStudy
 from annotations.core.services.studies import study_open
 from annotations.models import Arm, RatingTask, RoutingChange, Sentence
-from tests.annotations.assisted_helpers import add_rater, jsonl, marked_trace
+from tests.annotations.assisted.helpers import add_rater, jsonl, marked_trace
 
 pytestmark = pytest.mark.django_db
 

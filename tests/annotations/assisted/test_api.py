@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from annotations.assisted.services.design import DEFAULT_QUIZ
 from annotations.models import Exposure, Interaction, Rating, RatingSkip, RatingTask
-from tests.annotations.assisted_helpers import add_rater, make_assisted_study, rater_in_arm
+from tests.annotations.assisted.helpers import add_rater, make_assisted_study, rater_in_arm
 
 pytestmark = pytest.mark.django_db
 

@@ -29,7 +29,7 @@ from annotations.critique.services.assignment import (
 )
 from annotations.critique.services.studies import critique_study_close
 from annotations.models import CritiqueOutput, CritiqueTask, CritiqueTaskEvent
-from tests.annotations.critique_helpers import answer_next, make_critique_study
+from tests.annotations.critique.helpers import answer_next, make_critique_study
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -103,8 +103,8 @@ def test_every_study_type_opens_and_closes_through_one_audited_path():
     'items_routed' row for a re-opening that made nothing (the assisted and critique
     copies wrote one with a count of 0)."""
     from annotations.critique.services.studies import critique_study_close, critique_study_open
-    from tests.annotations.assisted_helpers import make_assisted_study
-    from tests.annotations.critique_helpers import make_critique_study
+    from tests.annotations.assisted.helpers import make_assisted_study
+    from tests.annotations.critique.helpers import make_critique_study
 
     critique, _ = make_critique_study(n_questions=3, open_=False)
     made = critique_study_open(study=critique)

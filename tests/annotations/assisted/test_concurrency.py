@@ -11,7 +11,7 @@ from django.db import connection
 
 from annotations.assisted.services.rating import RatingInput, rating_lease_next, rating_submit
 from annotations.models import Rating, RatingTask, Sentence
-from tests.annotations.assisted_helpers import add_rater, make_assisted_study
+from tests.annotations.assisted.helpers import add_rater, make_assisted_study
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

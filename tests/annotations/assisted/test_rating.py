@@ -43,7 +43,7 @@ from annotations.models import (
     RatingTaskEvent,
     Sentence,
 )
-from tests.annotations.assisted_helpers import add_rater, make_assisted_study, rater_in_arm
+from tests.annotations.assisted.helpers import add_rater, make_assisted_study, rater_in_arm
 
 pytestmark = pytest.mark.django_db
 

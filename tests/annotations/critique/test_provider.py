@@ -10,7 +10,7 @@ from annotations.critique.services import ai_runs
 from annotations.critique.services.ai_runs import RunRefused, critique_ai_run_start
 from annotations.critique.services.studies import critique_settings_update
 from annotations.models import CritiqueOutput, CritiqueRun, CritiqueTask
-from tests.annotations.critique_helpers import make_critique_study
+from tests.annotations.critique.helpers import make_critique_study
 from tests.assistants.standin import reply, status
 
 pytestmark = pytest.mark.django_db

@@ -51,6 +51,21 @@ def scratch_database(name: str, *, keep: bool = False, reuse: bool = False) -> I
             subprocess.run(["dropdb", *PG, "--if-exists", "--force", dbname], check=True)
 
 
+def load_arguments(parser, *, think: float, modes: str, broker: str) -> None:
+    """The options every load benchmark takes: how long (``--seconds``), the think time
+    between taking a task and answering it (``--think``, ms), untimed calls per client
+    (``--warmup``), gunicorn's ``--workers`` × ``--threads``, the deployments to measure
+    (``--modes``) and the Redis ``--broker`` of the worker modes."""
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--think", type=float, default=think,
+                        help="ms between taking a task and answering it (0: back to back)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed calls per client")
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--modes", default=modes)
+    parser.add_argument("--broker", default=broker)
+
+
 def percentile(values: list[float], p: float) -> float:
     """Nearest-rank percentile (p in 0..100) of a non-empty list."""
     ordered = sorted(values)

@@ -40,6 +40,7 @@ from _scratch import (  # noqa: E402
     LoopClient,
     clients_gather,
     clients_run,
+    load_arguments,
     loop_client_run,
     percentile,
     scratch_database,
@@ -326,17 +327,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--questions", type=int, default=1000)
     parser.add_argument("--annotators", type=int, default=20)
-    parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--think", type=float, default=1000,
-                        help="ms between next task and answer (0: back to back)")
-    parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=4)
+    load_arguments(parser, think=1000, modes="eager,worker", broker="redis://127.0.0.1:6379/9")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--modes", default="eager,worker")
     parser.add_argument("--parts", default="generation,recompute,probe,inprocess,next")
     parser.add_argument("--calls", type=int, default=400, help="in-process next/answer pairs")
-    parser.add_argument("--broker", default="redis://127.0.0.1:6379/9")
     parser.add_argument("--db", default="oversight_bench_critique")
     args = parser.parse_args()
     parts = set(args.parts.split(","))

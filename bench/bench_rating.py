@@ -38,6 +38,7 @@ from _scratch import (  # noqa: E402
     LoopClient,
     clients_gather,
     clients_run,
+    load_arguments,
     loop_client_run,
     scratch_database,
 )
@@ -178,13 +179,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=3, help="traces per sentence (odd)")
     parser.add_argument("--slots", type=int, default=3, help="rating tasks per sentence+arm")
     parser.add_argument("--raters", type=int, default=20)
-    parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--think", type=float, default=0, help="ms between next and rate")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed calls per client")
-    parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--modes", default="queued,eager,worker")
-    parser.add_argument("--broker", default="redis://127.0.0.1:6379/8")
+    load_arguments(parser, think=0, modes="queued,eager,worker",
+                   broker="redis://127.0.0.1:6379/8")
     parser.add_argument("--ratings", type=int, default=50_000)
     parser.add_argument("--recompute-sentences", type=int, default=2000)
     parser.add_argument("--db", default="oversight_bench_rating")

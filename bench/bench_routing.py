@@ -29,6 +29,7 @@ from _scratch import (  # noqa: E402
     LoopClient,
     clients_gather,
     clients_run,
+    load_arguments,
     loop_client_run,
     scratch_database,
 )
@@ -121,13 +122,7 @@ def main() -> None:
     parser.add_argument("--gold-rate", type=float, default=0.02)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--specialists", type=int, default=20)
-    parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--think", type=float, default=0, help="ms between next and answer")
-    parser.add_argument("--warmup", type=int, default=3, help="untimed calls per client")
-    parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--modes", default="eager,worker")
-    parser.add_argument("--broker", default="redis://127.0.0.1:6379/14")
+    load_arguments(parser, think=0, modes="eager,worker", broker="redis://127.0.0.1:6379/14")
     parser.add_argument("--db", default="oversight_bench_routing")
     args = parser.parse_args()
     with scratch_database(args.db) as url:

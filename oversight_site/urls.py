@@ -26,6 +26,7 @@ urlpatterns = [
     path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(),
          name="password_change_done"),
+    path("api/", include("annotations.core.api_urls")),
     path("api/", include("annotations.partitioned.api_urls")),
     path("api/", include("annotations.critique.api_urls")),
     path("api/", include("annotations.assisted.api_urls")),

@@ -271,7 +271,8 @@ class AssistedStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                 self.message_user(request, f"Imported {upload.name}: {result.summary()}")
                 return redirect("admin:annotations_assistedstudy_change", study.pk)
         return self._page(request, "admin/annotations/assistedstudy/import.html", study,
-                          f"{title} — {study.name}", form=form, errors=errors, kind=kind)
+                          f"{title} — {study.name}", form=form, errors=errors, kind=kind,
+                          action=title)
 
     @accepts_upload
     def import_sentences_view(self, request, study_id: int):

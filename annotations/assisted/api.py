@@ -27,6 +27,7 @@ from annotations.assisted.services.rating import (
     rating_skip,
     rating_submit,
 )
+from annotations.core.api import answered, leased, skip_api
 from annotations.core.errors import NotPermitted
 from annotations.core.models import Study
 
@@ -169,9 +170,7 @@ class RatingNextApi(APIView):
         study = assignment.study if assignment is not None else _rater_study(request, study_id)
         task = rating_lease_next(study=study, user=request.user, assignment=assignment,
                                  rendered=True)
-        if task is None:
-            return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(RatingTaskOutputSerializer(
+        return leased(task and RatingTaskOutputSerializer(
             task_payload(task, request.user, assignment)).data)
 
 
@@ -186,8 +185,7 @@ class RatingAnswerApi(APIView):
         result = rating_submit(user=request.user, public_id=task_id, data=RatingInput(
             label=v["label"], confidence=v["confidence"], helpfulness=v.get("helpfulness"),
             comment=v.get("comment", "")))
-        return Response(RatingOutputSerializer(result.rating).data,
-                        status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+        return answered(RatingOutputSerializer(result.rating).data, result.created)
 
 
 class RatingHeartbeatApi(APIView):
@@ -198,13 +196,8 @@ class RatingHeartbeatApi(APIView):
         return Response(LeaseOutputSerializer(task).data)
 
 
-class RatingSkipApi(APIView):
-    @extend_schema(request=None, responses={204: OpenApiResponse(description="Skipped")},
-                   summary="Hand a sentence back to your arm's pool (never offered to you "
-                           "again)")
-    def post(self, request, task_id: str):
-        rating_skip(user=request.user, public_id=task_id)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+RatingSkipApi = skip_api("RatingSkipApi", rating_skip, summary="Hand a sentence back to your "
+                         "arm's pool (never offered to you again)")
 
 
 class RatingEventApi(APIView):

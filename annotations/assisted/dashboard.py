@@ -6,11 +6,11 @@ in step). A request never recomputes."""
 
 from __future__ import annotations
 
-import csv
 import io
 
 from annotations.core import selectors
 from annotations.core.charts import SYSTEM_PALETTE, bar_chart, xy_chart
+from annotations.core.exports import rows_write
 from annotations.core.models import Study
 
 RULE_CHOICES = [("individual", "Individual ratings"),
@@ -318,25 +318,8 @@ FIGURES = {
 
 
 def figure_csv(payload: dict, name: str) -> str:
-    """The figure ``name``'s data as CSV (a header of every key, in first-seen order;
-    empty cells for undefined values)."""
-    rows = FIGURES[name][1](payload)
-    header: list[str] = []
-    for row in rows:
-        header += [k for k in row if k not in header]
+    """The figure ``name``'s data as CSV (``core.exports.rows_write``: a header of every key
+    in first-seen order, empty cells for undefined values, formulas defused)."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=header, restval="", lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: _cell(v) for k, v in row.items()})
+    rows_write(FIGURES[name][1](payload), out=out)
     return out.getvalue()
-
-
-def _cell(value):
-    """A CSV cell: empty for undefined; text that a spreadsheet would run as a formula
-    (an arm named "=HYPERLINK(…)") is quoted with a leading apostrophe (OWASP)."""
-    if value is None:
-        return ""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value

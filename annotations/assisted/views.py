@@ -39,9 +39,10 @@ from annotations.assisted.services.rating import (
 )
 from annotations.core import selectors
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
+from annotations.core.exports import download
 from annotations.core.guidelines import guidelines_html
 from annotations.core.inputs import BodyRejected, int_or_none, request_json
-from annotations.core.live import dashboard_unchanged
+from annotations.core.live import live_dashboard
 from annotations.core.models import Study
 from annotations.core.views import dashboard_study
 
@@ -276,13 +277,9 @@ def assisted_dashboard_page(request: HttpRequest, study: Study) -> HttpResponse:
     """The dashboard of an assisted study whose reader was checked (here, or by
     ``core.views.dashboard`` at ``/studies/<id>/dashboard/``)."""
     rule = request.GET.get("rule", "individual")
-    if request.htmx and not request.htmx.history_restore_request:
-        if dashboard_unchanged(request, study):
-            return HttpResponse(status=204)
-        return render(request, "assisted_dashboard/_live.html",
-                      assisted_dashboard_context(study, rule))
-    return render(request, "assisted_dashboard/dashboard.html",
-                  assisted_dashboard_context(study, rule))
+    return live_dashboard(request, study, page="assisted_dashboard/dashboard.html",
+                          live="assisted_dashboard/_live.html",
+                          context=lambda: assisted_dashboard_context(study, rule))
 
 
 @require_GET
@@ -295,8 +292,6 @@ def assisted_figure_csv(request: HttpRequest, study_id: int, figure: str) -> Htt
     snapshot = selectors.study_latest_snapshot(study=study)
     if snapshot is None or snapshot.payload.get("kind") != "assisted":
         raise Http404("No analysis yet: it appears once the first rating arrives.")
-    response = HttpResponse(figure_csv(snapshot.payload, figure),
-                            content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = (f'attachment; filename="study-{study.pk}-{figure}-'
-                                       f'snapshot-{snapshot.pk}.csv"')
+    response = download(f"study-{study.pk}-{figure}-snapshot-{snapshot.pk}.csv")
+    response.write(figure_csv(snapshot.payload, figure))
     return response

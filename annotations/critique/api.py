@@ -12,6 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotations.core.api import leased, skip_api
 from annotations.core.models import Study
 from annotations.critique.services.answers import CritiqueAnswer, critique_answer
 from annotations.critique.services.assignment import (
@@ -86,10 +87,9 @@ class CritiqueTaskNextApi(APIView):
         study = settings.study if settings else get_object_or_404(Study, pk=study_id)
         task = critique_task_next(study=study, user=request.user, settings=settings,
                                   rendered=True)  # a new lease: stamped shown as it is leased
-        if task is None:
-            return Response(status=status.HTTP_204_NO_CONTENT)
-        task_mark_rendered(task=task)  # a resumed lease first rendered elsewhere
-        return Response(_task_data(task, settings.time_limit_minutes if settings else None))
+        if task is not None:
+            task_mark_rendered(task=task)  # a resumed lease first rendered elsewhere
+        return leased(task and _task_data(task, settings.time_limit_minutes if settings else None))
 
 
 class CritiqueTaskAnswerApi(APIView):
@@ -107,10 +107,6 @@ class CritiqueTaskAnswerApi(APIView):
             "time_on_task_ms": output.time_ms}).data, status=status.HTTP_201_CREATED)
 
 
-class CritiqueTaskSkipApi(APIView):
-    @extend_schema(request=None, responses={204: OpenApiResponse(description="Skipped")},
-                   summary="Hand the critique task you hold back to the pool (never offered "
-                           "to you again)")
-    def post(self, request, task_id: str):
-        critique_task_skip(public_id=task_id, user=request.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+CritiqueTaskSkipApi = skip_api("CritiqueTaskSkipApi", critique_task_skip,
+                               summary="Hand the critique task you hold back to the pool "
+                                       "(never offered to you again)")

@@ -13,9 +13,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
+from annotations.core.exports import download, requested_format
 from annotations.core.guidelines import guidelines_html
 from annotations.core.inputs import accepts_upload, int_or_none
-from annotations.core.live import dashboard_unchanged, session_started_at
+from annotations.core.live import live_dashboard, session_started_at
 from annotations.core.models import Study, StudyMembership
 from annotations.core.views import dashboard_study
 from annotations.critique.models import CritiqueTask
@@ -201,16 +202,14 @@ def critique_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
 
     study = dashboard_study(request, study_id, Study.Kind.CRITIQUE)
     domain, author = request.GET.get("domain", ""), request.GET.get("author", "all")
-    if request.htmx and not request.htmx.history_restore_request:
-        if dashboard_unchanged(request, study):
-            return HttpResponse(status=204)
-        context = dashboard_context(study, domain=domain, author=author)
-        context["poll_seconds"] = settings.OVERSIGHT_DASHBOARD_POLL_SECONDS
-        return render(request, "critique/_dashboard_live.html", context)
-    context = dashboard_context(study, domain=domain, author=author)
-    context.update(poll_seconds=settings.OVERSIGHT_DASHBOARD_POLL_SECONDS,
-                   can_export=_may_configure(request, study), exports=EXPORTS)
-    return render(request, "critique/dashboard.html", context)
+
+    def context() -> dict:
+        return {**dashboard_context(study, domain=domain, author=author),
+                "poll_seconds": settings.OVERSIGHT_DASHBOARD_POLL_SECONDS,
+                "can_export": _may_configure(request, study), "exports": EXPORTS}
+
+    return live_dashboard(request, study, page="critique/dashboard.html",
+                          live="critique/_dashboard_live.html", context=context)
 
 
 @require_GET
@@ -223,12 +222,9 @@ def critique_export_view(request: HttpRequest, study_id: int) -> HttpResponse:
     if not _may_configure(request, study):
         raise PermissionDenied("Exports are for the study's researchers.")
     what = request.GET.get("what", "outputs")
-    fmt = request.GET.get("format", "csv")
     what = what if what in WHATS else "outputs"
-    fmt = fmt if fmt in ("csv", "jsonl") else "csv"
-    response = HttpResponse(content_type="text/csv" if fmt == "csv" else "application/jsonl")
-    response["Content-Disposition"] = (f'attachment; filename="study-{study.pk}-critique-'
-                                       f'{what}.{fmt}"')
+    fmt = requested_format(request)
+    response = download(f"study-{study.pk}-critique-{what}.{fmt}", fmt)
     critique_export(study=study, what=what, out=response, fmt=fmt)
     return response
 

@@ -23,6 +23,7 @@ from annotations.core.admin import (
 )
 from annotations.core.admin_forms import MemberFormSet, StudyAddForm, StudyForm
 from annotations.core.errors import DomainError
+from annotations.core.exports import download, requested_format
 from annotations.core.inputs import accepts_upload
 from annotations.core.models import (
     ImportJob,
@@ -302,9 +303,9 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
             else:
                 return redirect("admin:annotations_study_import_job", study.pk, job.pk)
         title = "Import items" if kind == ImportJob.Kind.ITEMS else "Import AI predictions"
-        return self._page(request, "admin/annotations/import.html", study,
+        return self._page(request, "admin/annotations/study/import.html", study,
                           f"{title} — {study.name}", form=form, errors=errors, kind=kind,
-                          jobs=study_import_jobs(study=study, kind=kind)[:5])
+                          action=title, jobs=study_import_jobs(study=study, kind=kind)[:5])
 
     @accepts_upload
     def import_items_view(self, request, study_id: int):
@@ -333,11 +334,8 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
 
     def export_view(self, request, study_id: int):
         study = self._study_or_403(request, study_id)
-        fmt = request.GET.get("format", "csv")
-        if fmt not in ("csv", "jsonl"):
-            fmt = "csv"
-        response = HttpResponse(content_type="text/csv" if fmt == "csv" else "application/jsonl")
-        response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-labels.{fmt}"'
+        fmt = requested_format(request)
+        response = download(f"study-{study.pk}-labels.{fmt}", fmt)
         labels_export(study=study, out=response, fmt=fmt)
         return response
 

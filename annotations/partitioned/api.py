@@ -9,15 +9,15 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations.core import selectors
+from annotations.core.api import Role, answered, leased, paginated, skip_api, study_for
 from annotations.core.errors import ImportFailed, NotPermitted
 from annotations.core.inputs import accepts_upload, file_too_large_message
-from annotations.core.models import ImportJob, Study, StudyMembership
+from annotations.core.models import ImportJob, Study
 from annotations.core.services.import_jobs import import_job_submit, import_jobs_expire
 from annotations.core.sqlite_locks import while_sqlite_locked
 from annotations.partitioned.selectors import query_for_specialist, specialist_membership_of
@@ -34,7 +34,6 @@ from annotations.partitioned.serializers import (
     PredictionOutputSerializer,
     QueryOutputSerializer,
     SnapshotOutputSerializer,
-    StudyOutputSerializer,
 )
 from annotations.partitioned.services.labels import label_submit, label_undo
 from annotations.partitioned.services.routing import (
@@ -43,23 +42,6 @@ from annotations.partitioned.services.routing import (
     query_mark_rendered,
     query_skip,
 )
-
-Role = StudyMembership.Role
-
-
-def _study_for(request, study_id: int, *roles: str) -> Study:
-    study = get_object_or_404(Study, pk=study_id)
-    if not selectors.user_roles(user=request.user, study=study) & set(roles):
-        raise NotPermitted(f"This needs the role {' or '.join(roles)} in study {study.pk}.")
-    return study
-
-
-def _paginated(request, view, queryset, serializer_cls, context: dict | None = None
-               ) -> Response:
-    paginator = LimitOffsetPagination()
-    page = paginator.paginate_queryset(queryset, request, view=view)
-    return paginator.get_paginated_response(
-        serializer_cls(page, many=True, context={"request": request, **(context or {})}).data)
 
 
 def _jsonl(records: list[dict]) -> bytes:
@@ -86,7 +68,7 @@ ASYNC_IMPORT = ("Atomic: all or nothing. Answers 202 with an import job (also in
 
 def _import(request, study_id: int, serializer_cls, kind: str, output_cls) -> Response:
     """POST a JSON list of records → an import job of the same service files use."""
-    study = _study_for(request, study_id, Role.RESEARCHER)
+    study = study_for(request, study_id, Role.RESEARCHER)
     data = serializer_cls(data=request.data, many=True)
     data.is_valid(raise_exception=True)
     wait = request.query_params.get("wait") == "true"
@@ -105,31 +87,13 @@ def _import(request, study_id: int, serializer_cls, kind: str, output_cls) -> Re
                     headers={"Location": url})
 
 
-class StudyListApi(APIView):
-    @extend_schema(responses=StudyOutputSerializer(many=True), summary="Studies you belong to")
-    def get(self, request):
-        rows = selectors.studies_for_user(user=request.user)
-        studies = [s for s, _, _ in rows]
-        roles = {s.pk: r for s, r, _ in rows}
-        return Response(StudyOutputSerializer(studies, many=True,
-                                              context={"roles": roles}).data)
-
-
-class StudyDetailApi(APIView):
-    @extend_schema(responses=StudyOutputSerializer, summary="One study")
-    def get(self, request, study_id: int):
-        study = _study_for(request, study_id, *Role.values)
-        roles = {study.pk: selectors.user_roles(user=request.user, study=study)}
-        return Response(StudyOutputSerializer(study, context={"roles": roles}).data)
-
-
 class ItemListApi(APIView):
     @extend_schema(responses=ItemOutputSerializer(many=True),
                    summary="Items of a study (researchers; includes hidden gold)")
     def get(self, request, study_id: int):
-        study = _study_for(request, study_id, Role.RESEARCHER)
+        study = study_for(request, study_id, Role.RESEARCHER)
         names = list(study.classes.order_by("index").values_list("name", flat=True))
-        return _paginated(request, self, selectors.study_items(study=study), ItemOutputSerializer,
+        return paginated(request, self, selectors.study_items(study=study), ItemOutputSerializer,
                           {"class_names": {study.pk: names}})
 
     @extend_schema(request=ItemInputSerializer(many=True), parameters=[WAIT, UPDATE],
@@ -148,8 +112,8 @@ class PredictionListApi(APIView):
     def get(self, request, study_id: int):
         from annotations.partitioned.selectors import study_predictions
 
-        study = _study_for(request, study_id, Role.RESEARCHER)
-        return _paginated(request, self, study_predictions(study=study),
+        study = study_for(request, study_id, Role.RESEARCHER)
+        return paginated(request, self, study_predictions(study=study),
                           PredictionOutputSerializer)
 
     @extend_schema(request=PredictionInputSerializer(many=True), parameters=[WAIT, UPDATE],
@@ -170,9 +134,9 @@ class ImportJobListApi(APIView):
     @extend_schema(responses=ImportJobOutputSerializer(many=True),
                    summary="Import jobs of a study, newest first (researchers)")
     def get(self, request, study_id: int):
-        study = _study_for(request, study_id, Role.RESEARCHER)
+        study = study_for(request, study_id, Role.RESEARCHER)
         import_jobs_expire(study=study)
-        return _paginated(request, self, selectors.study_import_jobs(study=study),
+        return paginated(request, self, selectors.study_import_jobs(study=study),
                           ImportJobOutputSerializer)
 
     @extend_schema(request={"multipart/form-data": ImportJobInputSerializer},
@@ -183,7 +147,7 @@ class ImportJobListApi(APIView):
                    + ASYNC_IMPORT.replace(" ?wait=true imports within the request instead.",
                                           ""))
     def post(self, request, study_id: int):
-        study = _study_for(request, study_id, Role.RESEARCHER)
+        study = study_for(request, study_id, Role.RESEARCHER)
         data = ImportJobInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         upload = data.validated_data["file"]
@@ -201,7 +165,7 @@ class ImportJobDetailApi(APIView):
                    "(researchers of its study)")
     def get(self, request, job_id: int):
         job = while_sqlite_locked(lambda: get_object_or_404(ImportJob, pk=job_id))
-        study = _study_for(request, job.study_id, Role.RESEARCHER)
+        study = study_for(request, job.study_id, Role.RESEARCHER)
         if while_sqlite_locked(lambda: import_jobs_expire(study=study)):
             job.refresh_from_db()
         return Response(ImportJobOutputSerializer(job, context={"request": request}).data)
@@ -212,18 +176,16 @@ class QueryNextApi(APIView):
                                             204: OpenApiResponse(description="Pool empty")},
                    summary="Lease the next query of your class (resumes your current lease)")
     def post(self, request, study_id: int):
-        membership = specialist_membership_of(user=request.user,
-                                                                    study_id=study_id)
+        membership = specialist_membership_of(user=request.user, study_id=study_id)
         if membership is None:  # one statement for study and membership otherwise
             get_object_or_404(Study, pk=study_id)
             raise NotPermitted("You are not a specialist in this study.")
         study = membership.study
         query = query_lease_next(study=study, user=request.user, membership=membership)
-        if query is None:
-            return Response(status=status.HTTP_204_NO_CONTENT)
-        query_mark_rendered(query=query)  # the minimum answer time counts from here
-        view = query_for_specialist(query=query, study=study)
-        return Response(QueryOutputSerializer(view).data)
+        if query is not None:
+            query_mark_rendered(query=query)  # the minimum answer time counts from here
+        return leased(query and QueryOutputSerializer(
+            query_for_specialist(query=query, study=study)).data)
 
 
 class QueryAnswerApi(APIView):
@@ -235,8 +197,7 @@ class QueryAnswerApi(APIView):
         data.is_valid(raise_exception=True)
         result = label_submit(public_id=query_id, user=request.user,
                               answer=data.validated_data["answer"])
-        return Response(AnswerOutputSerializer(result).data,
-                        status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+        return answered(AnswerOutputSerializer(result).data, result.created)
 
 
 class QueryHeartbeatApi(APIView):
@@ -248,13 +209,8 @@ class QueryHeartbeatApi(APIView):
         return Response(QueryOutputSerializer(shown).data)
 
 
-class QuerySkipApi(APIView):
-    @extend_schema(request=None, responses={204: OpenApiResponse(description="Skipped")},
-                   summary="Hand a query you hold back to your class's pool (never offered to "
-                   "you again)")
-    def post(self, request, query_id: str):
-        query_skip(public_id=query_id, user=request.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)
+QuerySkipApi = skip_api("QuerySkipApi", query_skip, summary="Hand a query you hold back "
+                        "to your class's pool (never offered to you again)")
 
 
 class QueryUndoApi(APIView):
@@ -275,7 +231,7 @@ class StudyEstimatesApi(APIView):
                               204: OpenApiResponse(description="No estimates yet")},
                    summary="Latest estimates of every AI system (managers, researchers)")
     def get(self, request, study_id: int):
-        study = _study_for(request, study_id, Role.RESEARCHER, Role.MANAGER)
+        study = study_for(request, study_id, Role.RESEARCHER, Role.MANAGER)
         snapshot = selectors.study_latest_snapshot(study=study)
         if snapshot is None:
             return Response(status=status.HTTP_204_NO_CONTENT)

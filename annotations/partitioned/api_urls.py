@@ -3,8 +3,6 @@ from django.urls import path
 from annotations.partitioned import api
 
 urlpatterns = [
-    path("studies/", api.StudyListApi.as_view(), name="api-studies"),
-    path("studies/<int:study_id>/", api.StudyDetailApi.as_view(), name="api-study"),
     path("studies/<int:study_id>/items/", api.ItemListApi.as_view(), name="api-items"),
     path("studies/<int:study_id>/predictions/", api.PredictionListApi.as_view(),
          name="api-predictions"),

@@ -5,32 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotations.core.inputs import LONG_TEXT_MAX, OPTION_MAX
-from annotations.core.models import Study, StudyClass
 from annotations.partitioned.models import Query
-
-
-class StudyClassOutputSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = StudyClass
-        fields = ["index", "name", "description"]
-
-
-class StudyOutputSerializer(serializers.ModelSerializer):
-    classes = StudyClassOutputSerializer(many=True, read_only=True)
-    k = serializers.SerializerMethodField()
-    roles = serializers.SerializerMethodField()
-
-    class Meta:
-        model = Study
-        fields = ["id", "name", "description", "status", "k", "classes", "queries_per_item",
-                  "lease_minutes", "shuffle_options", "gold_rate", "target_ci_width",
-                  "interval_method", "opened_at", "closed_at", "roles"]
-
-    def get_k(self, obj: Study) -> int:
-        return len(obj.classes.all())
-
-    def get_roles(self, obj: Study) -> list[str]:
-        return sorted(self.context.get("roles", {}).get(obj.pk, []))
 
 
 class ItemOutputSerializer(serializers.Serializer):

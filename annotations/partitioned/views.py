@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.core.guidelines import guidelines_html
-from annotations.core.live import dashboard_unchanged, session_started_at
+from annotations.core.live import live_dashboard, session_started_at
 from annotations.core.models import Study, StudyMembership
 from annotations.core.views import dashboard_study
 from annotations.partitioned.dashboard import dashboard_context
@@ -195,12 +195,9 @@ def dashboard_page(request: HttpRequest, study: Study) -> HttpResponse:
     gets 204 (nothing to swap) until a newer snapshot exists or the recompute's health
     changes."""
     method = request.GET.get("method", "ml")
-    if request.htmx and not request.htmx.history_restore_request:
-        if dashboard_unchanged(request, study):
-            return HttpResponse(status=204)
-        return render(request, "annotations/_dashboard_live.html",
-                      dashboard_context(study, method))
-    return render(request, "annotations/dashboard.html", dashboard_context(study, method))
+    return live_dashboard(request, study, page="annotations/dashboard.html",
+                          live="annotations/_dashboard_live.html",
+                          context=lambda: dashboard_context(study, method))
 
 
 @require_GET

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import IO
 
 from annotations.core.errors import ImportFailed
-from annotations.core.services.records import read_records
+from annotations.core.services.records import KeysSeen, read_records, unknown_field
 from assistants.traces.schema import Trace, TraceInvalid, parse_trace
 
 RECORD_KEYS = frozenset({"sentence", "sample", "score", "trace"})
@@ -44,14 +44,13 @@ def read_trace_file(source: IO[bytes] | IO[str] | str | Path, *,
         name = name or getattr(source, "name", None) or "upload.jsonl"
     errors: list[str] = []
     records: list[TraceRecord] = []
-    seen: dict[tuple[str, int], int] = {}
+    seen = KeysSeen()
     counts: dict[str, int] = {}
     for line, rec in read_records(source, name=name, fmt="jsonl"):
         where = f"{name}:{line}"
-        extra = sorted(set(rec) - RECORD_KEYS)
-        if extra:
-            errors.append(f"{where}: {extra[0]}: unknown field (expected sentence, sample, "
-                          f"score, trace)")
+        unknown = unknown_field(rec, RECORD_KEYS, "sentence, sample, score, trace")
+        if unknown:
+            errors.append(f"{where}: {unknown}")
             continue
         sentence = rec.get("sentence")
         if isinstance(sentence, int) and not isinstance(sentence, bool):
@@ -74,9 +73,10 @@ def read_trace_file(source: IO[bytes] | IO[str] | str | Path, *,
                                   or not math.isfinite(score)):
             errors.append(f"{where}: score: must be a number")
             continue
-        if (sentence, sample) in seen:
-            errors.append(f"{where}: sample: sentence '{sentence}' sample {sample} repeats "
-                          f"line {seen[(sentence, sample)]}")
+        repeated = seen.problem((sentence, sample), line, field="sample",
+                                shown=f"sentence '{sentence}' sample {sample}")
+        if repeated:
+            errors.append(f"{where}: {repeated}")
             continue
         if "trace" not in rec:
             errors.append(f"{where}: trace: missing")
@@ -86,7 +86,6 @@ def read_trace_file(source: IO[bytes] | IO[str] | str | Path, *,
         except TraceInvalid as exc:
             errors.append(f"{where}: trace{'.' + exc.path if exc.path else ''}: {exc.message}")
             continue
-        seen[(sentence, sample)] = line
         counts[sentence] = max(counts.get(sentence, 0), sample + 1)
         records.append(TraceRecord(line=line, sentence=sentence, sample=sample, trace=trace,
                                    score=None if score is None else float(score)))

@@ -18,7 +18,6 @@ and aggregated into the AI rating; an open study routes the sentences then.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import IO
 
@@ -27,11 +26,17 @@ from django.db import transaction
 from annotations.assisted.models import Sentence
 from annotations.assisted.services.ai import ai_rating_store, searches_of, sentences_shown
 from annotations.assisted.services.design import settings_of
+from annotations.assisted.services.ranks import sentence_rank
 from annotations.assisted.services.routing import sentences_reroute, sentences_route
 from annotations.core.errors import ImportFailed
 from annotations.core.models import Study
 from annotations.core.services.bulk import gc_paused, rows_insert
-from annotations.core.services.records import parse_json_cell, read_records
+from annotations.core.services.records import (
+    KeysSeen,
+    parse_json_cell,
+    read_records,
+    unknown_field,
+)
 from assistants.aggregation import samples_from_records
 from assistants.models import TraceSample
 from assistants.traces import TraceInvalid, parse_trace, parse_verdict, read_trace_file
@@ -44,7 +49,6 @@ SENTENCE_COLUMNS = {"id": Sentence._meta.get_field("external_id"),
                     "response": Sentence._meta.get_field("response"),
                     "sentence": Sentence._meta.get_field("target"),
                     "target": Sentence._meta.get_field("target")}
-RANK_BITS = 62
 
 
 @dataclass(frozen=True)
@@ -67,12 +71,6 @@ class TraceImportResult:
     def summary(self) -> str:
         return (f"{self.samples} trace samples for {self.sentences} sentences "
                 f"({self.verified} verified).")
-
-
-def sentence_rank(seed: int, external_id: str) -> int:
-    """A sentence's random order key: 62 bits of SHA-256(seed, id)."""
-    digest = hashlib.sha256(f"{seed}:{external_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> (64 - RANK_BITS)
 
 
 def parse_searches(value: object) -> list[dict] | None:
@@ -107,17 +105,17 @@ def sentences_import(*, study: Study, source: IO | str, name: str | None = None,
     if update:
         raise ImportFailed([f"{label}: sentences cannot be updated; import new ids"])
     existing = set(Sentence.objects.filter(study=study).values_list("external_id", flat=True))
-    seen: dict[str, int] = {}
+    seen = KeysSeen(existing)
     rows: list[dict] = []
     with gc_paused():
         for line, rec in read_records(source, name=name, fmt=fmt, columns=SENTENCE_COLUMNS):
             where = f"{label}:{line}"
-            unknown = sorted(set(rec) - SENTENCE_FIELDS)
+            unknown = unknown_field(rec, SENTENCE_FIELDS, "one of " + ", ".join(
+                sorted(SENTENCE_FIELDS - {"target"})))
             if unknown:
-                errors.append(f"{where}: {unknown[0]}: unknown field (expected one of "
-                              f"{', '.join(sorted(SENTENCE_FIELDS - {'target'}))})")
+                errors.append(f"{where}: {unknown}")
                 continue
-            row, problem = _sentence_row(study, rec, seen, existing, line)
+            row, problem = _sentence_row(study, rec, seen, line)
             if problem:
                 errors.append(f"{where}: {problem}")
                 continue
@@ -133,16 +131,10 @@ def sentences_import(*, study: Study, source: IO | str, name: str | None = None,
     return SentenceImportResult(created=len(rows), routed=routed)
 
 
-def _sentence_row(study: Study, rec: dict, seen: dict[str, int], existing: set[str],
-                  line: int) -> tuple[dict, str]:
+def _sentence_row(study: Study, rec: dict, seen: KeysSeen, line: int) -> tuple[dict, str]:
     ext = _text(rec, "id")
-    if not ext:
-        return {}, "id: missing"
-    if ext in seen:
-        return {}, f"id: '{ext}' repeats line {seen[ext]}"
-    if ext in existing:
-        return {}, f"id: '{ext}' is already in the study"
-    seen[ext] = line
+    if problem := seen.problem(ext, line):
+        return {}, problem
     texts = {}
     for field, names in (("prompt", ("prompt",)), ("response", ("response",)),
                          ("sentence", ("sentence", "target"))):

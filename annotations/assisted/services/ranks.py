@@ -1,8 +1,11 @@
-"""Queue ranks of rating tasks: a 62-bit hash of (study seed, sentence, arm, slot) by
-SplitMix64, the same whatever the batch. Routing gives each task its rank; rating leases
-in rank order (a rater's own order starts at a random point of the same rank space)."""
+"""Random order keys of assisted studies, all 62 bits: a sentence's (SHA-256 of study seed
+and id, at import) and a rating task's (SplitMix64 of study seed, sentence, arm and slot; the
+same whatever the batch). Routing gives each task its rank; rating leases in rank order (a
+rater's own order starts at a random point of the same rank space)."""
 
 from __future__ import annotations
+
+import hashlib
 
 MASK64 = (1 << 64) - 1
 RANK_BITS = 62
@@ -22,3 +25,9 @@ def task_rank(seed: int, sentence_id: int, arm_id: int, slot: int) -> int:
     for part in (sentence_id, arm_id, slot):
         h = splitmix64(h ^ (part & MASK64))
     return h >> (64 - RANK_BITS)
+
+
+def sentence_rank(seed: int, external_id: str) -> int:
+    """A sentence's random order key: the first 62 bits of SHA-256("<seed>:<id>")."""
+    digest = hashlib.sha256(f"{seed}:{external_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> (64 - RANK_BITS)

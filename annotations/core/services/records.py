@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -130,6 +130,42 @@ def _check_storable(record: dict, columns, nul: bool, where: str, longest: bool)
     problem = record_problem(record, columns, nul=nul, longest=longest)
     if problem:
         raise ImportFailed([f"{where}: {problem}"])
+
+
+def unknown_field(record: dict, known: Collection[str], expected: str | None = None
+                  ) -> str | None:
+    """The first field of ``record`` (alphabetically) outside ``known`` as a problem,
+    "<field>: unknown field (expected <expected, or one of the known fields>)"; None when
+    every field is known."""
+    unknown = sorted(set(record) - set(known))
+    if not unknown:
+        return None
+    return (f"{unknown[0]}: unknown field (expected "
+            f"{expected or 'one of ' + ', '.join(sorted(known))})")
+
+
+class KeysSeen:
+    """The keys (ids) of one import file, in the same words for every study type: a key is
+    given (``"<field>: missing"``), once per file (``"… repeats line n"``) and, unless the
+    import may update, not already in the study (``"… is already in the study"``)."""
+
+    def __init__(self, existing: Collection = ()):
+        self.existing = existing
+        self.lines: dict[object, int] = {}
+
+    def problem(self, key, line: int, *, field: str = "id", shown: str | None = None
+                ) -> str | None:
+        """The problem with ``key`` on ``line`` (None: fine, and now seen). ``shown`` is how
+        the message names the key (default ``'<key>'``)."""
+        if key in (None, "", ()):
+            return f"{field}: missing"
+        shown = shown or f"'{key}'"
+        if key in self.lines:
+            return f"{field}: {shown} repeats line {self.lines[key]}"
+        if key in self.existing:
+            return f"{field}: {shown} is already in the study"
+        self.lines[key] = line
+        return None
 
 
 def parse_json_cell(value, *, expect: type):

@@ -38,7 +38,7 @@ from django.db import transaction
 from annotations.core.errors import ImportFailed
 from annotations.core.models import Study
 from annotations.core.services.bulk import gc_paused
-from annotations.core.services.records import read_records
+from annotations.core.services.records import KeysSeen, read_records
 from annotations.critique.models import CritiqueOutput, CritiqueQuestion, CritiqueSettings
 from annotations.critique.services.questions import option_index
 from annotations.critique.services.studies import critique_settings
@@ -116,11 +116,11 @@ def _row(record: dict, where: str, questions: dict[str, CritiqueQuestion],
          settings: CritiqueSettings, problems: list[str], line: int) -> _Row | None:
     ext = str(record.get("id") or "").strip()
     if not ext:
-        problems.append(f"{where}: id: required")
+        problems.append(f"{where}: id: missing")
     asked = str(record.get("question") or "").strip()
     question = questions.get(asked)
     if not asked:
-        problems.append(f"{where}: question: required (a question's id)")
+        problems.append(f"{where}: question: missing (a question's id)")
     elif question is None:
         problems.append(f"{where}: question: '{asked}' is not a question of this study")
     level = record.get("level")
@@ -137,7 +137,7 @@ def _row(record: dict, where: str, questions: dict[str, CritiqueQuestion],
         level = None
     text = record.get("text")
     if not isinstance(text, str) or not text.strip():
-        problems.append(f"{where}: text: required (the output as written)")
+        problems.append(f"{where}: text: missing (the output as written)")
         text = None
     inputs = record.get("inputs")
     if level is not None and level > 0:
@@ -245,19 +245,15 @@ def critique_ai_outputs_import(*, study: Study, source: IO | str, name: str | No
                                                            "level")}
     problems: list[str] = []
     rows: list[_Row] = []
-    seen: dict[str, int] = {}
+    seen = KeysSeen(stored)
     with gc_paused():
         for line, record in read_records(source, name=name, fmt="jsonl", columns=COLUMNS):
             where = f"{name}:{line}"
             row = _row(record, where, questions, settings, problems, line)
             if row is not None and row.ext:
-                if row.ext in stored:
-                    problems.append(f"{where}: id: '{row.ext}' is already an output of this "
-                                    "study")
-                elif row.ext in seen:
-                    problems.append(f"{where}: id: '{row.ext}' repeats line {seen[row.ext]}")
+                if problem := seen.problem(row.ext, line):
+                    problems.append(f"{where}: {problem}")
                 else:
-                    seen[row.ext] = line
                     rows.append(row)
             if len(problems) >= MAX_ERRORS:
                 raise ImportFailed(problems)

@@ -14,11 +14,10 @@ every metric of the latest analysis.
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Iterator
 from typing import IO
 
+from annotations.core.exports import rows_write
 from annotations.core.models import Study
 from annotations.core.selectors import study_latest_snapshot
 from annotations.critique.models import CritiqueOutput, CritiqueTask
@@ -99,25 +98,10 @@ def critique_export(*, study: Study, what: str, out: IO[str], fmt: str = "csv") 
     """Write one of ``WHATS`` to ``out`` as CSV or JSONL; returns the number of rows."""
     if what not in WHATS:
         raise ValueError(f"what: one of {', '.join(WHATS)}, got '{what}'")
-    if fmt not in ("csv", "jsonl"):
-        raise ValueError(f"format: csv or jsonl, got '{fmt}'")
     if what == "outputs":
         rows, fields = output_rows(study), OUTPUT_FIELDS
     elif what == "tasks":
         rows, fields = task_rows(study), TASK_FIELDS
     else:
-        listed = metric_rows(study)
-        fields = list(dict.fromkeys(k for row in listed for k in row))
-        rows = iter(listed)
-    n = 0
-    if fmt == "jsonl":
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
-        return n
-    writer = csv.DictWriter(out, fieldnames=fields, extrasaction="ignore")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(row)
-        n += 1
-    return n
+        rows, fields = metric_rows(study), None
+    return rows_write(rows, out=out, fmt=fmt, fields=fields)

@@ -23,7 +23,7 @@ from annotations.core.errors import ImportFailed
 from annotations.core.inputs import OPTION_MAX
 from annotations.core.models import Study
 from annotations.core.services.bulk import gc_paused, rows_insert
-from annotations.core.services.records import parse_json_cell, read_records
+from annotations.core.services.records import KeysSeen, parse_json_cell, read_records
 from annotations.critique.models import CritiqueQuestion
 from annotations.critique.services.studies import critique_settings
 
@@ -96,21 +96,17 @@ def critique_questions_import(*, study: Study, source: IO | str, name: str | Non
                    .values_list("external_id", flat=True))
     rows: list[dict] = []
     errors: list[str] = []
-    seen: dict[str, int] = {}
+    seen = KeysSeen(existing)
     with gc_paused():
         for line, record in read_records(source, name=name, fmt=fmt, columns=COLUMNS):
             where = f"{name}:{line}"
             problems = []
             ext = str(record.get("id") or "").strip()
-            if not ext:
-                problems.append(f"{where}: id: required")
-            elif ext in existing:
-                problems.append(f"{where}: id: '{ext}' is already a question of this study")
-            elif ext in seen:
-                problems.append(f"{where}: id: '{ext}' repeats line {seen[ext]}")
+            if problem := seen.problem(ext, line):
+                problems.append(f"{where}: {problem}")
             text = str(record.get("text") or "").strip()
             if not text:
-                problems.append(f"{where}: text: required")
+                problems.append(f"{where}: text: missing")
             options: list[str] = []
             try:
                 options = _options(record.get("options"))
@@ -128,7 +124,6 @@ def critique_questions_import(*, study: Study, source: IO | str, name: str | Non
                 if len(errors) >= MAX_ERRORS:
                     break
                 continue
-            seen[ext] = line
             rows.append({"study_id": study.pk, "external_id": ext, "text": text,
                          "options": options, "gold": gold,
                          "domain": str(record.get("domain") or "").strip()})

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import csv
-import json
 from typing import IO
 
+from annotations.core.exports import rows_write
 from annotations.core.models import Study
 from annotations.partitioned.models import Query
 
@@ -39,18 +38,6 @@ def _rows(study: Study):
 
 
 def labels_export(*, study: Study, out: IO[str], fmt: str = "csv") -> int:
-    """Write every answered query of the study to ``out``; returns the number of rows."""
-    n = 0
-    if fmt == "csv":
-        writer = csv.DictWriter(out, fieldnames=EXPORT_FIELDS)
-        writer.writeheader()
-        for row in _rows(study):
-            row["option_order"] = json.dumps(row["option_order"])
-            row["class_order"] = json.dumps(row["class_order"])
-            writer.writerow(row)
-            n += 1
-        return n
-    for row in _rows(study):
-        out.write(json.dumps(row) + "\n")
-        n += 1
-    return n
+    """Write every answered query of the study to ``out`` (``core.exports.rows_write``);
+    returns the number of rows."""
+    return rows_write(_rows(study), out=out, fmt=fmt, fields=EXPORT_FIELDS)

@@ -16,11 +16,13 @@ from annotations.core.services.bulk import IN_LIST_MAX, gc_paused, rows_insert, 
 from annotations.core.services.item_options import option_order_for, options_conflict
 from annotations.core.services.progress import progress_phase
 from annotations.core.services.records import (
+    KeysSeen,
     option_index,
     option_text,
     parse_bool,
     parse_json_cell,
     read_records,
+    unknown_field,
 )
 from annotations.partitioned.models import Query
 from annotations.partitioned.services.routing import (
@@ -108,24 +110,14 @@ def _items_import(*, study: Study, source: IO | str, name: str | None, fmt: str 
         raise ImportFailed([f"study '{study}': needs at least 2 classes before items (has {k})"])
     records: list[tuple[int, dict]] = []
     label = name or getattr(source, "name", None) or str(source)
-    seen: dict[str, int] = {}
+    seen = KeysSeen()
     for line, rec in read_records(source, name=name, fmt=fmt, columns=ITEM_COLUMNS):
         where = f"{label}:{line}"
-        unknown = set(rec) - ITEM_FIELDS
-        if unknown:
-            errors.append(
-                f"{where}: {sorted(unknown)[0]}: unknown field (expected one of "
-                f"{', '.join(sorted(ITEM_FIELDS))})"
-            )
-            continue
         ext = str(rec.get("id") or "").strip()
-        if not ext:
-            errors.append(f"{where}: id: missing")
+        problem = unknown_field(rec, ITEM_FIELDS) or seen.problem(ext, line)
+        if problem:
+            errors.append(f"{where}: {problem}")
             continue
-        if ext in seen:
-            errors.append(f"{where}: id: '{ext}' repeats line {seen[ext]}")
-            continue
-        seen[ext] = line
         text = str(rec.get("text") or "").strip()
         if not text:
             errors.append(f"{where}: text: missing")

@@ -13,7 +13,13 @@ from annotations.core.errors import DomainError, ImportFailed
 from annotations.core.models import Item, Study
 from annotations.core.services.bulk import IN_LIST_MAX, gc_paused, rows_insert, rows_update
 from annotations.core.services.progress import progress_phase
-from annotations.core.services.records import option_index, option_text, read_records
+from annotations.core.services.records import (
+    KeysSeen,
+    option_index,
+    option_text,
+    read_records,
+    unknown_field,
+)
 from annotations.partitioned.models import Query
 from annotations.partitioned.services.banding import DEFAULT_N_BANDS, systems_bands_refresh
 from assistants.band_edges import MAX_CONFIDENCE_BANDS, edges_problem
@@ -134,15 +140,13 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
     class_names = list(study.classes.order_by("index").values_list("name", flat=True))
     errors: list[str] = []
     rows: list[tuple[int, str, str, object, object]] = []
-    seen: dict[tuple[str, str], int] = {}
+    seen = KeysSeen()
     for line, rec in read_records(source, name=name, fmt=fmt, columns=PREDICTION_COLUMNS):
         where = f"{label}:{line}"
-        unknown = set(rec) - PREDICTION_FIELDS
+        unknown = unknown_field(rec, PREDICTION_FIELDS, "item_id, system, prediction or "
+                                "prediction_index, and optionally confidence")
         if unknown:
-            errors.append(
-                f"{where}: {sorted(unknown)[0]}: unknown field (expected item_id, "
-                f"system, prediction or prediction_index, and optionally confidence)"
-            )
+            errors.append(f"{where}: {unknown}")
             continue
         item_id = str(rec.get("item_id") or "").strip()
         system = str(rec.get("system") or "").strip()
@@ -152,13 +156,11 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
         if not system:
             errors.append(f"{where}: system: missing")
             continue
-        if (system, item_id) in seen:
-            errors.append(
-                f"{where}: item_id: '{item_id}' for system '{system}' repeats line "
-                f"{seen[(system, item_id)]}"
-            )
+        repeated = seen.problem((system, item_id), line, field="item_id",
+                                shown=f"'{item_id}' for system '{system}'")
+        if repeated:
+            errors.append(f"{where}: {repeated}")
             continue
-        seen[(system, item_id)] = line
         text, index = rec.get("prediction"), rec.get("prediction_index")
         if prediction_text(text) and prediction_text(index):
             errors.append(f"{where}: prediction_index: give prediction (option text) or "

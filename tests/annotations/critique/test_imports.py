@@ -55,11 +55,11 @@ def test_a_bad_questions_file_names_every_problem_and_changes_nothing():
             {"text": "t", "options": ["x", "y"]}]))
     errors = caught.value.errors
     assert errors == [
-        "bad.jsonl:2: id: 'q0' is already a question of this study",
-        "bad.jsonl:3: text: required",
+        "bad.jsonl:2: id: 'q0' is already in the study",
+        "bad.jsonl:3: text: missing",
         "bad.jsonl:3: options: 1 options; a question needs 2 to 26",
         "bad.jsonl:4: gold: 'E' is out of range: the question has 2 options (A–B, or 0–1)",
-        "bad.jsonl:5: id: required",
+        "bad.jsonl:5: id: missing",
     ]
     assert _snapshot(study) == before
 
@@ -125,7 +125,7 @@ def test_ai_outputs_are_stored_with_raw_text_parsed_or_unparseable_and_tasks_fol
     ({"id": "c9", "question": "q0", "level": 1, "inputs": ["r1", "r3"], "text": "x",
       "choice": "left"}, "ai.jsonl:6: choice: 'left' is not first, second or neither"),
     ({"id": "r9", "question": "q0", "level": 0, "text": "", "confidence": 9},
-     "ai.jsonl:6: text: required (the output as written)"),
+     "ai.jsonl:6: text: missing (the output as written)"),
 ])
 def test_a_bad_ai_outputs_file_is_refused_whole_naming_file_line_and_field(line, error):
     study = _ai_study()

@@ -1,0 +1,84 @@
+"""The REST API's shared parts: the studies a caller belongs to, the role check and the
+pagination every list uses, and the shape of the labelling endpoints every study type
+offers (lease the next task → 200 or 204; answer → 201 the first time, 200 when repeated;
+skip → 204). Views validate, call a service or selector, and serialise."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotations.core import selectors
+from annotations.core.errors import NotPermitted
+from annotations.core.models import Study, StudyMembership
+from annotations.core.serializers import StudyOutputSerializer
+
+Role = StudyMembership.Role
+
+
+def study_for(request, study_id: int, *roles: str) -> Study:
+    """The study, when the caller holds one of ``roles`` in it (404 / 403 otherwise)."""
+    study = get_object_or_404(Study, pk=study_id)
+    if not selectors.user_roles(user=request.user, study=study) & set(roles):
+        raise NotPermitted(f"This needs the role {' or '.join(roles)} in study {study.pk}.")
+    return study
+
+
+def paginated(request, view, queryset, serializer_cls, context: dict | None = None
+              ) -> Response:
+    """One page of ``queryset`` (``?limit=&offset=``) with ``count``, ``next``, ``previous``."""
+    paginator = LimitOffsetPagination()
+    page = paginator.paginate_queryset(queryset, request, view=view)
+    return paginator.get_paginated_response(
+        serializer_cls(page, many=True, context={"request": request, **(context or {})}).data)
+
+
+def leased(data: dict | None) -> Response:
+    """The next task's body, or ``204`` when there is none for the caller."""
+    if data is None:
+        return Response(status=status.HTTP_204_NO_CONTENT)
+    return Response(data)
+
+
+def answered(data: dict, created: bool) -> Response:
+    """An answer's body: ``201`` when it was stored now, ``200`` when it repeats one stored
+    before (answers are idempotent)."""
+    return Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+def skip_api(name: str, skip: Callable[..., object], *, summary: str) -> type[APIView]:
+    """The skip endpoint of a study type: ``POST`` hands the task named by the URL's one
+    argument back to the pool through ``skip(public_id=…, user=…)`` → ``204``."""
+
+    @extend_schema(request=None, responses={204: OpenApiResponse(description="Skipped")},
+                   summary=summary)
+    def post(self, request, **kwargs):
+        (public_id,) = kwargs.values()
+        skip(public_id=public_id, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    return type(name, (APIView,), {"post": post, "__doc__": None})
+
+
+class StudyListApi(APIView):
+    @extend_schema(responses=StudyOutputSerializer(many=True), summary="Studies you belong to")
+    def get(self, request):
+        rows = selectors.studies_for_user(user=request.user)
+        studies = [s for s, _, _ in rows]
+        roles = {s.pk: r for s, r, _ in rows}
+        return Response(StudyOutputSerializer(studies, many=True,
+                                              context={"roles": roles}).data)
+
+
+class StudyDetailApi(APIView):
+    @extend_schema(responses=StudyOutputSerializer, summary="One study")
+    def get(self, request, study_id: int):
+        study = study_for(request, study_id, *Role.values)
+        roles = {study.pk: selectors.user_roles(user=request.user, study=study)}
+        return Response(StudyOutputSerializer(study, context={"roles": roles}).data)

@@ -1,0 +1,10 @@
+"""API routes every study type shares (included by ``oversight_site.urls``)."""
+
+from django.urls import path
+
+from annotations.core import api
+
+urlpatterns = [
+    path("studies/", api.StudyListApi.as_view(), name="api-studies"),
+    path("studies/<int:study_id>/", api.StudyDetailApi.as_view(), name="api-study"),
+]

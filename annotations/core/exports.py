@@ -1,0 +1,72 @@
+"""Writing rows as CSV or JSONL, one way for every study type's raw exports and every
+dashboard figure's CSV, and the download response that carries them.
+
+Contract of ``rows_write``:
+
+* JSONL — one ``json.dumps(row)`` per line, text as it is (the exact, machine-readable form);
+* CSV — a header of ``fields`` (or, without them, every key in first-seen order), one line per
+  row; a missing or ``None`` value is an empty cell, a list or a dict is its JSON, and a text
+  that a spreadsheet would run as a formula (it begins with ``= + - @``, a tab or a carriage
+  return; an AI system named "=HYPERLINK(…)") begins with an apostrophe (OWASP's CSV
+  injection advice). Keys outside ``fields`` are left out.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable
+from typing import IO
+
+from django.http import HttpRequest, HttpResponse
+
+FORMATS = ("csv", "jsonl")
+CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl"}
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """One CSV cell by the contract above."""
+    if value is None:
+        return ""
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str) and value[:1] in _FORMULA_STARTS:
+        return "'" + value
+    return value
+
+
+def rows_write(rows: Iterable[dict], *, out: IO[str], fmt: str = "csv",
+               fields: list[str] | None = None) -> int:
+    """Write ``rows`` to ``out`` as ``fmt`` (csv or jsonl); returns how many rows."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format: csv or jsonl, got '{fmt}'")
+    n = 0
+    if fmt == "jsonl":
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+        return n
+    if fields is None:
+        rows = list(rows)
+        fields = list(dict.fromkeys(key for row in rows for key in row))
+    writer = csv.DictWriter(out, fieldnames=fields, restval="", extrasaction="ignore",
+                            lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: csv_cell(value) for key, value in row.items()})
+        n += 1
+    return n
+
+
+def requested_format(request: HttpRequest) -> str:
+    """``?format=`` of a download: csv or jsonl (anything else is csv)."""
+    fmt = request.GET.get("format", "csv")
+    return fmt if fmt in FORMATS else "csv"
+
+
+def download(filename: str, fmt: str = "csv") -> HttpResponse:
+    """An empty attachment response of ``fmt``'s content type, for ``rows_write`` to fill."""
+    response = HttpResponse(content_type=CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

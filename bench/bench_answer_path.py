@@ -49,9 +49,9 @@ def seed(args: argparse.Namespace) -> tuple[int, list[str]]:
     study = study_create(name="bench-answer-path", classes=classes,
                          queries_per_item=args.queries_per_item, gold_rate=args.gold_rate)
     rng = random.Random(1)
-    items = [{"id": f"i{i}", "text": f"item {i}", "gold": rng.randrange(args.k)}
+    items = [{"id": f"i{i}", "text": f"item {i}", "gold_index": rng.randrange(args.k)}
              for i in range(args.items)]
-    items += [{"id": f"g{i}", "text": f"gold {i}", "gold": rng.randrange(args.k),
+    items += [{"id": f"g{i}", "text": f"gold {i}", "gold_index": rng.randrange(args.k),
                "quality_check": True} for i in range(args.gold_items)]
     items_import(study=study, source=io.StringIO("\n".join(map(json.dumps, items))),
                  name="bench.jsonl", fmt="jsonl")

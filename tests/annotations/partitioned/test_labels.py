@@ -180,38 +180,36 @@ def _assert_untouched(q, expires) -> None:
                                                                       expires)
 
 
-def test_closing_a_study_stops_answers_heartbeats_and_next_queries():
-    from annotations.core.errors import StudyNotOpen
+def _close(study, user) -> None:
     from annotations.core.services.studies import study_close
-    from annotations.partitioned.services.routing import query_heartbeat
 
-    study = make_study(k=3, n_items=9)
-    user = specialist(study, 0)
-    q = query_lease_next(study=study, user=user)
     study_close(study=study)
-    with pytest.raises(StudyNotOpen, match="no longer accepted"):
-        label_submit(query_id=q.pk, user=user, answer="yes")
-    with pytest.raises(StudyNotOpen):
-        query_heartbeat(query_id=q.pk, user=user)
-    with pytest.raises(StudyNotOpen):
-        query_lease_next(study=study, user=user)
-    _assert_untouched(q, q.lease_expires_at)
 
 
-def test_removing_a_membership_stops_answers_and_heartbeats():
-    from annotations.core.errors import NotPermitted
+def _remove_membership(study, user) -> None:
     from annotations.models import StudyMembership
+
+    StudyMembership.objects.filter(study=study, user=user).delete()
+
+
+@pytest.mark.parametrize("stop, error, message", [
+    (_close, "StudyNotOpen", "no longer accepted"),
+    (_remove_membership, "NotPermitted", "no longer answer this class"),
+], ids=["closing the study", "removing the membership"])
+def test_a_stop_refuses_answers_heartbeats_and_next_queries(stop, error, message):
+    from annotations.core import errors
     from annotations.partitioned.services.routing import query_heartbeat
 
+    refused = getattr(errors, error)
     study = make_study(k=3, n_items=9)
     user = specialist(study, 0)
     q = query_lease_next(study=study, user=user)
-    StudyMembership.objects.filter(study=study, user=user).delete()
-    with pytest.raises(NotPermitted, match="no longer answer this class"):
+    stop(study, user)
+    with pytest.raises(refused, match=message):
         label_submit(query_id=q.pk, user=user, answer="yes")
-    with pytest.raises(NotPermitted):
+    with pytest.raises(refused):
         query_heartbeat(query_id=q.pk, user=user)
-    with pytest.raises(NotPermitted):
+    with pytest.raises(refused):
         query_lease_next(study=study, user=user)
     _assert_untouched(q, q.lease_expires_at)
 

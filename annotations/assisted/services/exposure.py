@@ -71,14 +71,13 @@ def panel_for(*, sentence: Sentence, components: list[str], settings: AssistedSe
 @dataclass(frozen=True)
 class ShownTask:
     """A task as sent to its holder: the sentence, the panel of their arm (None: baseline)
-    as HTML (page) or as JSON (``data``, API), and the exposure recorded for it (None: a
-    baseline task shown on the page)."""
+    as HTML (page) or as JSON (``data``, API), and the exposure recorded for it."""
 
     sentence: SentenceForRater
     panel: Panel | None
     html: str
     data: dict | None
-    exposure: Exposure | None
+    exposure: Exposure
 
 
 SHOWN_SENTENCE_FIELDS = ("prompt", "response", "target", "ai_n_agree", "ai_n_verified",
@@ -130,8 +129,9 @@ def task_show(*, task: RatingTask, user: User, via: str,
               assignment: RaterAssignment | None = None) -> ShownTask:
     """Send ``task`` to its holder: mark it rendered (once per lease), read its sentence
     once, build the panel of the holder's arm and record the exposure of exactly what is
-    sent — the SHA-256 of the panel's HTML on the page (assisted arms only), of its
-    canonical JSON through the API (every arm)."""
+    sent, in every arm — the SHA-256 of the panel's HTML on the page, of its canonical JSON
+    through the API; a blind arm's exposure records that nothing was shown (no components,
+    no traces, the hash of the empty panel)."""
     engine.task_mark_rendered(RATING_KIND, task)
     assignment = assignment or _assignment(task, user)
     sentence = Sentence.objects.only(*SHOWN_SENTENCE_FIELDS).get(pk=task.sentence_id)
@@ -143,10 +143,8 @@ def task_show(*, task: RatingTask, user: User, via: str,
                                    via=via, assignment=assignment)
         return ShownTask(view, panel, "", data, exposure)
     html = panel_html(panel)
-    exposure = None
-    if assignment.components:
-        exposure = exposure_record(task=task, user=user, panel=panel, digest=panel_sha256(html),
-                                   via=via, assignment=assignment)
+    exposure = exposure_record(task=task, user=user, panel=panel, digest=panel_sha256(html),
+                               via=via, assignment=assignment)
     return ShownTask(view, panel, html, None, exposure)
 
 

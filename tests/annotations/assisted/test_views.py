@@ -154,3 +154,19 @@ def test_heartbeat_and_skip_through_the_page(client):
     assert task.status == "pending"
     other = client.post(reverse("rate-heartbeat", args=[study.pk, task.public_id]))
     assert other.status_code == 409
+
+
+def test_a_blind_arm_rating_on_the_page_records_that_nothing_was_shown(client):
+    # issue 17: ratings of the baseline arm stored no exposure, so the dashboard warned
+    # that they "do not record what their rater was shown"
+    study = make_assisted_study(n_sentences=2, arms={"E": ["search", "evidence"]})
+    user = rater_in_arm(study, "Baseline")
+    client.force_login(user)
+    client.post(reverse("rate-next", args=[study.pk]), HTTP_HX_REQUEST="true")
+    task = RatingTask.objects.get(holder=user)
+    client.post(reverse("rate-answer", args=[study.pk, task.public_id]),
+                {"label": "accurate", "confidence": "2"}, HTTP_HX_REQUEST="true")
+    rating = Rating.objects.get(rater=user)
+    exposure = rating.exposure
+    assert exposure is not None and exposure.via == "page"
+    assert (exposure.components, exposure.trace_ids, exposure.arm.name) == ([], [], "Baseline")

@@ -192,7 +192,7 @@ def _remove_membership(study, user) -> None:
     StudyMembership.objects.filter(study=study, user=user).delete()
 
 
-@pytest.mark.parametrize("stop, error, message", [
+@pytest.mark.parametrize(("stop", "error", "message"), [
     (_close, "StudyNotOpen", "no longer accepted"),
     (_remove_membership, "NotPermitted", "no longer answer this class"),
 ], ids=["closing the study", "removing the membership"])

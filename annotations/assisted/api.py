@@ -89,7 +89,9 @@ class RatingTaskOutputSerializer(serializers.Serializer):
 
 class RatingInputSerializer(serializers.Serializer):
     label = serializers.ChoiceField(choices=Rating.Label.choices)
-    confidence = serializers.ChoiceField(choices=Rating.Confidence.choices)
+    confidence = serializers.ChoiceField(
+        choices=Rating.Confidence.choices, required=False, allow_null=True,
+        help_text="Required unless label is cant_assess (then not asked, stored as null).")
     helpfulness = serializers.ChoiceField(choices=Rating.Helpfulness.choices, required=False,
                                           allow_null=True,
                                           help_text="Required in assisted arms only.")
@@ -100,7 +102,7 @@ class RatingInputSerializer(serializers.Serializer):
 class RatingOutputSerializer(serializers.Serializer):
     task = serializers.CharField(source="task.public_id")
     label = serializers.CharField()
-    confidence = serializers.IntegerField()
+    confidence = serializers.IntegerField(allow_null=True)
     helpfulness = serializers.IntegerField(allow_null=True)
     comment = serializers.CharField()
     time_on_task_ms = serializers.IntegerField(allow_null=True)
@@ -183,7 +185,7 @@ class RatingAnswerApi(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         result = rating_submit(user=request.user, public_id=task_id, data=RatingInput(
-            label=v["label"], confidence=v["confidence"], helpfulness=v.get("helpfulness"),
+            label=v["label"], confidence=v.get("confidence"), helpfulness=v.get("helpfulness"),
             comment=v.get("comment", "")))
         return answered(RatingOutputSerializer(result.rating).data, result.created)
 

@@ -389,7 +389,9 @@ class Rating(models.Model):
     arm_version = models.PositiveIntegerField()
     rater = models.ForeignKey(User, on_delete=models.CASCADE, related_name="ratings")
     label = models.CharField(max_length=16, choices=Label.choices)
-    confidence = models.PositiveSmallIntegerField(choices=Confidence.choices)
+    confidence = models.PositiveSmallIntegerField(
+        choices=Confidence.choices, null=True, blank=True,
+        help_text="None for \"can't confidently assess\" (the question is not asked then).")
     helpfulness = models.PositiveSmallIntegerField(choices=Helpfulness.choices, null=True,
                                                    blank=True)
     comment = models.TextField(blank=True, max_length=5000)

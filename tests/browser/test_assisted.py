@@ -112,9 +112,30 @@ def test_evidence_rater_passes_the_quiz_expands_evidence_and_rates_by_keyboard(
         expect(page.get_by_test_id("recorded")).to_have_text("Recorded: Accurate")
         expect(page.locator(f'article.rating:not([data-query-id="{task_id}"])')).to_be_visible()
         expect(page.get_by_test_id("rated-count")).to_have_text("1")
+        # issue 17: "can't confidently assess" asks no confidence
+        second = page.locator("article.rating").get_attribute("data-query-id")
+        confidence = page.locator('article.rating input[name="confidence"]').first
+        page.keyboard.press("3")  # a confidence first, then the label that takes it back
+        page.wait_for_timeout(READ_MS)
+        page.keyboard.press("c")
+        expect(confidence).to_be_disabled()
+        expect(page.locator('input[name="confidence"]:checked')).to_have_count(0)
+        page.keyboard.press("a")  # another label asks for a confidence again
+        expect(confidence).to_be_enabled()
+        expect(confidence).to_have_attribute("required", "")
+        page.keyboard.press("c")
+        expect(confidence).to_be_disabled()
+        page.keyboard.press("2")  # ignored: nothing to choose
+        expect(page.locator('input[name="confidence"]:checked')).to_have_count(0)
+        page.keyboard.press("7")  # not at all helpful
+        page.keyboard.press("Enter")
+        expect(page.get_by_test_id("recorded")).to_have_text("Recorded: Can't confidently assess")
+        expect(page.get_by_test_id("rated-count")).to_have_text("2")
     finally:
         rating_recorded.disconnect(listener)
-    rating = Rating.objects.get(rater=user)
+    cant = Rating.objects.get(rater=user, task__public_id=second)
+    assert (cant.label, cant.confidence, cant.helpfulness) == ("cant_assess", None, 0)
+    rating = Rating.objects.get(rater=user, task__public_id=task_id)
     assert (rating.label, rating.confidence, rating.helpfulness) == ("accurate", 2, 1)
     assert rating.task.public_id == task_id and rating.time_on_task_ms >= READ_MS
     exposure = rating.exposure
@@ -122,7 +143,7 @@ def test_evidence_rater_passes_the_quiz_expands_evidence_and_rates_by_keyboard(
     kinds = list(Interaction.objects.filter(task__public_id=task_id).order_by("pk")
                  .values_list("kind", "section", "target"))
     assert kinds == [("expand", "evidence", ""), ("open_link", "evidence", "evidence:1")]
-    assert received == [rating.pk]  # the hook the reliance chart listens to
+    assert received == [rating.pk, cant.pk]  # the hook the reliance chart listens to
     assert Exposure.objects.filter(task__public_id=task_id, via="page").count() == 1
     assert RatingTask.objects.get(public_id=task_id).status == "answered"
 

@@ -219,7 +219,8 @@ def _work(study: Study, sim: SimulatedAssistedStudy, arms: dict[str, Arm],
         rating_rows.append({
             "task_id": task, "study_id": study.pk, "sentence_id": sentence, "arm_id": arm.pk,
             "arm_version": arm.version, "rater_id": user.pk, "label": str(sim.label[j]),
-            "confidence": int(sim.rater_confidence[j]),
+            "confidence": (None if sim.label[j] == Rating.Label.CANT_ASSESS
+                           else int(sim.rater_confidence[j])),
             "helpfulness": None if math.isnan(help_) else int(help_), "comment": "",
             "time_on_task_ms": ms, "created_at": now})
     rows_insert(Exposure, exposure_rows)

@@ -188,12 +188,14 @@ class RatingResult:
 
 def rating_input_check(data: RatingInput, *, assisted: bool) -> RatingInput:
     """Refuse a rating with a missing or unknown choice, naming the field: label (five-way
-    or cant_assess), confidence 0–3; helpfulness 0–2 required in assisted arms and absent
-    in the baseline; a comment only in assisted arms (at most 5 000 characters)."""
+    or cant_assess), confidence 0–3 (not asked with cant_assess: whatever was sent, None is
+    stored); helpfulness 0–2 required in assisted arms and absent in the baseline; a comment
+    only in assisted arms (at most 5 000 characters)."""
     if data.label not in Rating.Label.values:
         raise DomainError(f"label: choose one of {', '.join(Rating.Label.values)} (or skip).",
                           field="label")
-    if data.confidence not in Rating.Confidence.values:
+    confidence = None if data.label == Rating.Label.CANT_ASSESS else data.confidence
+    if data.label != Rating.Label.CANT_ASSESS and confidence not in Rating.Confidence.values:
         raise DomainError("confidence: choose how confident you are (0 not at all … 3 "
                           "completely).", field="confidence")
     comment = (data.comment or "").strip()
@@ -210,7 +212,7 @@ def rating_input_check(data: RatingInput, *, assisted: bool) -> RatingInput:
         if comment:
             raise DomainError("comment: your arm shows no AI assistance to comment on.",
                               field="comment")
-    return RatingInput(data.label, data.confidence, data.helpfulness, comment)
+    return RatingInput(data.label, confidence, data.helpfulness, comment)
 
 
 def _same(rating: Rating, data: RatingInput) -> bool:

@@ -145,3 +145,16 @@ def test_next_task_in_bounded_statements_and_once_per_lease(django_assert_max_nu
     again = client.post(reverse("api-rating-next", args=[study.pk])).json()
     assert again["id"] == first["id"]
     assert Exposure.objects.filter(task=task, via="api").count() == 1
+
+
+def test_cant_assess_through_the_api_needs_no_confidence():
+    study = make_assisted_study(n_sentences=2)
+    user = rater_in_arm(study, "Baseline")
+    client = api_for(user)
+    first = client.post(reverse("api-rating-next", args=[study.pk])).json()
+    missing = client.post(reverse("api-rating-answer", args=[first["id"]]),
+                          {"label": "accurate"}, format="json")
+    assert missing.status_code == 400 and missing.json()["field"] == "confidence"
+    done = client.post(reverse("api-rating-answer", args=[first["id"]]),
+                       {"label": "cant_assess"}, format="json")
+    assert done.status_code == 201 and done.json()["confidence"] is None

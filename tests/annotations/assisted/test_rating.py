@@ -290,3 +290,17 @@ def test_bonus_rule_counts_scored_ratings_against_gold():
     study.assisted.bonus_min_accuracy = 0.9
     study.assisted.save()
     assert not rater_bonuses(study=study)[0].eligible
+
+
+def test_cant_assess_asks_no_confidence():
+    # issue 17: "can't confidently assess" still demanded a confidence level
+    study = make_assisted_study(n_sentences=3)
+    user = add_rater(study)
+    task = rating_lease_next(study=study, user=user)
+    assert rate(user, task, "cant_assess", None).rating.confidence is None
+    task = rating_lease_next(study=study, user=user)
+    assert rate(user, task, "cant_assess", 3).rating.confidence is None  # sent, not asked
+    task = rating_lease_next(study=study, user=user)
+    with pytest.raises(DomainError, match="confidence: choose how confident") as refused:
+        rate(user, task, "accurate", None)
+    assert refused.value.field == "confidence"

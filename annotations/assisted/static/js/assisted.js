@@ -84,5 +84,31 @@
     }
   });
 
-  document.body.addEventListener("htmx:afterSwap", function () { shownAt = Date.now(); });
+  // "Can't confidently assess" asks no confidence: the confidence choices are switched off
+  // (and cleared); any other label makes them required (the server checks the same).
+  function confidenceFollowLabel(form) {
+    const box = form && form.querySelector("fieldset.confidence");
+    if (!box || box.hasAttribute("data-preview")) return;
+    const label = form.querySelector("input[name=label]:checked");
+    const notAsked = !!label && label.value === "cant_assess";
+    box.disabled = notAsked;
+    box.classList.toggle("not-asked", notAsked);
+    box.querySelectorAll("input[name=confidence]").forEach(function (input) {
+      input.required = !notAsked;
+      if (notAsked) input.checked = false;
+    });
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target.name === "label") confidenceFollowLabel(event.target.form);
+  });
+  function confidenceReady() {
+    const c = card();
+    if (c) confidenceFollowLabel(c.querySelector("form.rating-form"));
+  }
+
+  document.body.addEventListener("htmx:afterSwap", function () {
+    shownAt = Date.now();
+    confidenceReady();
+  });
+  document.addEventListener("DOMContentLoaded", confidenceReady);
 })();

@@ -258,7 +258,7 @@ class AssistedStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
 
     def _import(self, request, study_id: int, title: str, service, kind: str):
         study = self._study_or_403(request, study_id)
-        form = UploadForm(request.POST or None, request.FILES or None)
+        form = UploadForm.of(request, updates=False)
         errors: list[str] = []
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]

@@ -245,11 +245,31 @@ class MembershipInline(StudyInline, admin.TabularInline):
 
 
 class UploadForm(forms.Form):
-    file = forms.FileField(help_text="CSV (with a header row) or JSONL, UTF-8; the file name "
-                           "ends in .csv or .jsonl.")
+    """The upload of every import page. ``updates=False`` for an import that never rewrites
+    existing ids (no "Rewrite existing ids" box). Its errors read as the import's own:
+    "file: …" (``admin/annotations/import.html`` lists them with the file's problems)."""
+
+    file = forms.FileField(
+        help_text="CSV (with a header row) or JSONL, UTF-8; the file name ends in .csv or "
+                  ".jsonl.",
+        error_messages={"required": "file: choose a file to import (CSV or JSONL).",
+                        "empty": "file: the file is empty."})
     update = forms.BooleanField(
         required=False, label="Rewrite existing ids",
         help_text="Rows whose ids already exist replace the stored ones.")
+
+    def __init__(self, *args, updates: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not updates:
+            del self.fields["update"]
+
+    @classmethod
+    def of(cls, request: HttpRequest, *, updates: bool = True) -> UploadForm:
+        """The form of this request: bound on every POST (an empty one too, so that "no
+        file" is said rather than a blank form shown again), unbound otherwise."""
+        if request.method == "POST":
+            return cls(request.POST, request.FILES, updates=updates)
+        return cls(updates=updates)
 
     def clean_file(self):
         upload = self.cleaned_data["file"]

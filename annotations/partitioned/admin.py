@@ -290,7 +290,7 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
         """The upload form; a valid upload becomes an import job (services/import_jobs.py)
         and the browser goes to its page, which follows the job to its end."""
         study = self._study_or_403(request, study_id)
-        form = UploadForm(request.POST or None, request.FILES or None)
+        form = UploadForm.of(request)
         errors: list[str] = []
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]

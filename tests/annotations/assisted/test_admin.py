@@ -214,3 +214,19 @@ def test_another_researchers_study_is_out_of_reach():
     assert preview.status_code == 403
     listing = client.get(reverse("admin:annotations_assistedstudy_changelist"))
     assert other.name not in listing.content.decode()
+
+
+@pytest.mark.parametrize("view", ["import_sentences", "import_traces"])
+def test_an_upload_refused_by_the_form_says_why(view):
+    # issue 17: a wrong extension or no file re-rendered a blank form
+    study = make_assisted_study(n_sentences=1, traces=False, open_=False)
+    client = researcher(study)
+    url = reverse(f"admin:annotations_assistedstudy_{view}", args=[study.pk])
+    upload = io.BytesIO(b"id,prompt\n")
+    upload.name = "sentences.txt"
+    html = client.post(url, {"file": upload}).content.decode()
+    assert "Nothing was imported" in html
+    assert "“sentences.txt” is neither a .csv nor a .jsonl file" in html
+    html = client.post(url, {}).content.decode()
+    assert "Nothing was imported" in html and "file: choose a file to import" in html
+    assert 'name="update"' not in html  # these imports never rewrite existing ids

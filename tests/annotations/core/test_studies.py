@@ -365,6 +365,17 @@ def test_a_repeated_id_on_the_web_uses_web_words(researcher_client, draft):
     assert "--" not in html.split('id="content"')[1].replace("<!--", "").replace("-->", "")
 
 
+@pytest.mark.parametrize("view", ["import_items", "import_predictions"])
+def test_an_upload_refused_by_the_form_says_why(researcher_client, draft, view):
+    url = reverse(f"admin:annotations_study_{view}", args=[draft.pk])
+    html = researcher_client.post(url, {}).content.decode()  # no file at all
+    assert "Nothing was imported" in html and "file: choose a file to import" in html
+    upload = io.BytesIO(b"id,text\n")
+    upload.name = "items.xlsx"
+    html = researcher_client.post(url, {"file": upload}).content.decode()
+    assert "“items.xlsx” is neither a .csv nor a .jsonl file" in html
+
+
 def test_the_admin_says_oversight(researcher_client):
     html = researcher_client.get(reverse("admin:index")).content.decode()
     assert "Django administration" not in html and "Django site admin" not in html

@@ -46,7 +46,7 @@ def read_trace_file(source: IO[bytes] | IO[str] | str | Path, *,
     records: list[TraceRecord] = []
     seen = KeysSeen()
     counts: dict[str, int] = {}
-    for line, rec in read_records(source, name=name, fmt="jsonl"):
+    for line, rec in read_records(source, name=name, fmt="jsonl", problems=errors):
         where = f"{name}:{line}"
         unknown = unknown_field(rec, RECORD_KEYS, "sentence, sample, score, trace")
         if unknown:

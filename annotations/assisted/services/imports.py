@@ -108,7 +108,8 @@ def sentences_import(*, study: Study, source: IO | str, name: str | None = None,
     seen = KeysSeen(existing)
     rows: list[dict] = []
     with gc_paused():
-        for line, rec in read_records(source, name=name, fmt=fmt, columns=SENTENCE_COLUMNS):
+        for line, rec in read_records(source, name=name, fmt=fmt, columns=SENTENCE_COLUMNS,
+                                      problems=errors):
             where = f"{label}:{line}"
             unknown = unknown_field(rec, SENTENCE_FIELDS, "one of " + ", ".join(
                 sorted(SENTENCE_FIELDS - {"target"})))

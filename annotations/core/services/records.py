@@ -45,19 +45,32 @@ PROGRESS_EVERY = 500
 
 def read_records(
     source: IO[bytes] | IO[str] | str | Path, *, name: str | None = None, fmt: str | None = None,
-    columns: dict[str, models.Field] | None = None,
+    columns: dict[str, models.Field] | None = None, problems: list[str] | None = None,
 ) -> Iterator[tuple[int, dict]]:
     """Yield (line, record). CSV lines count the header as line 1. Raises ImportFailed naming
     file and line for undecodable text or malformed JSON, and file, line and field for what
     cannot be stored (``annotations.core.inputs.record_problem``: NUL characters, JSON nested
     deeper than 64 levels; for ``columns`` — input name → model field — an object where
-    text belongs or text longer than the column). Reports the phase "reading" (total: the
-    number of lines, an upper bound of the records) and the records read so far to the
+    text belongs or text longer than the column). With ``problems`` (the caller's list of a
+    file's problems), a line's problem is appended there instead and the line skipped, so
+    that one pass names every problem of the file (invalid JSON on line 2 hides neither line
+    1's nor line 3's); what ends the reading (not UTF-8, an empty CSV, malformed CSV) is
+    raised anyway, with the problems found before it. Reports the phase "reading" (total:
+    the number of lines, an upper bound of the records) and the records read so far to the
     current progress reporter, if any."""
+
+    def refuse(problem: str, *, fatal: bool = False) -> None:
+        if problems is None:
+            raise ImportFailed([problem])
+        problems.append(problem)
+        if fatal:
+            raise ImportFailed(problems)
+
     if isinstance(source, str | Path):
         name = name or str(source)
         with open(source, "rb") as fh:
-            yield from read_records(fh, name=name, fmt=fmt, columns=columns)
+            yield from read_records(fh, name=name, fmt=fmt, columns=columns,
+                                    problems=problems)
         return
     name = name or getattr(source, "name", "upload")
     fmt = detect_format(name, fmt)
@@ -66,9 +79,8 @@ def read_records(
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise ImportFailed(
-                [f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]
-            ) from exc
+            refuse(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})", fatal=True)
+            raise AssertionError from exc  # refuse raised
     else:
         text = raw
     lines = text.count("\n") + (0 if text.endswith("\n") else 1)
@@ -79,24 +91,26 @@ def read_records(
         reader = csv.DictReader(io.StringIO(text, newline=""))
         count = 0
         if not reader.fieldnames:
-            raise ImportFailed([f"{name}:1: the file is empty (a header row is needed)"])
+            refuse(f"{name}:1: the file is empty (a header row is needed)", fatal=True)
         try:
             for row in reader:
                 if None in row:
-                    raise ImportFailed(
-                        [f"{name}:{reader.line_num}: more cells than header columns"]
-                    )
+                    refuse(f"{name}:{reader.line_num}: more cells than header columns")
+                    continue
                 record = {k.strip(): v for k, v in row.items() if k}
                 longest = has_long and any(len(v or "") > FIELD_MAX for v in record.values())
                 if has_nul or columns or longest:
-                    _check_storable(record, columns, has_nul, f"{name}:{reader.line_num}",
-                                    longest)
+                    problem = record_problem(record, columns, nul=has_nul, longest=longest)
+                    if problem:
+                        refuse(f"{name}:{reader.line_num}: {problem}")
+                        continue
                 count += 1
                 if count % PROGRESS_EVERY == 0:
                     progress_advance(PROGRESS_EVERY)
                 yield reader.line_num, record
         except csv.Error as exc:
-            raise ImportFailed([f"{name}:{reader.line_num}: malformed CSV ({exc})"]) from exc
+            refuse(f"{name}:{reader.line_num}: malformed CSV ({exc})", fatal=True)
+            raise AssertionError from exc  # refuse raised
         return
     count = 0
     for line_no, line in enumerate(text.splitlines(), start=1):
@@ -108,28 +122,27 @@ def read_records(
             # anyway so that the error names the field that holds it
             record = json_loads(line, strict="\x00" not in line)
         except json.JSONDecodeError as exc:
-            raise ImportFailed(
-                [f"{name}:{line_no}: invalid JSON ({exc.msg}, column {exc.colno})"]
-            ) from exc
+            refuse(f"{name}:{line_no}: invalid JSON ({exc.msg}, column {exc.colno})")
+            continue
         except InputRejected as exc:
-            raise ImportFailed([f"{name}:{line_no}: {exc}"]) from None
+            refuse(f"{name}:{line_no}: {exc}")
+            continue
         except ValueError as exc:  # NaN / Infinity: not JSON, and not storable
-            raise ImportFailed([f"{name}:{line_no}: invalid JSON ({exc})"]) from None
+            refuse(f"{name}:{line_no}: invalid JSON ({exc})")
+            continue
         if not isinstance(record, dict):
-            raise ImportFailed([f"{name}:{line_no}: each line must be a JSON object"])
+            refuse(f"{name}:{line_no}: each line must be a JSON object")
+            continue
         longest = len(line) > FIELD_MAX
         if has_nul or columns or longest:
-            _check_storable(record, columns, has_nul, f"{name}:{line_no}", longest)
+            problem = record_problem(record, columns, nul=has_nul, longest=longest)
+            if problem:
+                refuse(f"{name}:{line_no}: {problem}")
+                continue
         count += 1
         if count % PROGRESS_EVERY == 0:
             progress_advance(PROGRESS_EVERY)
         yield line_no, record
-
-
-def _check_storable(record: dict, columns, nul: bool, where: str, longest: bool) -> None:
-    problem = record_problem(record, columns, nul=nul, longest=longest)
-    if problem:
-        raise ImportFailed([f"{where}: {problem}"])
 
 
 def unknown_field(record: dict, known: Collection[str], expected: str | None = None

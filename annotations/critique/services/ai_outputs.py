@@ -247,7 +247,8 @@ def critique_ai_outputs_import(*, study: Study, source: IO | str, name: str | No
     rows: list[_Row] = []
     seen = KeysSeen(stored)
     with gc_paused():
-        for line, record in read_records(source, name=name, fmt="jsonl", columns=COLUMNS):
+        for line, record in read_records(source, name=name, fmt="jsonl", columns=COLUMNS,
+                                         problems=problems):
             where = f"{name}:{line}"
             row = _row(record, where, questions, settings, problems, line)
             if row is not None and row.ext:

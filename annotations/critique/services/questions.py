@@ -98,7 +98,8 @@ def critique_questions_import(*, study: Study, source: IO | str, name: str | Non
     errors: list[str] = []
     seen = KeysSeen(existing)
     with gc_paused():
-        for line, record in read_records(source, name=name, fmt=fmt, columns=COLUMNS):
+        for line, record in read_records(source, name=name, fmt=fmt, columns=COLUMNS,
+                                         problems=errors):
             where = f"{name}:{line}"
             problems = []
             ext = str(record.get("id") or "").strip()

@@ -111,7 +111,8 @@ def _items_import(*, study: Study, source: IO | str, name: str | None, fmt: str 
     records: list[tuple[int, dict]] = []
     label = name or getattr(source, "name", None) or str(source)
     seen = KeysSeen()
-    for line, rec in read_records(source, name=name, fmt=fmt, columns=ITEM_COLUMNS):
+    for line, rec in read_records(source, name=name, fmt=fmt, columns=ITEM_COLUMNS,
+                                  problems=errors):
         where = f"{label}:{line}"
         ext = str(rec.get("id") or "").strip()
         problem = unknown_field(rec, ITEM_FIELDS) or seen.problem(ext, line)

@@ -141,7 +141,8 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
     errors: list[str] = []
     rows: list[tuple[int, str, str, object, object]] = []
     seen = KeysSeen()
-    for line, rec in read_records(source, name=name, fmt=fmt, columns=PREDICTION_COLUMNS):
+    for line, rec in read_records(source, name=name, fmt=fmt, columns=PREDICTION_COLUMNS,
+                                  problems=errors):
         where = f"{label}:{line}"
         unknown = unknown_field(rec, PREDICTION_FIELDS, "item_id, system, prediction or "
                                 "prediction_index, and optionally confidence")

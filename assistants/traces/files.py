@@ -47,50 +47,59 @@ def read_trace_file(source: IO[bytes] | IO[str] | str | Path, *,
     seen = KeysSeen()
     counts: dict[str, int] = {}
     for line, rec in read_records(source, name=name, fmt="jsonl", problems=errors):
-        where = f"{name}:{line}"
-        unknown = unknown_field(rec, RECORD_KEYS, "sentence, sample, score, trace")
-        if unknown:
-            errors.append(f"{where}: {unknown}")
+        record, problems = _trace_line(rec, line, seen, counts)
+        if problems:
+            errors += [f"{name}:{line}: {problem}" for problem in problems]
             continue
-        sentence = rec.get("sentence")
-        if isinstance(sentence, int) and not isinstance(sentence, bool):
-            sentence = str(sentence)
-        if not isinstance(sentence, str) or not sentence.strip():
-            errors.append(f"{where}: sentence: missing (the sentence's id)")
-            continue
-        sentence = sentence.strip()
-        if len(sentence) > 200:
-            errors.append(f"{where}: sentence: {len(sentence)} characters; at most 200")
-            continue
-        sample = rec.get("sample")
-        if sample is None:
-            sample = counts.get(sentence, 0)
-        elif isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
-            errors.append(f"{where}: sample: must be a whole number ≥ 0")
-            continue
-        score = rec.get("score")
-        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)
-                                  or not math.isfinite(score)):
-            errors.append(f"{where}: score: must be a number")
-            continue
-        repeated = seen.problem((sentence, sample), line, field="sample",
-                                shown=f"sentence '{sentence}' sample {sample}")
-        if repeated:
-            errors.append(f"{where}: {repeated}")
-            continue
-        if "trace" not in rec:
-            errors.append(f"{where}: trace: missing")
-            continue
-        try:
-            trace = parse_trace(rec["trace"], strict=True)
-        except TraceInvalid as exc:
-            errors.append(f"{where}: trace{'.' + exc.path if exc.path else ''}: {exc.message}")
-            continue
-        counts[sentence] = max(counts.get(sentence, 0), sample + 1)
-        records.append(TraceRecord(line=line, sentence=sentence, sample=sample, trace=trace,
-                                   score=None if score is None else float(score)))
+        counts[record.sentence] = max(counts.get(record.sentence, 0), record.sample + 1)
+        records.append(record)
     if errors:
         raise ImportFailed(errors)
     if not records:
         raise ImportFailed([f"{name}: no traces in the file"])
     return records
+
+
+def _trace_line(rec: dict, line: int, seen: KeysSeen, counts: dict[str, int]
+                ) -> tuple[TraceRecord | None, list[str]]:
+    """One line of a trace file as its record, or every problem of the line (a repeated
+    sentence and sample only on a line that is otherwise right)."""
+    problems = [p for p in (unknown_field(rec, RECORD_KEYS, "sentence, sample, score, "
+                                          "trace"),) if p]
+    sentence = rec.get("sentence")
+    if isinstance(sentence, int) and not isinstance(sentence, bool):
+        sentence = str(sentence)
+    if not isinstance(sentence, str) or not sentence.strip():
+        problems.append("sentence: missing (the sentence's id)")
+        sentence = None
+    elif len(sentence.strip()) > 200:
+        problems.append(f"sentence: {len(sentence.strip())} characters; at most 200")
+        sentence = None
+    else:
+        sentence = sentence.strip()
+    sample = rec.get("sample")
+    if sample is None and sentence is not None:
+        sample = counts.get(sentence, 0)
+    elif sample is not None and (isinstance(sample, bool) or not isinstance(sample, int)
+                                 or sample < 0):
+        problems.append("sample: must be a whole number ≥ 0")
+        sample = None
+    score = rec.get("score")
+    if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)
+                              or not math.isfinite(score)):
+        problems.append("score: must be a number")
+    trace = None
+    if "trace" not in rec:
+        problems.append("trace: missing")
+    else:
+        try:
+            trace = parse_trace(rec["trace"], strict=True)
+        except TraceInvalid as exc:
+            problems.append(f"trace{'.' + exc.path if exc.path else ''}: {exc.message}")
+    if problems:  # a refused line takes no sample number: a later one may repeat it
+        return None, problems
+    if repeated := seen.problem((sentence, sample), line, field="sample",
+                                shown=f"sentence '{sentence}' sample {sample}"):
+        return None, [repeated]
+    return TraceRecord(line=line, sentence=sentence, sample=sample, trace=trace,
+                       score=None if score is None else float(score)), []

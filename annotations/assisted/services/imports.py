@@ -110,17 +110,11 @@ def sentences_import(*, study: Study, source: IO | str, name: str | None = None,
     with gc_paused():
         for line, rec in read_records(source, name=name, fmt=fmt, columns=SENTENCE_COLUMNS,
                                       problems=errors):
-            where = f"{label}:{line}"
-            unknown = unknown_field(rec, SENTENCE_FIELDS, "one of " + ", ".join(
-                sorted(SENTENCE_FIELDS - {"target"})))
-            if unknown:
-                errors.append(f"{where}: {unknown}")
-                continue
-            row, problem = _sentence_row(study, rec, seen, line)
-            if problem:
-                errors.append(f"{where}: {problem}")
-                continue
-            rows.append(row)
+            row, problems = _sentence_row(study, rec, seen, line)
+            if problems:
+                errors += [f"{label}:{line}: {problem}" for problem in problems]
+            else:
+                rows.append(row)
     if errors:
         raise ImportFailed(errors)
     if not rows:
@@ -132,53 +126,68 @@ def sentences_import(*, study: Study, source: IO | str, name: str | None = None,
     return SentenceImportResult(created=len(rows), routed=routed)
 
 
-def _sentence_row(study: Study, rec: dict, seen: KeysSeen, line: int) -> tuple[dict, str]:
-    ext = _text(rec, "id")
-    if problem := seen.problem(ext, line):
-        return {}, problem
-    texts = {}
-    for field, names in (("prompt", ("prompt",)), ("response", ("response",)),
-                         ("sentence", ("sentence", "target"))):
-        texts[field] = _text(rec, *names)
-        if not texts[field]:
-            return {}, f"{field}: missing"
-    gold = ""
-    if rec.get("gold") not in (None, ""):
-        try:
-            gold = parse_verdict(str(rec["gold"]), "gold")
-        except TraceInvalid as exc:
-            return {}, f"gold: {exc.message}"
-    try:
-        metadata = parse_json_cell(rec.get("metadata"), expect=dict)
-    except (ValueError, TypeError) as exc:
-        return {}, f"metadata: {exc}"
-    try:
-        searches = parse_searches(rec.get("searches"))
-    except (ValueError, TypeError) as exc:
-        return {}, f"searches: {exc}"
-    ai = {}
+def _sentence_ai(rec: dict) -> tuple[dict, str | None]:
+    """The AI rating a sentence brings (``ai_verdict`` with ``ai_confidence``), or its
+    first problem."""
     has_verdict = rec.get("ai_verdict") not in (None, "")
     has_confidence = rec.get("ai_confidence") not in (None, "")
     if has_verdict != has_confidence:
         missing = "ai_confidence" if has_verdict else "ai_verdict"
         return {}, f"{missing}: give ai_verdict and ai_confidence together"
-    if has_verdict:
+    if not has_verdict:
+        return {}, None
+    try:
+        verdict = parse_verdict(str(rec["ai_verdict"]), "ai_verdict")
+    except TraceInvalid as exc:
+        return {}, f"ai_verdict: {exc.message}"
+    try:
+        confidence = float(rec["ai_confidence"])
+    except (TypeError, ValueError):
+        return {}, f"ai_confidence: '{rec['ai_confidence']}' is not a number"
+    if isinstance(rec["ai_confidence"], bool) or not 0.0 <= confidence <= 1.0:
+        return {}, "ai_confidence: must lie between 0 and 1"
+    return {"ai_verdict": verdict, "ai_confidence": confidence,
+            "ai_source": Sentence.AiSource.IMPORTED}, None
+
+
+def _sentence_row(study: Study, rec: dict, seen: KeysSeen, line: int
+                  ) -> tuple[dict, list[str]]:
+    """One line of a sentences file as the sentence's row, or every problem of the line."""
+    problems = [p for p in (unknown_field(rec, SENTENCE_FIELDS, "one of " + ", ".join(
+        sorted(SENTENCE_FIELDS - {"target"}))),) if p]
+    ext = _text(rec, "id")
+    if problem := seen.problem(ext, line):
+        problems.append(problem)
+    texts = {}
+    for field, names in (("prompt", ("prompt",)), ("response", ("response",)),
+                         ("sentence", ("sentence", "target"))):
+        texts[field] = _text(rec, *names)
+        if not texts[field]:
+            problems.append(f"{field}: missing")
+    gold = ""
+    if rec.get("gold") not in (None, ""):
         try:
-            verdict = parse_verdict(str(rec["ai_verdict"]), "ai_verdict")
+            gold = parse_verdict(str(rec["gold"]), "gold")
         except TraceInvalid as exc:
-            return {}, f"ai_verdict: {exc.message}"
-        try:
-            confidence = float(rec["ai_confidence"])
-        except (TypeError, ValueError):
-            return {}, f"ai_confidence: '{rec['ai_confidence']}' is not a number"
-        if isinstance(rec["ai_confidence"], bool) or not 0.0 <= confidence <= 1.0:
-            return {}, "ai_confidence: must lie between 0 and 1"
-        ai = {"ai_verdict": verdict, "ai_confidence": confidence,
-              "ai_source": Sentence.AiSource.IMPORTED}
+            problems.append(f"gold: {exc.message}")
+    metadata = searches = None
+    try:
+        metadata = parse_json_cell(rec.get("metadata"), expect=dict)
+    except (ValueError, TypeError) as exc:
+        problems.append(f"metadata: {exc}")
+    try:
+        searches = parse_searches(rec.get("searches"))
+    except (ValueError, TypeError) as exc:
+        problems.append(f"searches: {exc}")
+    ai, problem = _sentence_ai(rec)
+    if problem:
+        problems.append(problem)
+    if problems:
+        return {}, problems
     return {"study_id": study.pk, "external_id": ext, "prompt": texts["prompt"],
             "response": texts["response"], "target": texts["sentence"], "gold": gold,
             "stratum": _text(rec, "stratum"), "metadata": metadata, "searches": searches,
-            "rank": sentence_rank(study.seed, ext), **ai}, ""
+            "rank": sentence_rank(study.seed, ext), **ai}, []
 
 
 @transaction.atomic

@@ -113,72 +113,72 @@ def _items_import(*, study: Study, source: IO | str, name: str | None, fmt: str 
     seen = KeysSeen()
     for line, rec in read_records(source, name=name, fmt=fmt, columns=ITEM_COLUMNS,
                                   problems=errors):
-        where = f"{label}:{line}"
-        ext = str(rec.get("id") or "").strip()
-        problem = unknown_field(rec, ITEM_FIELDS) or seen.problem(ext, line)
-        if problem:
-            errors.append(f"{where}: {problem}")
-            continue
-        text = str(rec.get("text") or "").strip()
-        if not text:
-            errors.append(f"{where}: text: missing")
-            continue
-        try:
-            given = parse_json_cell(rec.get("options"), expect=list)
-        except (ValueError, TypeError) as exc:
-            errors.append(f"{where}: options: {exc}")
-            continue
-        odd = next((i for i, o in enumerate(given) if isinstance(o, dict | list)), None)
-        if odd is not None:
-            errors.append(f"{where}: options[{odd}]: must be text or a number, not "
-                          f"{json_kind(given[odd])}")
-            continue
-        options = [str(o) for o in given]
-        long = next((i for i, o in enumerate(options) if len(o) > OPTION_MAX), None)
-        if long is not None:
-            errors.append(f"{where}: options[{long}]: {len(options[long])} characters; at "
-                          f"most {OPTION_MAX} fit")
-            continue
-        if options and len(options) != k:
-            errors.append(f"{where}: options: {len(options)} options but the study has K={k}")
-            continue
-        if (conflict := options_conflict(options, classes)) is not None:
-            errors.append(f"{where}: options: {conflict}")
-            continue
-        gold, problem = gold_option(rec.get("gold"), rec.get("gold_index"), options or classes)
-        if problem:
-            errors.append(f"{where}: {problem}")
-            continue
-        try:
-            qc = parse_bool(rec.get("quality_check"))
-        except ValueError as exc:
-            errors.append(f"{where}: quality_check: {exc}")
-            continue
-        if qc and gold is None:
-            errors.append(f"{where}: gold: a quality-check item needs a gold answer")
-            continue
-        try:
-            metadata = parse_json_cell(rec.get("metadata"), expect=dict)
-        except (ValueError, TypeError) as exc:
-            errors.append(f"{where}: metadata: {exc}")
-            continue
-        records.append(
-            (
-                line,
-                {
-                    "external_id": ext,
-                    "text": text,
-                    "options": options,
-                    "gold_option": gold,
-                    "is_quality_check": qc,
-                    "metadata": metadata,
-                    "stratum": str(rec.get("stratum") or "").strip(),
-                },
-            )
-        )
+        record, problems = _item_line(rec, line, seen, classes)
+        if problems:
+            errors += [f"{label}:{line}: {problem}" for problem in problems]
+        else:
+            records.append((line, record))
     if errors:
         raise ImportFailed(errors)
     return _items_write(study, records, label=label, update=update, k=k)
+
+
+def _item_options(value, classes: list[str]) -> tuple[list[str], str | None]:
+    """An item's own options (texts) and the first problem with them, if any."""
+    try:
+        given = parse_json_cell(value, expect=list)
+    except (ValueError, TypeError) as exc:
+        return [], f"options: {exc}"
+    odd = next((i for i, o in enumerate(given) if isinstance(o, dict | list)), None)
+    if odd is not None:
+        return [], f"options[{odd}]: must be text or a number, not {json_kind(given[odd])}"
+    options = [str(o) for o in given]
+    long = next((i for i, o in enumerate(options) if len(o) > OPTION_MAX), None)
+    if long is not None:
+        return [], (f"options[{long}]: {len(options[long])} characters; at most "
+                    f"{OPTION_MAX} fit")
+    if options and len(options) != len(classes):
+        return [], f"options: {len(options)} options but the study has K={len(classes)}"
+    if (conflict := options_conflict(options, classes)) is not None:
+        return [], f"options: {conflict}"
+    return options, None
+
+
+def _item_line(rec: dict, line: int, seen: KeysSeen, classes: list[str]
+                 ) -> tuple[dict, list[str]]:
+    """One line of an items file as the item's fields, or every problem of the line (each
+    field checked; a field that depends on another — gold on the options — only once that
+    one is right)."""
+    problems = [p for p in (unknown_field(rec, ITEM_FIELDS),) if p]
+    ext = str(rec.get("id") or "").strip()
+    if problem := seen.problem(ext, line):
+        problems.append(problem)
+    text = str(rec.get("text") or "").strip()
+    if not text:
+        problems.append("text: missing")
+    options, problem = _item_options(rec.get("options"), classes)
+    gold = None
+    if problem:
+        problems.append(problem)
+    else:
+        gold, problem = gold_option(rec.get("gold"), rec.get("gold_index"), options or classes)
+        if problem:
+            problems.append(problem)
+    qc = False
+    try:
+        qc = parse_bool(rec.get("quality_check"))
+    except ValueError as exc:
+        problems.append(f"quality_check: {exc}")
+    if qc and gold is None and not any(p.startswith(("gold", "options")) for p in problems):
+        problems.append("gold: a quality-check item needs a gold answer")
+    metadata = {}
+    try:
+        metadata = parse_json_cell(rec.get("metadata"), expect=dict)
+    except (ValueError, TypeError) as exc:
+        problems.append(f"metadata: {exc}")
+    return {"external_id": ext, "text": text, "options": options, "gold_option": gold,
+            "is_quality_check": qc, "metadata": metadata,
+            "stratum": str(rec.get("stratum") or "").strip()}, problems
 
 
 def _items_write(study: Study, records: list[tuple[int, dict]], *, label: str, update: bool,

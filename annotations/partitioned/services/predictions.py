@@ -143,34 +143,30 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
     seen = KeysSeen()
     for line, rec in read_records(source, name=name, fmt=fmt, columns=PREDICTION_COLUMNS,
                                   problems=errors):
-        where = f"{label}:{line}"
-        unknown = unknown_field(rec, PREDICTION_FIELDS, "item_id, system, prediction or "
-                                "prediction_index, and optionally confidence")
-        if unknown:
-            errors.append(f"{where}: {unknown}")
-            continue
+        problems = [p for p in (unknown_field(
+            rec, PREDICTION_FIELDS, "item_id, system, prediction or prediction_index, and "
+            "optionally confidence"),) if p]
         item_id = str(rec.get("item_id") or "").strip()
         system = str(rec.get("system") or "").strip()
         if not item_id:
-            errors.append(f"{where}: item_id: missing")
-            continue
+            problems.append("item_id: missing")
         if not system:
-            errors.append(f"{where}: system: missing")
-            continue
-        repeated = seen.problem((system, item_id), line, field="item_id",
-                                shown=f"'{item_id}' for system '{system}'")
-        if repeated:
-            errors.append(f"{where}: {repeated}")
-            continue
+            problems.append("system: missing")
+        if item_id and system and (repeated := seen.problem(
+                (system, item_id), line, field="item_id",
+                shown=f"'{item_id}' for system '{system}'")):
+            problems.append(repeated)
         text, index = rec.get("prediction"), rec.get("prediction_index")
         if prediction_text(text) and prediction_text(index):
-            errors.append(f"{where}: prediction_index: give prediction (option text) or "
-                          f"prediction_index (option index), not both")
-            continue
+            problems.append("prediction_index: give prediction (option text) or "
+                            "prediction_index (option index), not both")
+        confidence = None
         try:
             confidence = prediction_confidence(rec.get("confidence"))
         except ValueError as exc:
-            errors.append(f"{where}: confidence: {exc}")
+            problems.append(f"confidence: {exc}")
+        if problems:
+            errors += [f"{label}:{line}: {problem}" for problem in problems]
             continue
         rows.append((line, item_id, system, text, index, confidence))
     items = _items_by_external_id(study, {r[1] for r in rows})

@@ -140,3 +140,18 @@ def test_traces_shown_to_a_rater_are_never_replaced():
         traces_import(study=study, source=jsonl(trace_records(["s0"], ("accurate",))),
                       name="t.jsonl")
     assert TraceSample.objects.filter(sentence__study=study).count() == 3
+
+
+def test_every_problem_of_a_line_is_named():
+    # issue 17: a line's first problem hid the others
+    study = make_assisted_study(n_sentences=1, traces=False, open_=False)
+    with pytest.raises(ImportFailed) as failed:
+        sentences_import(study=study, name="s.jsonl", source=jsonl([
+            {"id": "s9", "prompt": "p", "gold": "maybe", "metadata": "[1]",
+             "ai_verdict": "accurate"}]))
+    assert [e.split(": ")[1] for e in failed.value.errors] == [
+        "response", "sentence", "gold", "metadata", "ai_confidence"]
+    with pytest.raises(ImportFailed) as failed:
+        traces_import(study=study, name="t.jsonl", source=jsonl([
+            {"sentence": "s0", "sample": -1, "score": "high"}]))
+    assert [e.split(": ")[1] for e in failed.value.errors] == ["sample", "score", "trace"]

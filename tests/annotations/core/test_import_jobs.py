@@ -124,7 +124,9 @@ def test_an_unexpected_error_fails_the_job_with_a_reason_and_writes_nothing():
                                name="wrong.jsonl")
     assert job.status == ImportJob.Status.FAILED
     assert job.errors[0].startswith("wrong.jsonl:1: item_id: unknown field")
-    assert len(job.errors) == 3 and not Item.objects.filter(study=study).exists()
+    # every problem of every line: the unknown fields, no id, no text (issue 17)
+    assert len(job.errors) == 3 * 3 and not Item.objects.filter(study=study).exists()
+    assert [e.split(": ")[1] for e in job.errors[:3]] == ["item_id", "id", "text"]
 
 
 def test_many_errors_are_kept_up_to_a_limit():

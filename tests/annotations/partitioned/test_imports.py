@@ -682,3 +682,18 @@ def test_the_api_reads_and_returns_gold_by_the_same_rule(numeric_draft):
     assert created.status_code == 201, created.content
     listed = {r["id"]: (r["gold"], r["gold_index"]) for r in client.get(url).json()["results"]}
     assert listed == {"a": ("2", 3), "b": ("0", 2), "c": ("D", 3)}
+
+
+def test_every_problem_of_a_line_is_named():
+    # issue 17: a line's first problem hid the others
+    study = make_study(k=3, n_items=1, open_=False)
+    bad_item = {"id": "z", "quality_check": "maybe", "metadata": "[1]", "options": "x"}
+    with pytest.raises(ImportFailed) as failed:
+        items_import(study=study, source=jsonl([bad_item]), name="items.jsonl")
+    assert [e.split(": ")[1] for e in failed.value.errors] == [
+        "text", "options", "quality_check", "metadata"]
+    bad_prediction = {"prediction": "a", "prediction_index": 1, "confidence": 7}
+    with pytest.raises(ImportFailed) as failed:
+        predictions_import(study=study, source=jsonl([bad_prediction]), name="p.jsonl")
+    assert [e.split(": ")[1] for e in failed.value.errors] == [
+        "item_id", "system", "prediction_index", "confidence"]

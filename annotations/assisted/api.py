@@ -26,6 +26,7 @@ from annotations.assisted.services.rating import (
     rating_lease_next,
     rating_skip,
     rating_submit,
+    rating_undo,
 )
 from annotations.core.api import answered, leased, skip_api
 from annotations.core.errors import NotPermitted
@@ -196,6 +197,17 @@ class RatingHeartbeatApi(APIView):
     def post(self, request, task_id: str):
         task = rating_heartbeat(user=request.user, public_id=task_id)
         return Response(LeaseOutputSerializer(task).data)
+
+
+class RatingUndoApi(APIView):
+    @extend_schema(request=None, responses=RatingTaskOutputSerializer,
+                   summary="Take back your last rating within OVERSIGHT_UNDO_SECONDS (30 s) of "
+                   "giving it; you get its sentence back under a fresh lease (409 "
+                   "undo_refused otherwise)")
+    def post(self, request, study_id: int):
+        study = _rater_study(request, study_id)
+        task = rating_undo(study=study, user=request.user)
+        return Response(RatingTaskOutputSerializer(task_payload(task, request.user)).data)
 
 
 RatingSkipApi = skip_api("RatingSkipApi", rating_skip, summary="Hand a sentence back to your "

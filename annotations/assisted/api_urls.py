@@ -7,6 +7,8 @@ urlpatterns = [
     path("studies/<int:study_id>/quiz/", api.QuizApi.as_view(), name="api-quiz"),
     path("studies/<int:study_id>/ratings/next/", api.RatingNextApi.as_view(),
          name="api-rating-next"),
+    path("studies/<int:study_id>/ratings/undo/", api.RatingUndoApi.as_view(),
+         name="api-rating-undo"),
     path("ratings/<str:task_id>/answer/", api.RatingAnswerApi.as_view(),
          name="api-rating-answer"),
     path("ratings/<str:task_id>/heartbeat/", api.RatingHeartbeatApi.as_view(),

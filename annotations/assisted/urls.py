@@ -7,6 +7,7 @@ urlpatterns = [
     path("studies/<int:study_id>/rate/quiz/", views.quiz_post, name="rate-quiz"),
     path("studies/<int:study_id>/rate/warning/", views.warning_post, name="rate-warning"),
     path("studies/<int:study_id>/rate/next/", views.rate_next, name="rate-next"),
+    path("studies/<int:study_id>/rate/undo/", views.rate_undo, name="rate-undo"),
     path("studies/<int:study_id>/rate/<str:public_id>/answer/", views.rate_answer,
          name="rate-answer"),
     path("studies/<int:study_id>/rate/<str:public_id>/skip/", views.rate_skip,

@@ -36,6 +36,7 @@ from annotations.assisted.services.rating import (
     rating_lease_next,
     rating_skip,
     rating_submit,
+    rating_undo,
 )
 from annotations.core import selectors
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
@@ -209,6 +210,19 @@ def rate_skip(request: HttpRequest, study_id: int, public_id: str) -> HttpRespon
     task, message = _lease_next(request, study)
     return _work(request, study, task,
                  message=message or "Skipped: the sentence went to another rater.")
+
+
+@require_POST
+@login_required
+def rate_undo(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Take back the last rating; its sentence is shown again under a fresh lease."""
+    study = _rater_study(request, study_id)
+    try:
+        task = rating_undo(study=study, user=request.user)
+    except DomainError as exc:
+        return _refused(request, study, exc)
+    return _work(request, study, task,
+                 message="Undone: your last rating was removed. Rate this sentence again.")
 
 
 @require_POST

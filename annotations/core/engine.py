@@ -318,6 +318,12 @@ def task_relet(kind: TaskKind, task: LeasedTask, *, user: Any, now: dt.datetime,
     return task
 
 
+def undo_window() -> dt.timedelta:
+    """How long an answer can be undone, in every study type (OVERSIGHT_UNDO_SECONDS; 0:
+    never)."""
+    return dt.timedelta(seconds=max(0, settings.OVERSIGHT_UNDO_SECONDS))
+
+
 def lease_length(study: Study) -> dt.timedelta:
     """How long a lease (and each heartbeat) lasts: the study's ``lease_minutes``, unless the
     OVERSIGHT_LEASE_SECONDS setting overrides it (tests of expiry)."""

@@ -112,6 +112,16 @@ def test_evidence_rater_passes_the_quiz_expands_evidence_and_rates_by_keyboard(
         expect(page.get_by_test_id("recorded")).to_have_text("Recorded: Accurate")
         expect(page.locator(f'article.rating:not([data-query-id="{task_id}"])')).to_be_visible()
         expect(page.get_by_test_id("rated-count")).to_have_text("1")
+        # issue 17: a rater undoes the last rating (z) and rates the sentence again
+        page.keyboard.press("z")
+        expect(page.get_by_test_id("message")).to_contain_text("Undone")
+        expect(page.locator(f'article.rating[data-query-id="{task_id}"]')).to_be_visible()
+        expect(page.get_by_test_id("rated-count")).to_have_text("0")
+        page.wait_for_timeout(READ_MS)
+        for key in ("a", "3", "8", "Enter"):
+            page.keyboard.press(key)
+        expect(page.get_by_test_id("recorded")).to_have_text("Recorded: Accurate")
+        expect(page.get_by_test_id("rated-count")).to_have_text("1")
         # issue 17: "can't confidently assess" asks no confidence
         second = page.locator("article.rating").get_attribute("data-query-id")
         confidence = page.locator('article.rating input[name="confidence"]').first
@@ -143,8 +153,10 @@ def test_evidence_rater_passes_the_quiz_expands_evidence_and_rates_by_keyboard(
     kinds = list(Interaction.objects.filter(task__public_id=task_id).order_by("pk")
                  .values_list("kind", "section", "target"))
     assert kinds == [("expand", "evidence", ""), ("open_link", "evidence", "evidence:1")]
-    assert received == [rating.pk, cant.pk]  # the hook the reliance chart listens to
-    assert Exposure.objects.filter(task__public_id=task_id, via="page").count() == 1
+    assert received[-2:] == [rating.pk, cant.pk]  # the hook the reliance chart listens to
+    # shown twice (the undo gave it back under a second lease): one exposure per lease
+    assert list(Exposure.objects.filter(task__public_id=task_id, via="page")
+                .order_by("lease").values_list("lease", flat=True)) == [1, 2]
     assert RatingTask.objects.get(public_id=task_id).status == "answered"
 
 

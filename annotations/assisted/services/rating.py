@@ -46,8 +46,10 @@ from annotations.core.errors import (
     NotLeaseHolder,
     NotPermitted,
     StudyNotOpen,
+    UndoRefused,
 )
 from annotations.core.models import Study, StudyMembership, User
+from annotations.core.services.recompute import study_recompute_schedule
 
 _random = random.SystemRandom()
 MAX_COMMENT = 5000
@@ -255,6 +257,45 @@ def rating_submit(*, user: User, public_id: str, data: RatingInput) -> RatingRes
     transaction.on_commit(lambda: rating_recorded.send(sender=Rating, study_id=study_id,
                                                        rating_id=rating.pk))
     return RatingResult(rating, created=True)
+
+
+@transaction.atomic
+def rating_undo(*, study: Study, user: User) -> RatingTask:
+    """Take back the rater's last rating in the study within the undo window
+    (OVERSIGHT_UNDO_SECONDS after rating, as a specialist's answer), and give them its
+    sentence again under a fresh lease. Nothing depends on a rating (no follow-up is
+    routed from it), so the window is the only time limit.
+
+    Refused (``UndoRefused``) when they have no rating, already undid their last one, or the
+    window has passed; like an answer, when the study closed or they are no longer its
+    rater. Otherwise, in one transaction: the rating is deleted (the analysis forgets it; a
+    recompute is scheduled), their other leases go back to the pool, the task is leased to
+    them again, and an ``undone`` audit row records the rating taken back."""
+    last = (RatingTask.objects.select_for_update().select_related("study", "arm")
+            .filter(study=study, answered_by=user, status=RatingTask.Status.ANSWERED)
+            .order_by("-answered_at", "-pk").first())
+    if last is None:
+        raise UndoRefused("There is no rating of yours to undo.")
+    if RatingTaskEvent.objects.filter(task__study=study, actor=user,
+                                      kind=RatingTaskEvent.Kind.UNDONE,
+                                      at__gte=last.answered_at).exists():
+        raise UndoRefused("Only your last rating can be undone, once; rate the sentence you "
+                          "got back first.")
+    may_still_work(last, user)
+    now = timezone.now()
+    window = engine.undo_window()
+    if now - last.answered_at >= window:
+        raise UndoRefused(f"Too late to undo: a rating can be undone for "
+                          f"{int(window.total_seconds())} seconds after it is given.")
+    rating = Rating.objects.get(task=last)
+    detail = {"label": rating.label, "confidence": rating.confidence,
+              "helpfulness": rating.helpfulness, "answered_at": last.answered_at.isoformat()}
+    rating.delete()
+    engine.leases_return(RATING_KIND, RatingTask.objects.select_for_update().filter(
+        study=study, holder=user, status=RatingTask.Status.LEASED), reason="undo")
+    engine.task_relet(RATING_KIND, last, user=user, now=now, detail=detail, clear={})
+    transaction.on_commit(lambda: study_recompute_schedule(study.pk))
+    return last
 
 
 def rater_progress(*, study: Study, user: User) -> dict[str, int]:

@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -115,11 +114,6 @@ def query_bit_fields(query: Query) -> dict[str, int | None]:
     return {"match_mask": match, "present_mask": present, **band_bits(bands)}
 
 
-def undo_window() -> dt.timedelta:
-    """How long an answer can be undone (OVERSIGHT_UNDO_SECONDS; 0: never)."""
-    return dt.timedelta(seconds=max(0, settings.OVERSIGHT_UNDO_SECONDS))
-
-
 def _route_follow_up(query: Query, *, hold_until: dt.datetime | None = None) -> Query | None:
     """After a non-'yes' answer, ask the item's next drawn class (without replacement).
 
@@ -175,7 +169,7 @@ def label_submit(*, user, answer: str, query_id: int | None = None,
                          fields={"answer": answer, **query_bit_fields(query),
                                  "qc_correct": qc_correct})
     if answer != Query.Answer.YES and not query.is_quality_check:
-        window = undo_window() if undoable else None
+        window = engine.undo_window() if undoable else None
         _route_follow_up(query, hold_until=now + window if window else None)
     if not query.is_quality_check and not _recompute_deferred.get():
         study_id = query.study_id
@@ -229,7 +223,7 @@ def label_undo(*, study: Study, user) -> Query:
             .first()
         )
     now = timezone.now()
-    window = undo_window()
+    window = engine.undo_window()
     too_late = UndoRefused(f"Too late to undo: an answer can be undone for "
                            f"{int(window.total_seconds())} seconds after it is given.")
     if now - last.answered_at >= window:

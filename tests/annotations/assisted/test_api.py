@@ -158,3 +158,19 @@ def test_cant_assess_through_the_api_needs_no_confidence():
     done = client.post(reverse("api-rating-answer", args=[first["id"]]),
                        {"label": "cant_assess"}, format="json")
     assert done.status_code == 201 and done.json()["confidence"] is None
+
+
+def test_undo_through_the_api_gives_the_sentence_back(settings):
+    settings.OVERSIGHT_UNDO_SECONDS = 30
+    study = make_assisted_study(n_sentences=2)
+    user = rater_in_arm(study, "Baseline")
+    client = api_for(user)
+    undo = reverse("api-rating-undo", args=[study.pk])
+    refused = client.post(undo)
+    assert refused.status_code == 409 and refused.json()["code"] == "undo_refused"
+    task = client.post(reverse("api-rating-next", args=[study.pk])).json()
+    client.post(reverse("api-rating-answer", args=[task["id"]]),
+                {"label": "accurate", "confidence": 2}, format="json")
+    back = client.post(undo)
+    assert back.status_code == 200 and back.json()["id"] == task["id"]
+    assert not Rating.objects.filter(rater=user).exists()

@@ -304,3 +304,43 @@ def test_cant_assess_asks_no_confidence():
     with pytest.raises(DomainError, match="confidence: choose how confident") as refused:
         rate(user, task, "accurate", None)
     assert refused.value.field == "confidence"
+
+
+def test_a_rater_undoes_the_last_rating_within_the_window(settings):
+    # issue 17: raters had no undo of their last answer (specialists did)
+    from annotations.assisted.services.rating import rating_undo
+    from annotations.core.errors import UndoRefused
+
+    settings.OVERSIGHT_UNDO_SECONDS = 30
+    study = make_assisted_study(n_sentences=4)
+    user = add_rater(study)
+    with pytest.raises(UndoRefused, match="no rating of yours"):
+        rating_undo(study=study, user=user)
+    rate(user, rating_lease_next(study=study, user=user), "accurate", 3)
+    task = rating_lease_next(study=study, user=user)
+    rate(user, task, "disputed", 1)
+    held = rating_lease_next(study=study, user=user)  # the next sentence, now held
+    back = rating_undo(study=study, user=user)
+    assert back.pk == task.pk and back.status == RatingTask.Status.LEASED
+    assert back.holder == user and back.times_issued == 2
+    assert not Rating.objects.filter(task=task).exists()
+    held.refresh_from_db()
+    assert held.status == RatingTask.Status.PENDING and held.holder is None
+    undone = RatingTaskEvent.objects.get(task=task, kind="undone")
+    assert undone.actor == user and undone.detail["label"] == "disputed"
+    with pytest.raises(UndoRefused, match="once"):
+        rating_undo(study=study, user=user)
+    assert rate(user, back, "accurate", 2).rating.label == "accurate"  # rated again
+
+
+def test_undo_is_refused_after_the_window(settings):
+    from annotations.assisted.services.rating import rating_undo
+    from annotations.core.errors import UndoRefused
+
+    settings.OVERSIGHT_UNDO_SECONDS = 0
+    study = make_assisted_study(n_sentences=2)
+    user = add_rater(study)
+    rate(user, rating_lease_next(study=study, user=user))
+    with pytest.raises(UndoRefused, match="Too late to undo: a rating can be undone for 0"):
+        rating_undo(study=study, user=user)
+    assert Rating.objects.filter(rater=user).count() == 1

@@ -14,7 +14,11 @@ from rest_framework.views import APIView
 
 from annotations.core.api import leased, skip_api
 from annotations.core.models import Study
-from annotations.critique.services.answers import CritiqueAnswer, critique_answer
+from annotations.critique.services.answers import (
+    CritiqueAnswer,
+    critique_answer,
+    critique_undo,
+)
 from annotations.critique.services.assignment import (
     annotator_settings_by_id,
     critique_task_next,
@@ -105,6 +109,19 @@ class CritiqueTaskAnswerApi(APIView):
             "task": task_id, "level": output.level, "final": output.final,
             "choice": output.choice, "confidence": output.confidence,
             "time_on_task_ms": output.time_ms}).data, status=status.HTTP_201_CREATED)
+
+
+class CritiqueUndoApi(APIView):
+    @extend_schema(request=None, responses=CritiqueTaskOutputSerializer,
+                   summary="Take back your last answer within OVERSIGHT_UNDO_SECONDS (30 s) of "
+                   "giving it, while nobody critiques it yet; you get its task back under a "
+                   "fresh time limit (409 undo_refused otherwise)")
+    def post(self, request, study_id: int):
+        settings = annotator_settings_by_id(study_id, request.user)
+        study = settings.study if settings else get_object_or_404(Study, pk=study_id)
+        task = critique_undo(study=study, user=request.user)
+        task_mark_rendered(task=task)
+        return Response(_task_data(task, settings.time_limit_minutes if settings else None))
 
 
 CritiqueTaskSkipApi = skip_api("CritiqueTaskSkipApi", critique_task_skip,

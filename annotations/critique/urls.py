@@ -7,6 +7,8 @@ from annotations.critique import views
 urlpatterns = [
     path("studies/<int:study_id>/critique/", views.critique_work, name="critique-work"),
     path("studies/<int:study_id>/critique/next/", views.critique_next, name="critique-next"),
+    path("studies/<int:study_id>/critique/undo/", views.critique_undo_view,
+         name="critique-undo"),
     path("studies/<int:study_id>/critique/<str:public_id>/answer/", views.critique_submit,
          name="critique-submit"),
     path("studies/<int:study_id>/critique/<str:public_id>/skip/", views.critique_skip,

@@ -24,6 +24,7 @@ from annotations.critique.services.answers import (
     CritiqueAnswer,
     InvalidCritiqueAnswer,
     critique_answer,
+    critique_undo,
 )
 from annotations.critique.services.assignment import (
     critique_task_next,
@@ -149,6 +150,19 @@ def _refused(request: HttpRequest, study: Study, exc: DomainError) -> HttpRespon
     current = (task_current(study=study, user=request.user)
                if study.status == Study.Status.OPEN else None)
     return _respond(request, study, current, message=exc.message)
+
+
+@require_POST
+@login_required
+def critique_undo_view(request: HttpRequest, study_id: int) -> HttpResponse:
+    """Take back the last answer; its task is shown again under a fresh time limit."""
+    study = _annotator_study(request, study_id)
+    try:
+        task = critique_undo(study=study, user=request.user)
+    except DomainError as exc:
+        return _refused(request, study, exc)
+    return _respond(request, study, task,
+                    message="Undone: your last answer was removed. Answer this task again.")
 
 
 @require_POST

@@ -16,18 +16,19 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.db import connection, transaction
-from django.db.models import Subquery
+from django.db.models import Q, Subquery
 from django.utils import timezone
 
 from annotations.core import engine
-from annotations.core.errors import DomainError
-from annotations.core.models import User
+from annotations.core.errors import DomainError, UndoRefused
+from annotations.core.models import Study, User
 from annotations.critique.models import (
     CritiqueChoice,
     CritiqueOutput,
     CritiqueQuestion,
     CritiqueTask,
     CritiqueTaskBlock,
+    CritiqueTaskEvent,
 )
 from annotations.critique.services.assignment import CRITIQUE_KIND, task_for_holder
 
@@ -148,6 +149,66 @@ def critique_answer(*, public_id: str, user: User, answer: CritiqueAnswer,
     if recompute:
         transaction.on_commit(lambda: _schedule(study_id))
     return output
+
+
+@transaction.atomic
+def critique_undo(*, study: Study, user: User) -> CritiqueTask:
+    """Take back the annotator's last answer in the study within the undo window
+    (OVERSIGHT_UNDO_SECONDS, as a specialist's answer or a rating) and give them its task
+    again under a fresh lease — a fresh time limit.
+
+    The output may already be an input: when it completed its chain pair, the next level's
+    tasks were made at once. Those are deleted with it while nobody has been given one yet
+    (they are made again when the pair completes again); once one has been leased, or an AI
+    output critiques it, the undo is refused as too late. Also refused (``UndoRefused``)
+    with no answer, a second time, after the window, or when the study closed or the user
+    is no longer its annotator. Otherwise, in one transaction: the output and the sibling
+    blocks it set are deleted, the question is marked as generated no further than the
+    output's level, the user's other leases go back to the pool, the task is leased to them
+    again, an ``undone`` audit row records what was taken back, and a recompute is
+    scheduled."""
+    last = (CritiqueTask.objects.select_for_update()
+            .filter(study=study, answered_by=user, status=CritiqueTask.Status.ANSWERED)
+            .order_by("-answered_at", "-pk").first())
+    if last is None:
+        raise UndoRefused("There is no answer of yours to undo.")
+    if CritiqueTaskEvent.objects.filter(task__study=study, actor=user,
+                                        kind=CritiqueTaskEvent.Kind.UNDONE,
+                                        at__gte=last.answered_at).exists():
+        raise UndoRefused("Only your last answer can be undone, once; answer the task you "
+                          "got back first.")
+    CRITIQUE_KIND.may_still_work(last, user)
+    CritiqueQuestion.objects.select_for_update().filter(pk=last.question_id).first()
+    output = CritiqueOutput.objects.filter(task=last).first()
+    now = timezone.now()
+    window = engine.undo_window()
+    too_late = UndoRefused(f"Too late to undo: an answer can be undone for "
+                           f"{int(window.total_seconds())} seconds after it is given, and "
+                           "only while nobody critiques it yet.")
+    if now - last.answered_at >= window or output is None:
+        raise too_late
+    uses = Q(first=output) | Q(second=output)
+    made = CritiqueTask.objects.select_for_update().filter(uses)
+    if (made.filter(times_issued__gt=0).exists()
+            or CritiqueOutput.objects.filter(uses).exists()):
+        raise too_late
+    detail = {"final": output.final, "choice": output.choice, "confidence": output.confidence,
+              "answered_at": last.answered_at.isoformat(), "tasks_deleted": made.count()}
+    if detail["tasks_deleted"]:
+        made.delete()
+        CritiqueQuestion.objects.filter(pk=last.question_id,
+                                        generated_level__gt=output.level).update(
+            generated_level=output.level)
+    output.delete()
+    CritiqueTaskBlock.objects.filter(task__question_id=last.question_id,
+                                     task__level=last.level, user=user,
+                                     reason=CritiqueTaskBlock.Reason.SIBLING).delete()
+    engine.leases_return(CRITIQUE_KIND, CritiqueTask.objects.select_for_update().filter(
+        study=study, holder=user, status=CritiqueTask.Status.LEASED), reason="undo")
+    engine.task_relet(CRITIQUE_KIND, last, user=user, now=now, detail=detail, clear={})
+    study_id = study.pk
+    transaction.on_commit(lambda: _schedule(study_id))
+    return last
 
 
 def _schedule(study_id: int) -> None:

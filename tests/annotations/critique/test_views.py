@@ -360,3 +360,26 @@ def test_researchers_create_a_critique_study_in_the_admin(client):
             .status_code == 302
         settings.refresh_from_db()
         assert (settings.ai_api_key, settings.ai_model) == (kept, "qwen-110b")
+
+
+def test_undo_on_the_page_and_through_the_api(client, settings):
+    # issue 17: annotators had no undo of their last answer
+    settings.OVERSIGHT_UNDO_SECONDS = 30
+    study, users = make_critique_study(n_questions=2, top_level=1, counts=[3, 1])
+    client.force_login(users[0])
+    data = client.post(reverse("api-critique-next", args=[study.pk])).json()
+    client.post(reverse("api-critique-answer", args=[data["id"]]),
+                {"reasoning": "x", "final": 1, "confidence": 3},
+                content_type="application/json")
+    page = client.get(reverse("critique-work", args=[study.pk])).content.decode()
+    assert "Undo last answer" in page
+    back = client.post(reverse("critique-undo", args=[study.pk]),
+                       HTTP_HX_REQUEST="true").content.decode()
+    assert "Undone: your last answer was removed" in back and data["id"] in back
+    refused = client.post(reverse("api-critique-undo", args=[study.pk]))
+    assert refused.status_code == 409 and refused.json()["code"] == "undo_refused"
+    client.post(reverse("api-critique-answer", args=[data["id"]]),
+                {"reasoning": "y", "final": 2, "confidence": 3},
+                content_type="application/json")
+    again = client.post(reverse("api-critique-undo", args=[study.pk]))
+    assert again.status_code == 200 and again.json()["id"] == data["id"]

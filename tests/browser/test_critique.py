@@ -4,9 +4,12 @@ widths; the guide's screenshots."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
+from annotations.core.engine import leases_reclaim_all
 from annotations.core.services.studies import membership_add
 from annotations.models import CritiqueOutput, CritiqueTask
 from tests.annotations.critique.helpers import answer_next, make_critique_study
@@ -205,3 +208,57 @@ def test_the_manage_page_with_a_long_endpoint_does_not_scroll_sideways(page, liv
     # then (435 px wide at 390 before: the endpoint's <code> did not wrap)
     expect(page.get_by_text("Write the missing AI outputs")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+def test_a_draft_survives_a_reload_and_the_time_limit_with_a_warning_first(page, live_server,
+                                                                            settings):
+    # issue 17: a 20-minute task gave no warning before its time ran out, and a reload, a
+    # crash or the time-out lost what was typed
+    study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],
+                                       n_annotators=2)
+    login(page, live_server, users[0].username)
+    page.goto(f"{live_server.url}/studies/{study.pk}/critique/")
+    page.keyboard.press("Enter")
+    card = page.locator("article.critique-task")
+    expect(card).to_be_visible()
+    task_id = card.get_attribute("data-task-id")
+    page.keyboard.press("/")
+    page.keyboard.type("Option C: the second clause rules out A.")
+    page.keyboard.press("Escape")
+    page.keyboard.press("c")
+    page.reload()  # as after a crash: the page resumes the lease
+    expect(page.get_by_test_id("draft-restored")).to_be_visible()
+    expect(page.get_by_test_id("reasoning")).to_have_value(
+        "Option C: the second clause rules out A.")
+    expect(page.locator('input[name="final"][value="2"]')).to_be_checked()
+    expect(page.get_by_test_id("lease-warning")).to_be_hidden()  # 20 minutes left
+    # a short time limit: the warning shows, then the time runs out with the text readable
+    settings.OVERSIGHT_LEASE_SECONDS = 4
+    CritiqueTask.objects.filter(public_id=task_id).update(status="pending", holder=None,
+                                                          lease_expires_at=None)
+    page.reload()
+    page.keyboard.press("Enter")
+    expect(page.get_by_test_id("lease-warning")).to_be_visible()
+    expect(card).to_have_attribute("data-task-id", task_id)
+    expect(page.get_by_test_id("reasoning")).to_have_value(
+        "Option C: the second clause rules out A.")
+    expect(page.locator("#lease")).to_have_class(re.compile(r"\bexpired\b"), timeout=10_000)
+    reasoning = page.get_by_test_id("reasoning")
+    expect(reasoning).not_to_be_editable()
+    expect(reasoning).to_have_value("Option C: the second clause rules out A.")
+    expect(page.get_by_test_id("lease-warning")).to_be_hidden()
+    # the same task again (back in the pool, first in its order): the draft comes back
+    # once more; recorded, it is forgotten
+    settings.OVERSIGHT_LEASE_SECONDS = None
+    leases_reclaim_all()
+    page.keyboard.press("Enter")
+    expect(page.locator("article.critique-task:not(.expired)")).to_have_attribute(
+        "data-task-id", task_id)
+    expect(page.get_by_test_id("reasoning")).to_have_value(
+        "Option C: the second clause rules out A.")
+    page.keyboard.press("4")
+    page.wait_for_timeout(READ_MS)
+    page.keyboard.press("Control+Enter")
+    expect(page.get_by_test_id("recorded")).to_be_visible()
+    assert CritiqueOutput.objects.get(task__public_id=task_id).final == 2
+    assert page.evaluate("Object.keys(localStorage).filter(k => k.includes('draft'))") == []

@@ -348,7 +348,9 @@ def test_undo_cannot_tell_a_quality_check_from_a_routed_query(settings):
     follow-up was leased, a check never)."""
     import time
 
-    study = make_study(k=3, n_items=60, queries_per_item=3, checks=20, gold_rate=0.3,
+    # the checks drawn depend on the user's id (seeded by study, user, draw): a pool large
+    # enough that every kind shows up whatever the ids (60 items ran out once in CI)
+    study = make_study(k=3, n_items=150, queries_per_item=3, checks=40, gold_rate=0.4,
                        seed=12)
     user, others = specialist(study, 0), [specialist(study, 1), specialist(study, 2)]
     outcomes: dict[str, list[str]] = {}

@@ -74,3 +74,103 @@
   document.body.addEventListener("htmx:afterSwap", tick);
   tick();
 })();
+
+// Drafts: what the annotator types and picks is kept in this browser (localStorage, one
+// entry per task) as they go, so a reload, a crash or the end of the time limit loses
+// nothing: the page brings it back whenever the same task is shown again, and forgets it
+// once the answer is recorded or the task skipped. Entries older than two days are dropped.
+(function () {
+  "use strict";
+  const PREFIX = "oversight:critique-draft:";
+  const KEEP_MS = 2 * 24 * 3600 * 1000;
+  const FIELDS = ["choice", "final", "confidence"];
+  let sent = null;  // the task whose answer or skip is on its way
+  let sentSkip = false;
+
+  function store() { try { return window.localStorage; } catch (e) { return null; } }
+  function card() { return document.querySelector("#work article.critique-task"); }
+
+  function save() {
+    const c = card();
+    const form = c && c.querySelector("form.critique-form");
+    const s = store();
+    if (!form || !s || form.reasoning.readOnly) return;
+    const draft = { reasoning: form.reasoning.value, at: Date.now() };
+    FIELDS.forEach(function (name) {
+      const picked = form.querySelector("input[name=" + name + "]:checked");
+      if (picked) draft[name] = picked.value;
+    });
+    try { s.setItem(PREFIX + c.dataset.taskId, JSON.stringify(draft)); } catch (e) { /* full */ }
+  }
+
+  function restore() {
+    const c = card();
+    const form = c && c.querySelector("form.critique-form");
+    const s = store();
+    if (!form || !s || c.dataset.draftChecked) return;
+    c.dataset.draftChecked = "1";
+    let draft = null;
+    try { draft = JSON.parse(s.getItem(PREFIX + c.dataset.taskId) || "null"); } catch (e) { return; }
+    if (!draft) return;
+    let back = false;
+    if (draft.reasoning && !form.reasoning.value.trim()) {
+      form.reasoning.value = draft.reasoning;
+      back = true;
+    }
+    FIELDS.forEach(function (name) {
+      if (!draft[name] || form.querySelector("input[name=" + name + "]:checked")) return;
+      const input = form.querySelector("input[name=" + name + '][value="' + draft[name] + '"]');
+      if (input) { input.checked = true; back = true; }
+    });
+    if (back) {
+      const note = document.createElement("p");
+      note.className = "notice draft-restored";
+      note.setAttribute("role", "status");
+      note.dataset.testid = "draft-restored";
+      note.textContent = "Your draft of this task was brought back from this browser.";
+      form.parentNode.insertBefore(note, form);
+    }
+  }
+
+  function tidy() {
+    const s = store();
+    if (!s) return;
+    const old = Date.now() - KEEP_MS;
+    for (let i = s.length - 1; i >= 0; i--) {
+      const key = s.key(i);
+      if (!key || key.indexOf(PREFIX) !== 0) continue;
+      let at = 0;
+      try { at = (JSON.parse(s.getItem(key)) || {}).at || 0; } catch (e) { /* unreadable */ }
+      if (at < old) s.removeItem(key);
+    }
+  }
+
+  document.addEventListener("input", function (event) {
+    if (event.target.closest && event.target.closest("form.critique-form")) save();
+  });
+  document.addEventListener("change", function (event) {
+    if (event.target.closest && event.target.closest("form.critique-form")) save();
+  });
+  document.body.addEventListener("htmx:beforeRequest", function (event) {
+    const form = event.detail.elt.closest && event.detail.elt.closest("form");
+    const c = card();
+    if (form && c && (form.classList.contains("critique-form") || form.classList.contains("skip"))) {
+      sent = c.dataset.taskId;
+      sentSkip = form.classList.contains("skip");
+    }
+  });
+  document.body.addEventListener("htmx:afterSwap", function () {
+    const c = card();
+    const s = store();
+    // recorded or skipped: the page moved on from the task (an incomplete answer shows it
+    // again; an answer refused because the time ran out keeps the draft)
+    const moved = !c || c.dataset.taskId !== sent;
+    const recorded = !!document.querySelector('#work [data-testid="recorded"]');
+    const expired = !!document.querySelector('#work [data-testid="message"].expired');
+    if (sent && s && moved && (recorded || (sentSkip && !expired))) s.removeItem(PREFIX + sent);
+    sent = null;
+    restore();
+  });
+  tidy();
+  restore();
+})();

@@ -1,5 +1,6 @@
 // Labelling page: keyboard shortcuts (one key press, one action), the shortcuts overlay,
-// the lease countdown with a way on when it runs out, heartbeat while the specialist works.
+// the lease countdown with a warning before it runs out (``data-warn-seconds`` on the lease
+// line) and a way on when it has, heartbeat while the specialist works.
 (function () {
   "use strict";
   const HEARTBEAT_MS = 30000;
@@ -52,8 +53,12 @@
     const card = lease.closest("article.query");
     if (!card) return;
     card.classList.add("expired");
-    card.querySelectorAll("form.answers button, form.answers input, form.answers textarea, form.skip button")
+    card.querySelectorAll("form.answers button, form.answers input, form.skip button")
       .forEach(function (b) { b.disabled = true; });
+    // typed text stays readable and can be copied (a disabled box cannot be selected)
+    card.querySelectorAll("form.answers textarea").forEach(function (a) { a.readOnly = true; });
+    const warning = lease.querySelector(".lease-warning");
+    if (warning) warning.hidden = true;
     const next = card.querySelector(".expired-next");
     if (next) {
       next.hidden = false;
@@ -70,6 +75,12 @@
         expire(lease);
       } else {
         label.textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0") + " left";
+        const warnAt = Number(lease.dataset.warnSeconds || 0);
+        if (warnAt && left <= warnAt && !lease.classList.contains("ending")) {
+          lease.classList.add("ending");
+          const warning = lease.querySelector(".lease-warning");
+          if (warning) warning.hidden = false;
+        }
         const active = Date.now() - lastActivity < HEARTBEAT_MS * 2;
         if (active && Date.now() - lastBeat > HEARTBEAT_MS) { lastBeat = Date.now(); beat(lease); }
       }

@@ -6,6 +6,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
+from annotations.core.accounts import InvitationView, OwnPasswordChangeView
 from oversight_site.health import favicon, healthz
 from oversight_site.throttling import ThrottledAdminAuthenticationForm, ThrottledLoginView
 
@@ -23,7 +24,8 @@ urlpatterns = [
     path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # members created by researchers get a one-time password and replace it here
-    path("accounts/password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password/", OwnPasswordChangeView.as_view(), name="password_change"),
+    path("accounts/invitation/<uidb64>/<token>/", InvitationView.as_view(), name="invitation"),
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(),
          name="password_change_done"),
     path("api/", include("annotations.core.api_urls")),

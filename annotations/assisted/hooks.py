@@ -1,6 +1,7 @@
 """What assisted studies plug into the core (called from the app's ``ready``): their task
 kind (rating tasks, registered by ``services.rating`` on import), their analysis (recomputed
-after each rating), their opening and their dashboard."""
+after each rating), their opening, their dashboard and the roles their Members page
+offers."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from annotations.assisted.services.analysis import (
     connect_signals,
 )
 from annotations.assisted.services.routing import assisted_study_open
-from annotations.core.models import Study
+from annotations.core.models import Study, StudyMembership
 from annotations.core.services.recompute import recompute_kind_register
-from annotations.core.services.studies import study_opener_register
-from annotations.core.views import dashboard_register
+from annotations.core.services.studies import study_opener_register, study_roles_register
+from annotations.core.views import dashboard_register, study_page_register
 
 
 def register() -> None:
@@ -23,3 +24,8 @@ def register() -> None:
     recompute_kind_register(Study.Kind.ASSISTED, assisted_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.ASSISTED, assisted_study_open)
     dashboard_register(Study.Kind.ASSISTED, views.assisted_dashboard_page)
+    study_page_register(Study.Kind.ASSISTED, "admin:annotations_assistedstudy_change")
+    study_roles_register(Study.Kind.ASSISTED, [
+        (StudyMembership.Role.ANNOTATOR, "Rater (rates sentences)"),
+        (StudyMembership.Role.MANAGER, "Manager (reads the dashboard)"),
+        (StudyMembership.Role.RESEARCHER, "Researcher (configures the study)")])

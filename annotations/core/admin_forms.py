@@ -9,7 +9,7 @@ from django import forms
 
 from annotations.core.models import Study, StudyClass, StudyMembership, User
 from annotations.core.selectors import study_name_taken
-from annotations.core.services.studies import NewMember
+from annotations.core.services.studies import NewMember, study_roles
 
 CLASS_NAME_MAX = StudyClass._meta.get_field("name").max_length
 
@@ -93,31 +93,29 @@ class StudyAddForm(StudyNameForm, forms.ModelForm):
 
 class MemberForm(forms.Form):
     """One person: a new user name (an account is created) or a member of another of your
-    studies; their role; a class for specialists."""
+    studies; one of the roles the study's type uses (``study_roles``); a class for
+    specialists."""
 
     username = forms.CharField(label="User name", max_length=150, required=False)
-    role = forms.ChoiceField(choices=[
-        (StudyMembership.Role.SPECIALIST, "Specialist (labels one class)"),
-        (StudyMembership.Role.MANAGER, "Manager (reads the dashboard)"),
-        (StudyMembership.Role.RESEARCHER, "Researcher (configures the study)"),
-    ])
+    role = forms.ChoiceField()
     study_class = forms.TypedChoiceField(label="Class (specialists)", required=False,
                                          coerce=int, empty_value=None)
     email = forms.EmailField(label="E-mail (optional)", required=False)
 
     def __init__(self, *args, study: Study, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["study_class"].choices = [("", "—")] + [
-            (c.index, c.name) for c in study.classes.order_by("index")]
-        if study.kind == Study.Kind.CRITIQUE:  # annotators instead of class specialists
-            self.fields["role"].choices = [
-                (StudyMembership.Role.ANNOTATOR, "Annotator (answers and critiques)"),
-                *[c for c in self.fields["role"].choices
-                  if c[0] != StudyMembership.Role.SPECIALIST]]
+        self.fields["role"].choices = study_roles(study.kind)
+        if StudyMembership.Role.SPECIALIST in dict(self.fields["role"].choices):
+            self.fields["study_class"].choices = [("", "—")] + [
+                (c.index, c.name) for c in study.classes.order_by("index")]
+        else:  # no specialists, no classes to choose
+            del self.fields["study_class"]
+
+    who = "username"  # the field that says someone is to be added
 
     def clean(self):
         data = super().clean()
-        if not data.get("username"):
+        if not data.get(self.who):
             return data
         is_specialist = data.get("role") == StudyMembership.Role.SPECIALIST
         if is_specialist and data.get("study_class") is None:
@@ -132,6 +130,38 @@ class MemberForm(forms.Form):
             return None
         return NewMember(username=data["username"], role=data["role"],
                          class_index=data.get("study_class"), email=data.get("email") or "")
+
+
+class BulkMembersForm(MemberForm):
+    """Many people with one role at once: a pasted list, one user name or e-mail address per
+    line (an e-mail address is also the user name, so the person signs in with it)."""
+
+    username = None
+    email = None
+    who = "people"
+    field_order = ["people", "role", "study_class"]
+    people = forms.CharField(
+        label="People", required=False, widget=forms.Textarea(attrs={"rows": 5}),
+        help_text="One per line: a user name or an e-mail address.")
+
+    def clean_people(self) -> list[str]:
+        lines = [line.strip() for line in self.cleaned_data["people"].splitlines()]
+        people = [line for line in lines if line]
+        for line in people:
+            if "@" in line:
+                try:
+                    forms.EmailField().clean(line)
+                except forms.ValidationError:
+                    raise forms.ValidationError(f"'{line[:60]}' is not an e-mail address; "
+                                                "give a user name or an address.") from None
+        return people
+
+    def members(self) -> list[NewMember]:
+        data = self.cleaned_data
+        return [NewMember(username=person, role=data["role"],
+                          class_index=data.get("study_class"),
+                          email=person if "@" in person else "")
+                for person in data.get("people") or []]
 
 
 class BaseMemberFormSet(forms.BaseFormSet):

@@ -19,7 +19,14 @@ from annotations.core.task_models import TaskStatus
 
 
 class User(AbstractUser):
-    """Platform account. Roles are per study (``StudyMembership``); ``is_staff`` opens the admin."""
+    """Platform account. Roles are per study (``StudyMembership``); ``is_staff`` opens the admin.
+    ``password_must_change``: the password was made by a researcher (a new member's, or a
+    reset); the person replaces it at their first sign-in before anything else
+    (``core.accounts.PasswordChangeRequired``)."""
+
+    password_must_change = models.BooleanField(
+        default=False, help_text="Set on passwords a researcher hands out; cleared when the "
+                                 "person chooses their own.")
 
 
 def _new_seed() -> int:

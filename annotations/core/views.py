@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from annotations.core import selectors
@@ -22,6 +23,20 @@ def dashboard_register(kind: str, page: Callable[[HttpRequest, Study], HttpRespo
     """Make ``/studies/<id>/dashboard/`` show ``page(request, study)`` for studies of
     ``kind`` (the study found and the reader's permission checked by :func:`dashboard`)."""
     _DASHBOARDS[kind] = page
+
+
+_STUDY_PAGES: dict[str, str] = {}
+
+
+def study_page_register(kind: str, url_name: str) -> None:
+    """Where a study of ``kind`` is configured: the URL name of its page (taking the study's
+    id), for the pages every type shares (Members) to link back to."""
+    _STUDY_PAGES[kind] = url_name
+
+
+def study_page_url(study: Study) -> str:
+    return reverse(_STUDY_PAGES.get(study.kind, "admin:annotations_study_change"),
+                   args=[study.pk])
 
 
 def dashboard_study(request: HttpRequest, study_id: int, kind: str | None = None) -> Study:

@@ -1,12 +1,15 @@
 """What critique studies plug into the core (called from the app's ``ready``): their task
-kind (registered by ``services.assignment`` on import), their recompute and their opening.
-Their dashboard has its own address (``critique-dashboard``)."""
+kind (registered by ``services.assignment`` on import), their recompute, their opening,
+their dashboard (also at its own address, ``critique-dashboard``) and the roles their
+Members page offers."""
 
 from __future__ import annotations
 
-from annotations.core.models import Study
+from annotations.core.models import Study, StudyMembership
 from annotations.core.services.recompute import recompute_kind_register
-from annotations.core.services.studies import study_opener_register
+from annotations.core.services.studies import study_opener_register, study_roles_register
+from annotations.core.views import dashboard_register, study_page_register
+from annotations.critique import views
 from annotations.critique.services import assignment  # noqa: F401 - the tasks' kind
 from annotations.critique.services.analysis import answered_counts, critique_recompute
 from annotations.critique.services.studies import critique_study_open
@@ -15,3 +18,9 @@ from annotations.critique.services.studies import critique_study_open
 def register() -> None:
     recompute_kind_register(Study.Kind.CRITIQUE, critique_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.CRITIQUE, critique_study_open)
+    dashboard_register(Study.Kind.CRITIQUE, views.critique_dashboard_page)
+    study_page_register(Study.Kind.CRITIQUE, "critique-manage")
+    study_roles_register(Study.Kind.CRITIQUE, [
+        (StudyMembership.Role.ANNOTATOR, "Annotator (answers and critiques)"),
+        (StudyMembership.Role.MANAGER, "Manager (reads the dashboard)"),
+        (StudyMembership.Role.RESEARCHER, "Researcher (configures the study)")])

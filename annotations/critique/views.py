@@ -210,11 +210,17 @@ def critique_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     """Managers' live dashboard (``?domain=&author=`` choose the rows; kept in the URL). The
     live region polls with ``since=<snapshot>&health=<token>`` and gets 204 until a newer
     snapshot exists or the recompute's health changes."""
+    return critique_dashboard_page(request, dashboard_study(request, study_id,
+                                                            Study.Kind.CRITIQUE))
+
+
+def critique_dashboard_page(request: HttpRequest, study: Study) -> HttpResponse:
+    """The dashboard of a critique study whose reader was checked (here, or by
+    ``core.views.dashboard`` at ``/studies/<id>/dashboard/``)."""
     from django.conf import settings
 
     from annotations.critique.dashboard import dashboard_context
 
-    study = dashboard_study(request, study_id, Study.Kind.CRITIQUE)
     domain, author = request.GET.get("domain", ""), request.GET.get("author", "all")
 
     def context() -> dict:

@@ -21,7 +21,12 @@ from annotations.core.admin import (
     is_researcher,
     staff_may_create_studies,
 )
-from annotations.core.admin_forms import MemberFormSet, StudyAddForm, StudyForm
+from annotations.core.admin_forms import (
+    BulkMembersForm,
+    MemberFormSet,
+    StudyAddForm,
+    StudyForm,
+)
 from annotations.core.errors import DomainError
 from annotations.core.exports import download, requested_format
 from annotations.core.inputs import accepts_upload
@@ -38,14 +43,17 @@ from annotations.core.selectors import (
 )
 from annotations.core.services.import_jobs import import_job_submit, import_jobs_expire
 from annotations.core.services.studies import (
+    invitation_path,
     member_password_reset,
     members_add,
     researchers_staff_ensure,
     study_close,
     study_insert,
     study_open,
+    study_roles,
 )
 from annotations.core.sqlite_locks import while_sqlite_locked
+from annotations.core.views import study_page_url
 from annotations.partitioned.models import Query
 from annotations.partitioned.selectors import study_setup_checklist
 from annotations.partitioned.services.estimates import study_recompute
@@ -251,8 +259,15 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
         return self._status_view(request, study_id, opening=False)
 
     def members_view(self, request, study_id: int):
+        """The Members page of a study of any type (the roles its type uses): a pasted list
+        with one role, or one row per person; new accounts get a one-time password and an
+        invitation link; existing members, with a new password on request."""
         study = self._study_or_403(request, study_id)
-        formset = MemberFormSet(request.POST or None, study=study, prefix="members")
+        bulk_posted = request.method == "POST" and "bulk-people" in request.POST
+        formset = MemberFormSet(request.POST if request.method == "POST" and not bulk_posted
+                                else None, study=study, prefix="members")
+        bulk = BulkMembersForm(request.POST if bulk_posted else None, study=study,
+                               prefix="bulk")
         created, error = [], ""
         reset = request.POST.get("reset", "")
         if request.method == "POST" and reset:
@@ -266,24 +281,34 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                 error = exc.message
             else:
                 self.log_change(request, study, f"New password for {member.user}.")
-                created = [(member, password)]
+                created = [(member, password,
+                            request.build_absolute_uri(invitation_path(member.user)))]
             formset = MemberFormSet(study=study, prefix="members")
-        elif request.method == "POST" and formset.is_valid():
+        elif request.method == "POST" and (bulk if bulk_posted else formset).is_valid():
             try:
-                added = members_add(study=study, members=formset.members(), by=request.user)
+                added = members_add(study=study, by=request.user, members=(
+                    bulk.members() if bulk_posted else formset.members()))
             except DomainError as exc:
                 error = exc.message
             else:
                 names = ", ".join(a.membership.user.username for a in added)
                 if added:
                     self.log_change(request, study, f"Members added: {names}.")
-                created = [(a.membership, a.password) for a in added]
+                created = [(a.membership, a.password,
+                            a.invitation and request.build_absolute_uri(a.invitation))
+                           for a in added]
                 formset = MemberFormSet(study=study, prefix="members")
-        members = (StudyMembership.objects.filter(study=study)
-                   .select_related("user", "study_class").order_by("role", "user__username"))
+                bulk = BulkMembersForm(study=study, prefix="bulk")
+        members = list(StudyMembership.objects.filter(study=study)
+                       .select_related("user", "study_class").order_by("role", "user__username"))
+        names = {role: label.split(" (")[0] for role, label in study_roles(study.kind)}
+        for m in members + [c[0] for c in created]:  # the type's word: rater, annotator …
+            m.role_label = names.get(m.role, m.get_role_display())
         return self._page(request, "admin/annotations/study/members.html", study,
-                          f"Members of “{study.name}”", formset=formset, members=members,
-                          created=created, error=error,
+                          f"Members of “{study.name}”", formset=formset, bulk=bulk,
+                          members=members, created=created, error=error,
+                          roles=study_roles(study.kind), study_url=study_page_url(study),
+                          has_classes=StudyMembership.Role.SPECIALIST in names,
                           login_url=request.build_absolute_uri(reverse("login")))
 
     def _import_view(self, request, study_id: int, kind: str) -> HttpResponse:

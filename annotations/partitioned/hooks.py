@@ -1,14 +1,15 @@
 """What partitioned studies plug into the core (called from the app's ``ready``): their
 task kind (queries, registered by ``services.routing`` on import), their recompute, their
-opening, their dashboard and the two import-job kinds they own (items, AI predictions)."""
+opening, their dashboard, the two import-job kinds they own (items, AI predictions) and the
+roles their Members page offers."""
 
 from __future__ import annotations
 
-from annotations.core.models import ImportJob, Study
+from annotations.core.models import ImportJob, Study, StudyMembership
 from annotations.core.services.import_jobs import import_kind_register
 from annotations.core.services.recompute import recompute_kind_register
-from annotations.core.services.studies import study_opener_register
-from annotations.core.views import dashboard_register
+from annotations.core.services.studies import study_opener_register, study_roles_register
+from annotations.core.views import dashboard_register, study_page_register
 from annotations.partitioned import views
 from annotations.partitioned.services import routing  # noqa: F401 - the queries' task kind
 from annotations.partitioned.services.estimates import answered_counts, study_recompute
@@ -23,3 +24,8 @@ def register() -> None:
     dashboard_register(Study.Kind.PARTITIONED, views.dashboard_page)
     import_kind_register(ImportJob.Kind.ITEMS, items_import)
     import_kind_register(ImportJob.Kind.PREDICTIONS, predictions_import)
+    study_page_register(Study.Kind.PARTITIONED, "admin:annotations_study_change")
+    study_roles_register(Study.Kind.PARTITIONED, [
+        (StudyMembership.Role.SPECIALIST, "Specialist (answers one class's question)"),
+        (StudyMembership.Role.MANAGER, "Manager (reads the dashboard)"),
+        (StudyMembership.Role.RESEARCHER, "Researcher (configures the study)")])

@@ -73,6 +73,8 @@ MIDDLEWARE = [
     "annotations.core.inputs.RequestBodyGuard",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # a password a researcher handed out is replaced first (annotations/core/accounts.py)
+    "annotations.core.accounts.PasswordChangeRequired",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]

@@ -60,12 +60,23 @@ def page(browser):
     assert violations == [], "\n".join(violations)
 
 
-def login(page, live_server, username: str, password: str = "pw") -> None:
+def login(page, live_server, username: str, password: str = "pw", *,
+          landing: str = "/") -> None:
+    """Sign in; ``landing`` is where the site takes the person (a one-time password lands
+    on the password change, ``/accounts/password/``)."""
     page.goto(f"{live_server.url}/accounts/login/")
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    page.wait_for_url(f"{live_server.url}{landing}")
+
+
+def own_password(page, old: str, new: str = "my-own-secret-2291") -> None:
+    """On the password change a one-time password lands on: choose one's own."""
+    page.fill("input[name=old_password]", old)
+    page.fill("input[name=new_password1]", new)
+    page.fill("input[name=new_password2]", new)
+    page.get_by_role("button", name="Change my password").click()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from annotations.models import Item, Query, Study, StudyMembership, User
 from assistants.models import AISystem, Prediction
-from tests.browser.conftest import login
+from tests.browser.conftest import login, own_password
 from tests.factories import make_study, role_user, specialist
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -209,12 +209,11 @@ def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, p
     k = Query.objects.filter(study=study).order_by("rank").first().k
     name = f"spec-{'abcd'[k]}"
     specialist_page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
-    login(specialist_page, live_server, name, passwords[name])
-    specialist_page.get_by_role("link", name=name).click()  # replaces the one-time password
-    specialist_page.fill("input[name=old_password]", passwords[name])
-    specialist_page.fill("input[name=new_password1]", "my-own-secret-2291")
-    specialist_page.fill("input[name=new_password2]", "my-own-secret-2291")
-    specialist_page.get_by_role("button", name="Change my password").click()
+    # a one-time password leads to the password change before anything else (issue 17)
+    login(specialist_page, live_server, name, passwords[name], landing="/accounts/password/")
+    specialist_page.goto(f"{live_server.url}/studies/{study.pk}/label/")
+    expect(specialist_page).to_have_url(f"{live_server.url}/accounts/password/")
+    own_password(specialist_page, passwords[name])
     expect(specialist_page.locator("h1")).to_have_text("Password changed")
     specialist_page.screenshot(path=str(tmp_path / "password-changed.png"))
     specialist_page.get_by_role("link", name="Back to your studies").click()
@@ -231,7 +230,8 @@ def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, p
 
     # the manager reads the dashboard
     manager_page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
-    login(manager_page, live_server, "mo", passwords["mo"])
+    login(manager_page, live_server, "mo", passwords["mo"], landing="/accounts/password/")
+    own_password(manager_page, passwords["mo"])
     manager_page.goto(f"{live_server.url}/studies/{study.pk}/dashboard/")
     expect(manager_page.get_by_test_id("n-answered")).to_have_text("1", timeout=10_000)
     expect(manager_page.locator("table.estimates tr[data-system=big-model]")).to_have_count(1)

@@ -180,3 +180,37 @@ def test_researcher_previews_an_arm(page, shots, live_server):
     preview.locator('details[data-section="reasoning"] summary').click()
     expect(preview).to_contain_text("Predicted verdict for claim (could be incorrect)")
     page.screenshot(path=str(shots / "assisted-preview.png"), full_page=True)
+
+
+def test_a_researcher_adds_raters_in_the_browser_and_one_joins_by_invitation(
+        page, browser, live_server, shots):
+    # issue 17: raters could not be added to an assisted study without a shell
+    study = realistic_study(seed=23)
+    from annotations.core.services.studies import study_open
+
+    study_open(study=study)
+    login(page, live_server, f"{study.pk}-researcher")
+    page.goto(f"{live_server.url}/admin/annotations/assistedstudy/{study.pk}/change/")
+    page.get_by_role("link", name="Members: raters, managers, researchers").click()
+    roles = page.locator("select[name=bulk-role] option").all_inner_texts()
+    assert [r.split(" (")[0] for r in roles] == ["Rater", "Manager", "Researcher"]
+    page.fill("textarea[name=bulk-people]", "ada@example.org\ngrace")
+    page.select_option("select[name=bulk-role]", "annotator")
+    page.get_by_role("button", name="Add them all").click()
+    created = page.get_by_test_id("created")
+    expect(created).to_contain_text("ada@example.org")
+    expect(created.locator("tr[data-username=grace]")).to_contain_text("Rater")
+    page.screenshot(path=str(shots / "admin-members-raters.png"), full_page=True)
+    link = created.locator("tr[data-username=grace] code.invitation").inner_text()
+    assert Rating.objects.count() == 0
+    rater = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+    rater.goto(link)
+    rater.fill("input[name=new_password1]", "grace-own-secret-5510")
+    rater.fill("input[name=new_password2]", "grace-own-secret-5510")
+    rater.get_by_role("button", name="Set my password").click()
+    expect(rater).to_have_url(f"{live_server.url}/")
+    rater.goto(f"{live_server.url}/studies/{study.pk}/rate/")
+    expect(rater.get_by_test_id("tutorial")).to_be_visible()  # a rater, signed in
+    rater.goto(link)
+    expect(rater.get_by_test_id("invitation-invalid")).to_be_visible()  # once only
+    rater.context.close()

@@ -199,6 +199,37 @@ class NewMember:
 class MemberAdded:
     membership: StudyMembership
     password: str | None  # the new account's password: returned once, stored only hashed
+    invitation: str | None = None  # the path of a link to choose a password instead
+
+
+# The roles each study type uses, with the words its Members page says them in: registered
+# by each type's ``hooks`` (partitioned: specialists; assisted: raters; critique: annotators;
+# every type: managers and researchers).
+_ROLES: dict[str, list[tuple[str, str]]] = {}
+
+
+def study_roles_register(kind: str, roles: list[tuple[str, str]]) -> None:
+    _ROLES[kind] = roles
+
+
+def study_roles(kind: str) -> list[tuple[str, str]]:
+    """(role, label) of every role a study of ``kind`` uses."""
+    return _ROLES.get(kind, [(StudyMembership.Role.MANAGER, "Manager (reads the dashboard)"),
+                             (StudyMembership.Role.RESEARCHER,
+                              "Researcher (configures the study)")])
+
+
+def invitation_path(user: User) -> str:
+    """A link's path where ``user`` chooses their password (instead of the one handed out):
+    Django's password-reset token, so it works once, until the password changes, and for
+    PASSWORD_RESET_TIMEOUT (3 days)."""
+    from django.contrib.auth.tokens import default_token_generator
+    from django.urls import reverse
+    from django.utils.encoding import force_bytes
+    from django.utils.http import urlsafe_base64_encode
+
+    return reverse("invitation", args=[urlsafe_base64_encode(force_bytes(user.pk)),
+                                       default_token_generator.make_token(user)])
 
 
 def researcher_may_configure(*, user: User, study: Study) -> bool:
@@ -247,8 +278,9 @@ def members_add(*, study: Study, members: Sequence[NewMember], by: User) -> list
         if username.casefold() in seen:
             raise InvalidStudy(f"User name '{username}' is given twice.", field="username")
         seen.add(username.casefold())
-        if m.role not in StudyMembership.Role.values:
-            raise InvalidStudy(f"{username}: unknown role '{m.role}'.", field="role")
+        if m.role not in {role for role, _ in study_roles(study.kind)}:
+            raise InvalidStudy(f"{username}: a {study.get_kind_display()} study has no role "
+                               f"'{m.role}'.", field="role")
         is_specialist = m.role == StudyMembership.Role.SPECIALIST
         if is_specialist and m.class_index not in classes:
             raise InvalidStudy(f"{username}: a specialist needs one of this study's classes.",
@@ -260,7 +292,7 @@ def members_add(*, study: Study, members: Sequence[NewMember], by: User) -> list
         password = None
         if user is None:
             password = _password_new()
-            user = User(username=username, email=m.email.strip())
+            user = User(username=username, email=m.email.strip(), password_must_change=True)
             user.set_password(password)
             user.save()
         elif not visible.filter(pk=user.pk).exists() or user.is_superuser and not by.is_superuser:
@@ -273,7 +305,8 @@ def members_add(*, study: Study, members: Sequence[NewMember], by: User) -> list
         membership = StudyMembership.objects.create(
             study=study, user=user, role=m.role,
             study_class=classes[m.class_index] if is_specialist else None)
-        added.append(MemberAdded(membership=membership, password=password))
+        added.append(MemberAdded(membership=membership, password=password,
+                                 invitation=invitation_path(user) if password else None))
     researchers_staff_ensure(study=study)
     return added
 
@@ -296,7 +329,8 @@ def member_password_reset(*, study: Study, user: User, by: User) -> str:
                                f"administrator's); ask an administrator to reset it.")
     password = _password_new()
     user.set_password(password)
-    user.save(update_fields=["password"])
+    user.password_must_change = True
+    user.save(update_fields=["password", "password_must_change"])
     return password
 
 

@@ -216,10 +216,12 @@ def test_a_researcher_creates_member_accounts_shown_once(client, new_researcher)
     assert (sam.role, sam.study_class.index) == ("specialist", 1)
     assert StudyMembership.objects.get(study=study, user__username="mia").role == "manager"
     passwords = response.context["created"]
-    assert [(m.user.username, len(p)) for m, p in passwords] == [("sam", 14), ("mia", 14)]
-    for membership, password in passwords:
-        assert password in html
-        assert User.objects.get(username=membership.user.username).check_password(password)
+    assert [(m.user.username, len(p)) for m, p, _ in passwords] == [("sam", 14), ("mia", 14)]
+    for membership, password, invitation in passwords:
+        assert password in html and invitation in html
+        assert "/accounts/invitation/" in invitation
+        user = User.objects.get(username=membership.user.username)
+        assert user.check_password(password) and user.password_must_change
         assert not membership.user.is_staff
     assert passwords[0][1] not in client.get(url).content.decode()  # shown once
 
@@ -386,14 +388,18 @@ def test_a_new_member_replaces_the_one_time_password(client, draft):
     [added] = members_add(study=draft, by=role_user(draft, "researcher"),
                           members=[NewMember("nina", "specialist", class_index=2)])
     assert client.login(username="nina", password=added.password)
-    assert 'href="/accounts/password/"' in client.get("/").content.decode()
+    # issue 17: a one-time password must be replaced before anything else
+    for page in ("/", f"/studies/{draft.pk}/label/"):
+        assert client.get(page)["Location"] == "/accounts/password/"
+    assert client.get("/accounts/password/").status_code == 200
     response = client.post("/accounts/password/", {
         "old_password": added.password, "new_password1": "a-long-secret-7731",
         "new_password2": "a-long-secret-7731"})
     assert response.status_code == 302 and response["Location"] == "/accounts/password/done/"
     nina = User.objects.get(username="nina")
     assert nina.check_password("a-long-secret-7731")
-    assert not nina.check_password(added.password)
+    assert not nina.check_password(added.password) and not nina.password_must_change
+    assert client.get("/").status_code == 200  # free to go on
 
 
 @pytest.mark.parametrize("page", ["open", "close", "members", "import_items",

@@ -12,7 +12,9 @@ from annotations.assisted.services.analysis import (
     assisted_recompute,
     connect_signals,
 )
+from annotations.assisted.services.exports import ratings_export
 from annotations.assisted.services.routing import assisted_study_open
+from annotations.core.exports import export_register
 from annotations.core.models import Study, StudyMembership
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
@@ -24,6 +26,8 @@ def register() -> None:
     recompute_kind_register(Study.Kind.ASSISTED, assisted_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.ASSISTED, assisted_study_open)
     dashboard_register(Study.Kind.ASSISTED, views.assisted_dashboard_page)
+    export_register(Study.Kind.ASSISTED, "ratings", "Ratings with comments, what each rater "
+                    "was shown and what they opened", ratings_export)
     study_page_register(Study.Kind.ASSISTED, "admin:annotations_assistedstudy_change")
     study_roles_register(Study.Kind.ASSISTED, [
         (StudyMembership.Role.ANNOTATOR, "Rater (rates sentences)"),

@@ -8,14 +8,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations.core import selectors
 from annotations.core.errors import NotPermitted
+from annotations.core.exports import FORMATS, export_response
 from annotations.core.models import Study, StudyMembership
 from annotations.core.serializers import StudyOutputSerializer
 
@@ -82,3 +85,28 @@ class StudyDetailApi(APIView):
         study = study_for(request, study_id, *Role.values)
         roles = {study.pk: selectors.user_roles(user=request.user, study=study)}
         return Response(StudyOutputSerializer(study, context={"roles": roles}).data)
+
+
+class StudyExportApi(APIView):
+    def perform_content_negotiation(self, request, force=False):
+        # ?format= names the file's format here, not one of the API's renderers
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("what", str, description="Which export: partitioned labels; "
+                             "assisted ratings; critique outputs, tasks or metrics (default: "
+                             "the study type's first)."),
+            OpenApiParameter("format", str, enum=list(FORMATS), description="csv (default) "
+                             "or jsonl")],
+        responses={(200, "text/csv"): OpenApiTypes.STR,
+                   (200, "application/jsonl"): OpenApiTypes.STR},
+        summary="Raw export of every answer of a study (researchers, managers)")
+    def get(self, request, study_id: int):
+        study = study_for(request, study_id, Role.RESEARCHER, Role.MANAGER)
+        fmt = request.query_params.get("format", "csv")
+        try:
+            return export_response(study, request.query_params.get("what"),
+                                   fmt if fmt in FORMATS else "csv")
+        except KeyError:
+            raise NotFound("This study type has no export.") from None

@@ -7,4 +7,5 @@ from annotations.core import api
 urlpatterns = [
     path("studies/", api.StudyListApi.as_view(), name="api-studies"),
     path("studies/<int:study_id>/", api.StudyDetailApi.as_view(), name="api-study"),
+    path("studies/<int:study_id>/export/", api.StudyExportApi.as_view(), name="api-export"),
 ]

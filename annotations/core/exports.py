@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import IO
 
 from django.http import HttpRequest, HttpResponse
@@ -69,4 +69,35 @@ def download(filename: str, fmt: str = "csv") -> HttpResponse:
     """An empty attachment response of ``fmt``'s content type, for ``rows_write`` to fill."""
     response = HttpResponse(content_type=CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+# Raw exports of every study type, registered by each type's ``hooks``: kind → what →
+# (title, write(study=, out=, fmt=) → rows written). Served by ``core.views.study_export``
+# and the API's ``StudyExportApi`` to the study's researchers and managers.
+_EXPORTS: dict[str, dict[str, tuple[str, Callable[..., int]]]] = {}
+
+
+def export_register(kind: str, what: str, title: str, write: Callable[..., int]) -> None:
+    _EXPORTS.setdefault(kind, {})[what] = (title, write)
+
+
+def exports_of(kind: str) -> list[tuple[str, str]]:
+    """(what, title) of every raw export a study of ``kind`` offers, the first the default."""
+    return [(what, title) for what, (title, _) in _EXPORTS.get(kind, {}).items()]
+
+
+def export_write(study, what: str, out: IO[str], fmt: str) -> int:
+    """Write the export ``what`` of ``study``; KeyError for one its type does not offer."""
+    return _EXPORTS[study.kind][what][1](study=study, out=out, fmt=fmt)
+
+
+def export_response(study, what: str | None, fmt: str) -> HttpResponse:
+    """The download of ``what`` (default: the type's first export) as ``fmt``."""
+    offered = exports_of(study.kind)
+    if not offered:
+        raise KeyError("none")
+    what = what if what in dict(offered) else offered[0][0]
+    response = download(f"study-{study.pk}-{what}.{fmt}", fmt)
+    export_write(study, what, response, fmt)
     return response

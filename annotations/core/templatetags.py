@@ -41,3 +41,11 @@ def term_tip(short: str, meaning: str, label: str = "") -> str:
         '<span class="term" title="{}">{}</span><details class="tip"><summary '
         'aria-label="What does {} mean?">i</summary><span class="tip-text" role="note">{}'
         "</span></details>", meaning, label or short, label or short, meaning)
+
+
+@register.inclusion_tag("annotations/_downloads.html")
+def downloads(study) -> dict:
+    """The raw exports of ``study``'s type, each as CSV and JSONL (``core.exports``)."""
+    from annotations.core.exports import exports_of
+
+    return {"study": study, "exports": exports_of(study.kind)}

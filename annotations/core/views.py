@@ -87,3 +87,17 @@ def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     study = dashboard_study(request, study_id)
     page = _DASHBOARDS.get(study.kind, _DASHBOARDS[Study.Kind.PARTITIONED])
     return page(request, study)
+
+
+@require_GET
+@login_required
+def study_export(request: HttpRequest, study_id: int) -> HttpResponse:
+    """A raw export of any study type (``?what=`` one of its exports, ``?format=csv|jsonl``),
+    for the study's researchers and managers, as they may read its dashboard."""
+    from annotations.core.exports import export_response, requested_format
+
+    study = dashboard_study(request, study_id)
+    try:
+        return export_response(study, request.GET.get("what"), requested_format(request))
+    except KeyError:
+        raise Http404("This study type has no export.") from None

@@ -5,6 +5,9 @@ Members page offers."""
 
 from __future__ import annotations
 
+from functools import partial
+
+from annotations.core.exports import export_register
 from annotations.core.models import Study, StudyMembership
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
@@ -12,6 +15,7 @@ from annotations.core.views import dashboard_register, study_page_register
 from annotations.critique import views
 from annotations.critique.services import assignment  # noqa: F401 - the tasks' kind
 from annotations.critique.services.analysis import answered_counts, critique_recompute
+from annotations.critique.services.exports import critique_export
 from annotations.critique.services.studies import critique_study_open
 
 
@@ -19,6 +23,10 @@ def register() -> None:
     recompute_kind_register(Study.Kind.CRITIQUE, critique_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.CRITIQUE, critique_study_open)
     dashboard_register(Study.Kind.CRITIQUE, views.critique_dashboard_page)
+    for what, title in (("outputs", "Outputs: every response and critique"),
+                        ("tasks", "Tasks and their timing"),
+                        ("metrics", "Metrics of the latest analysis")):
+        export_register(Study.Kind.CRITIQUE, what, title, partial(critique_export, what=what))
     study_page_register(Study.Kind.CRITIQUE, "critique-manage")
     study_roles_register(Study.Kind.CRITIQUE, [
         (StudyMembership.Role.ANNOTATOR, "Annotator (answers and critiques)"),

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from annotations.core import views as core_views
 from annotations.critique import views
 
 urlpatterns = [
@@ -19,7 +20,8 @@ urlpatterns = [
 urlpatterns += [
     path("studies/<int:study_id>/critique/dashboard/", views.critique_dashboard,
          name="critique-dashboard"),
-    path("studies/<int:study_id>/critique/export/", views.critique_export_view,
+    # the raw exports every study type offers (core.views.study_export), at their old address
+    path("studies/<int:study_id>/critique/export/", core_views.study_export,
          name="critique-export"),
     path("studies/<int:study_id>/critique/manage/", views.critique_manage,
          name="critique-manage"),

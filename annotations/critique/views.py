@@ -13,7 +13,6 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
-from annotations.core.exports import download, requested_format
 from annotations.core.guidelines import guidelines_html
 from annotations.core.inputs import accepts_upload, int_or_none
 from annotations.core.live import live_dashboard, session_started_at
@@ -201,9 +200,6 @@ def _may_configure(request: HttpRequest, study: Study) -> bool:
     return researcher_may_configure(user=request.user, study=study)
 
 
-EXPORTS = [("outputs", "outputs"), ("tasks", "tasks and timing"), ("metrics", "metrics")]
-
-
 @require_GET
 @login_required
 def critique_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
@@ -226,27 +222,10 @@ def critique_dashboard_page(request: HttpRequest, study: Study) -> HttpResponse:
     def context() -> dict:
         return {**dashboard_context(study, domain=domain, author=author),
                 "poll_seconds": settings.OVERSIGHT_DASHBOARD_POLL_SECONDS,
-                "can_export": _may_configure(request, study), "exports": EXPORTS}
+                "can_export": _may_configure(request, study)}
 
     return live_dashboard(request, study, page="critique/dashboard.html",
                           live="critique/_dashboard_live.html", context=context)
-
-
-@require_GET
-@login_required
-def critique_export_view(request: HttpRequest, study_id: int) -> HttpResponse:
-    """CSV or JSONL download of the outputs, tasks or metrics (researchers)."""
-    from annotations.critique.services.exports import WHATS, critique_export
-
-    study = get_object_or_404(Study, pk=study_id, kind=Study.Kind.CRITIQUE)
-    if not _may_configure(request, study):
-        raise PermissionDenied("Exports are for the study's researchers.")
-    what = request.GET.get("what", "outputs")
-    what = what if what in WHATS else "outputs"
-    fmt = requested_format(request)
-    response = download(f"study-{study.pk}-critique-{what}.{fmt}", fmt)
-    critique_export(study=study, what=what, out=response, fmt=fmt)
-    return response
 
 
 def _manage_context(study: Study) -> dict:
@@ -261,7 +240,7 @@ def _manage_context(study: Study) -> dict:
             "runs": [(run, run_progress(run)) for run in runs],
             "active": any(run.status in ACTIVE for run in runs),
             "endpoint": f"{config.model or '(no model)'} at {config.endpoint}"
-            if config.base_url else "", "exports": EXPORTS}
+            if config.base_url else ""}
 
 
 @accepts_upload  # the questions and AI-outputs files (sizes checked by the guard)

@@ -5,6 +5,7 @@ roles their Members page offers."""
 
 from __future__ import annotations
 
+from annotations.core.exports import export_register
 from annotations.core.models import ImportJob, Study, StudyMembership
 from annotations.core.services.import_jobs import import_kind_register
 from annotations.core.services.recompute import recompute_kind_register
@@ -13,6 +14,7 @@ from annotations.core.views import dashboard_register, study_page_register
 from annotations.partitioned import views
 from annotations.partitioned.services import routing  # noqa: F401 - the queries' task kind
 from annotations.partitioned.services.estimates import answered_counts, study_recompute
+from annotations.partitioned.services.exports import labels_export
 from annotations.partitioned.services.imports import items_import
 from annotations.partitioned.services.predictions import predictions_import
 from annotations.partitioned.services.studies import partitioned_study_open
@@ -24,6 +26,8 @@ def register() -> None:
     dashboard_register(Study.Kind.PARTITIONED, views.dashboard_page)
     import_kind_register(ImportJob.Kind.ITEMS, items_import)
     import_kind_register(ImportJob.Kind.PREDICTIONS, predictions_import)
+    export_register(Study.Kind.PARTITIONED, "labels",
+                    "Labels: every answered query with its routing", labels_export)
     study_page_register(Study.Kind.PARTITIONED, "admin:annotations_study_change")
     study_roles_register(Study.Kind.PARTITIONED, [
         (StudyMembership.Role.SPECIALIST, "Specialist (answers one class's question)"),

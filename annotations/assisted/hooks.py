@@ -29,7 +29,5 @@ def register() -> None:
     export_register(Study.Kind.ASSISTED, "ratings", "Ratings with comments, what each rater "
                     "was shown and what they opened", ratings_export)
     study_page_register(Study.Kind.ASSISTED, "admin:annotations_assistedstudy_change")
-    study_roles_register(Study.Kind.ASSISTED, [
-        (StudyMembership.Role.ANNOTATOR, "Rater (rates sentences)"),
-        (StudyMembership.Role.MANAGER, "Manager (reads the dashboard)"),
-        (StudyMembership.Role.RESEARCHER, "Researcher (configures the study)")])
+    study_roles_register(Study.Kind.ASSISTED,
+                         (StudyMembership.Role.ANNOTATOR, "Rater (rates sentences)"))

@@ -324,6 +324,27 @@ def undo_window() -> dt.timedelta:
     return dt.timedelta(seconds=max(0, settings.OVERSIGHT_UNDO_SECONDS))
 
 
+def undo_target(kind: TaskKind, answered: models.QuerySet, *, user: Any, noun: str,
+                again: str) -> Any:
+    """The task whose answer ``user`` may take back: their latest of ``answered`` (the
+    study's tasks they answered; locked), unless they have none (``UndoRefused``: "There is
+    no <noun> of yours to undo."), already undid an answer since (``again`` says what to do
+    instead), or may no longer work on it (``kind.may_still_work``). Every study type's undo
+    starts here; the time limit and what else depends on the answer are the type's."""
+    from annotations.core.errors import UndoRefused
+
+    last = (answered.select_for_update().filter(answered_by=user, status=TaskStatus.ANSWERED)
+            .order_by("-answered_at", "-pk").first())
+    if last is None:
+        raise UndoRefused(f"There is no {noun} of yours to undo.")
+    if kind.event_model.objects.filter(**{f"{kind.event_task_field}__study_id": last.study_id},
+                                       actor=user, kind=TaskEventKind.UNDONE,
+                                       at__gte=last.answered_at).exists():
+        raise UndoRefused(f"Only your last {noun} can be undone, once; {again}")
+    kind.may_still_work(last, user)
+    return last
+
+
 def lease_length(study: Study) -> dt.timedelta:
     """How long a lease (and each heartbeat) lasts: the study's ``lease_minutes``, unless the
     OVERSIGHT_LEASE_SECONDS setting overrides it (tests of expiry)."""

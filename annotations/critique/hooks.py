@@ -28,7 +28,5 @@ def register() -> None:
                         ("metrics", "Metrics of the latest analysis")):
         export_register(Study.Kind.CRITIQUE, what, title, partial(critique_export, what=what))
     study_page_register(Study.Kind.CRITIQUE, "critique-manage")
-    study_roles_register(Study.Kind.CRITIQUE, [
-        (StudyMembership.Role.ANNOTATOR, "Annotator (answers and critiques)"),
-        (StudyMembership.Role.MANAGER, "Manager (reads the dashboard)"),
-        (StudyMembership.Role.RESEARCHER, "Researcher (configures the study)")])
+    study_roles_register(Study.Kind.CRITIQUE,
+                         (StudyMembership.Role.ANNOTATOR, "Annotator (answers and critiques)"))

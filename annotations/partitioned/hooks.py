@@ -29,7 +29,5 @@ def register() -> None:
     export_register(Study.Kind.PARTITIONED, "labels",
                     "Labels: every answered query with its routing", labels_export)
     study_page_register(Study.Kind.PARTITIONED, "admin:annotations_study_change")
-    study_roles_register(Study.Kind.PARTITIONED, [
-        (StudyMembership.Role.SPECIALIST, "Specialist (answers one class's question)"),
-        (StudyMembership.Role.MANAGER, "Manager (reads the dashboard)"),
-        (StudyMembership.Role.RESEARCHER, "Researcher (configures the study)")])
+    study_roles_register(Study.Kind.PARTITIONED, (StudyMembership.Role.SPECIALIST,
+                                                  "Specialist (answers one class's question)"))

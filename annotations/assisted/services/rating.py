@@ -271,17 +271,9 @@ def rating_undo(*, study: Study, user: User) -> RatingTask:
     rater. Otherwise, in one transaction: the rating is deleted (the analysis forgets it; a
     recompute is scheduled), their other leases go back to the pool, the task is leased to
     them again, and an ``undone`` audit row records the rating taken back."""
-    last = (RatingTask.objects.select_for_update().select_related("study", "arm")
-            .filter(study=study, answered_by=user, status=RatingTask.Status.ANSWERED)
-            .order_by("-answered_at", "-pk").first())
-    if last is None:
-        raise UndoRefused("There is no rating of yours to undo.")
-    if RatingTaskEvent.objects.filter(task__study=study, actor=user,
-                                      kind=RatingTaskEvent.Kind.UNDONE,
-                                      at__gte=last.answered_at).exists():
-        raise UndoRefused("Only your last rating can be undone, once; rate the sentence you "
-                          "got back first.")
-    may_still_work(last, user)
+    last = engine.undo_target(
+        RATING_KIND, RatingTask.objects.filter(study=study).select_related("study", "arm"),
+        user=user, noun="rating", again="rate the sentence you got back first.")
     now = timezone.now()
     window = engine.undo_window()
     if now - last.answered_at >= window:

@@ -208,15 +208,19 @@ class MemberAdded:
 _ROLES: dict[str, list[tuple[str, str]]] = {}
 
 
-def study_roles_register(kind: str, roles: list[tuple[str, str]]) -> None:
-    _ROLES[kind] = roles
+EVERY_TYPE_ROLES = [(StudyMembership.Role.MANAGER, "Manager (reads the dashboard)"),
+                    (StudyMembership.Role.RESEARCHER, "Researcher (configures the study)")]
+
+
+def study_roles_register(kind: str, worker: tuple[str, str]) -> None:
+    """The role of the people who do a study type's work, with its words (e.g. raters:
+    ``(ANNOTATOR, "Rater (rates sentences)")``); managers and researchers come with it."""
+    _ROLES[kind] = [worker, *EVERY_TYPE_ROLES]
 
 
 def study_roles(kind: str) -> list[tuple[str, str]]:
     """(role, label) of every role a study of ``kind`` uses."""
-    return _ROLES.get(kind, [(StudyMembership.Role.MANAGER, "Manager (reads the dashboard)"),
-                             (StudyMembership.Role.RESEARCHER,
-                              "Researcher (configures the study)")])
+    return _ROLES.get(kind, EVERY_TYPE_ROLES)
 
 
 def invitation_path(user: User) -> str:

@@ -28,7 +28,6 @@ from annotations.critique.models import (
     CritiqueQuestion,
     CritiqueTask,
     CritiqueTaskBlock,
-    CritiqueTaskEvent,
 )
 from annotations.critique.services.assignment import CRITIQUE_KIND, task_for_holder
 
@@ -167,17 +166,9 @@ def critique_undo(*, study: Study, user: User) -> CritiqueTask:
     output's level, the user's other leases go back to the pool, the task is leased to them
     again, an ``undone`` audit row records what was taken back, and a recompute is
     scheduled."""
-    last = (CritiqueTask.objects.select_for_update()
-            .filter(study=study, answered_by=user, status=CritiqueTask.Status.ANSWERED)
-            .order_by("-answered_at", "-pk").first())
-    if last is None:
-        raise UndoRefused("There is no answer of yours to undo.")
-    if CritiqueTaskEvent.objects.filter(task__study=study, actor=user,
-                                        kind=CritiqueTaskEvent.Kind.UNDONE,
-                                        at__gte=last.answered_at).exists():
-        raise UndoRefused("Only your last answer can be undone, once; answer the task you "
-                          "got back first.")
-    CRITIQUE_KIND.may_still_work(last, user)
+    last = engine.undo_target(CRITIQUE_KIND, CritiqueTask.objects.filter(study=study),
+                              user=user, noun="answer",
+                              again="answer the task you got back first.")
     CritiqueQuestion.objects.select_for_update().filter(pk=last.question_id).first()
     output = CritiqueOutput.objects.filter(task=last).first()
     now = timezone.now()

@@ -28,7 +28,6 @@ from annotations.partitioned.services.routing import (
     QUERY_KIND,
     RANK_MAX,
     leases_return,
-    may_still_work,
     study_rng,
 )
 
@@ -201,20 +200,9 @@ def label_undo(*, study: Study, user) -> Query:
     cleared (so the estimates forget it; a recompute is scheduled), the query leased to the
     user again (their other leases go back to the pool, as on expiry), and an ``undone``
     audit row records the answer taken back."""
-    last = (
-        Query.objects.select_for_update().select_related("study", "item")
-        .filter(study=study, answered_by=user, status=Query.Status.ANSWERED)
-        .order_by("-answered_at", "-pk").first()
-    )
-    if last is None:
-        raise UndoRefused("There is no answer of yours to undo.")
-    undone_since = QueryEvent.objects.filter(
-        query__study=study, actor=user, kind=QueryEvent.Kind.UNDONE, at__gte=last.answered_at
-    ).exists()
-    if undone_since:
-        raise UndoRefused("Only your last answer can be undone, once; answer the query you "
-                          "got back first.")
-    may_still_work(last, user)
+    last = engine.undo_target(
+        QUERY_KIND, Query.objects.filter(study=study).select_related("study", "item"),
+        user=user, noun="answer", again="answer the query you got back first.")
     follow_up = None
     if not last.is_quality_check:
         follow_up = (

@@ -28,7 +28,7 @@ from annotations.assisted.services.rating import (
     rating_submit,
     rating_undo,
 )
-from annotations.core.api import answered, leased, skip_api
+from annotations.core.api import answered, leased, skip_api, undo_api
 from annotations.core.errors import NotPermitted
 from annotations.core.models import Study
 
@@ -199,15 +199,15 @@ class RatingHeartbeatApi(APIView):
         return Response(LeaseOutputSerializer(task).data)
 
 
-class RatingUndoApi(APIView):
-    @extend_schema(request=None, responses=RatingTaskOutputSerializer,
-                   summary="Take back your last rating within OVERSIGHT_UNDO_SECONDS (30 s) of "
-                   "giving it; you get its sentence back under a fresh lease (409 "
-                   "undo_refused otherwise)")
-    def post(self, request, study_id: int):
-        study = _rater_study(request, study_id)
-        task = rating_undo(study=study, user=request.user)
-        return Response(RatingTaskOutputSerializer(task_payload(task, request.user)).data)
+def _undo(request, study_id: int) -> dict:
+    task = rating_undo(study=_rater_study(request, study_id), user=request.user)
+    return RatingTaskOutputSerializer(task_payload(task, request.user)).data
+
+
+RatingUndoApi = undo_api(
+    "RatingUndoApi", _undo, response=RatingTaskOutputSerializer,
+    summary="Take back your last rating within OVERSIGHT_UNDO_SECONDS (30 s) of giving it; you "
+    "get its sentence back under a fresh lease (409 undo_refused otherwise)")
 
 
 RatingSkipApi = skip_api("RatingSkipApi", rating_skip, summary="Hand a sentence back to your "

@@ -69,6 +69,19 @@ def skip_api(name: str, skip: Callable[..., object], *, summary: str) -> type[AP
     return type(name, (APIView,), {"post": post, "__doc__": None})
 
 
+def undo_api(name: str, undo: Callable[..., dict], *, response, summary: str
+             ) -> type[APIView]:
+    """The undo endpoint of a study type: ``POST /api/studies/{study_id}/…/undo/`` takes back
+    the caller's last answer through ``undo(request, study_id)``, which returns the task given
+    back (its body: ``response``'s shape); a refusal is the domain's 409 ``undo_refused``."""
+
+    @extend_schema(request=None, responses=response, summary=summary)
+    def post(self, request, study_id: int):
+        return Response(undo(request, study_id))
+
+    return type(name, (APIView,), {"post": post, "__doc__": None})
+
+
 class StudyListApi(APIView):
     @extend_schema(responses=StudyOutputSerializer(many=True), summary="Studies you belong to")
     def get(self, request):

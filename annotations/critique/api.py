@@ -12,7 +12,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotations.core.api import leased, skip_api
+from annotations.core.api import leased, skip_api, undo_api
 from annotations.core.models import Study
 from annotations.critique.services.answers import (
     CritiqueAnswer,
@@ -111,17 +111,19 @@ class CritiqueTaskAnswerApi(APIView):
             "time_on_task_ms": output.time_ms}).data, status=status.HTTP_201_CREATED)
 
 
-class CritiqueUndoApi(APIView):
-    @extend_schema(request=None, responses=CritiqueTaskOutputSerializer,
-                   summary="Take back your last answer within OVERSIGHT_UNDO_SECONDS (30 s) of "
-                   "giving it, while nobody critiques it yet; you get its task back under a "
-                   "fresh time limit (409 undo_refused otherwise)")
-    def post(self, request, study_id: int):
-        settings = annotator_settings_by_id(study_id, request.user)
-        study = settings.study if settings else get_object_or_404(Study, pk=study_id)
-        task = critique_undo(study=study, user=request.user)
-        task_mark_rendered(task=task)
-        return Response(_task_data(task, settings.time_limit_minutes if settings else None))
+def _undo(request, study_id: int) -> dict:
+    settings = annotator_settings_by_id(study_id, request.user)
+    study = settings.study if settings else get_object_or_404(Study, pk=study_id)
+    task = critique_undo(study=study, user=request.user)
+    task_mark_rendered(task=task)
+    return _task_data(task, settings.time_limit_minutes if settings else None)
+
+
+CritiqueUndoApi = undo_api(
+    "CritiqueUndoApi", _undo, response=CritiqueTaskOutputSerializer,
+    summary="Take back your last answer within OVERSIGHT_UNDO_SECONDS (30 s) of giving it, "
+    "while nobody critiques it yet; you get its task back under a fresh time limit (409 "
+    "undo_refused otherwise)")
 
 
 CritiqueTaskSkipApi = skip_api("CritiqueTaskSkipApi", critique_task_skip,

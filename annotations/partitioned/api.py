@@ -14,7 +14,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations.core import selectors
-from annotations.core.api import Role, answered, leased, paginated, skip_api, study_for
+from annotations.core.api import (
+    Role,
+    answered,
+    leased,
+    paginated,
+    skip_api,
+    study_for,
+    undo_api,
+)
 from annotations.core.errors import ImportFailed, NotPermitted
 from annotations.core.inputs import accepts_upload, file_too_large_message
 from annotations.core.models import ImportJob, Study
@@ -213,17 +221,17 @@ QuerySkipApi = skip_api("QuerySkipApi", query_skip, summary="Hand a query you ho
                         "to your class's pool (never offered to you again)")
 
 
-class QueryUndoApi(APIView):
-    @extend_schema(request=None, responses=QueryOutputSerializer,
-                   summary="Take back your last answer within OVERSIGHT_UNDO_SECONDS (30 s) of "
-                   "giving it; you get its query back under a fresh lease (409 undo_refused "
-                   "otherwise)")
-    def post(self, request, study_id: int):
-        study = get_object_or_404(Study, pk=study_id)
-        query = label_undo(study=study, user=request.user)
-        query_mark_rendered(query=query)
-        return Response(QueryOutputSerializer(
-            query_for_specialist(query=query, study=study)).data)
+def _undo(request, study_id: int) -> dict:
+    study = get_object_or_404(Study, pk=study_id)
+    query = label_undo(study=study, user=request.user)
+    query_mark_rendered(query=query)
+    return QueryOutputSerializer(query_for_specialist(query=query, study=study)).data
+
+
+QueryUndoApi = undo_api(
+    "QueryUndoApi", _undo, response=QueryOutputSerializer,
+    summary="Take back your last answer within OVERSIGHT_UNDO_SECONDS (30 s) of giving it; you "
+    "get its query back under a fresh lease (409 undo_refused otherwise)")
 
 
 class StudyEstimatesApi(APIView):

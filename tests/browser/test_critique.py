@@ -40,6 +40,18 @@ def _study_with_a_c2_task():
     return study, person
 
 
+def a_response_on_screen(page, live_server):
+    """A one-question study (two responses, one critique); its first annotator signed in with
+    a response task on screen (Enter on the critique page)."""
+    study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],
+                                       n_annotators=2)
+    login(page, live_server, users[0].username)
+    page.goto(f"{live_server.url}/studies/{study.pk}/critique/")
+    page.keyboard.press("Enter")
+    expect(page.locator("article.critique-task")).to_be_visible()
+    return study, users
+
+
 def test_an_annotator_completes_a_c2_task_with_the_keyboard_and_the_level_table_updates(
         page, browser, shots, live_server, settings):
     settings.CELERY_TASK_ALWAYS_EAGER = True
@@ -108,12 +120,7 @@ def test_an_annotator_completes_a_c2_task_with_the_keyboard_and_the_level_table_
 
 def test_keys_do_nothing_while_typing_and_an_incomplete_answer_keeps_the_text(page,
                                                                               live_server):
-    study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],
-                                       n_annotators=2)
-    login(page, live_server, users[0].username)
-    page.goto(f"{live_server.url}/studies/{study.pk}/critique/")
-    page.keyboard.press("Enter")
-    expect(page.locator("article.critique-task")).to_be_visible()
+    study, users = a_response_on_screen(page, live_server)
     page.keyboard.press("/")
     page.keyboard.type("a b 4")  # typed text, not shortcuts
     expect(page.locator('input[name="final"]:checked')).to_have_count(0)
@@ -128,12 +135,7 @@ def test_keys_do_nothing_while_typing_and_an_incomplete_answer_keeps_the_text(pa
 
 
 def test_skip_asks_first_then_hands_the_task_over(page, live_server):
-    study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],
-                                       n_annotators=2)
-    login(page, live_server, users[0].username)
-    page.goto(f"{live_server.url}/studies/{study.pk}/critique/")
-    page.keyboard.press("Enter")
-    expect(page.locator("article.critique-task")).to_be_visible()
+    study, users = a_response_on_screen(page, live_server)
     first = CritiqueTask.objects.get(holder=users[0])
     # dismissing the question keeps the task and what was typed
     page.get_by_test_id("reasoning").fill("half a thought")
@@ -214,11 +216,7 @@ def test_a_draft_survives_a_reload_and_the_time_limit_with_a_warning_first(page,
                                                                             settings):
     # issue 17: a 20-minute task gave no warning before its time ran out, and a reload, a
     # crash or the time-out lost what was typed
-    study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1],
-                                       n_annotators=2)
-    login(page, live_server, users[0].username)
-    page.goto(f"{live_server.url}/studies/{study.pk}/critique/")
-    page.keyboard.press("Enter")
+    study, users = a_response_on_screen(page, live_server)
     card = page.locator("article.critique-task")
     expect(card).to_be_visible()
     task_id = card.get_attribute("data-task-id")

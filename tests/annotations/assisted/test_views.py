@@ -75,17 +75,23 @@ def test_a_non_member_gets_403(client):
     assert client.get(reverse("rate", args=[study.pk])).status_code == 403
 
 
+def leased_on_the_page(client, arm: str):
+    """An open study with an evidence arm; a rater of ``arm``, signed in, holding the task
+    the rating page leased them."""
+    study = make_assisted_study(n_sentences=2, arms={"E": ["search", "evidence"]})
+    user = rater_in_arm(study, arm)
+    client.force_login(user)
+    client.post(reverse("rate-next", args=[study.pk]), HTTP_HX_REQUEST="true")
+    return study, user, RatingTask.objects.get(holder=user)
+
+
 def post_event(client, study, task, **body):
     return client.post(reverse("rate-event", args=[study.pk, task.public_id]), body,
                        content_type="application/json")
 
 
 def test_interactions_are_stored_with_server_time_for_what_was_shown(client):
-    study = make_assisted_study(n_sentences=2, arms={"E": ["search", "evidence"]})
-    user = rater_in_arm(study, "E")
-    client.force_login(user)
-    client.post(reverse("rate-next", args=[study.pk]), HTTP_HX_REQUEST="true")
-    task = RatingTask.objects.get(holder=user)
+    study, user, task = leased_on_the_page(client, "E")
     before = timezone.now()
     assert post_event(client, study, task, kind="expand", section="evidence",
                       client_ms=1234).status_code == 204
@@ -159,11 +165,7 @@ def test_heartbeat_and_skip_through_the_page(client):
 def test_a_blind_arm_rating_on_the_page_records_that_nothing_was_shown(client):
     # issue 17: ratings of the baseline arm stored no exposure, so the dashboard warned
     # that they "do not record what their rater was shown"
-    study = make_assisted_study(n_sentences=2, arms={"E": ["search", "evidence"]})
-    user = rater_in_arm(study, "Baseline")
-    client.force_login(user)
-    client.post(reverse("rate-next", args=[study.pk]), HTTP_HX_REQUEST="true")
-    task = RatingTask.objects.get(holder=user)
+    study, user, task = leased_on_the_page(client, "Baseline")
     client.post(reverse("rate-answer", args=[study.pk, task.public_id]),
                 {"label": "accurate", "confidence": "2"}, HTTP_HX_REQUEST="true")
     rating = Rating.objects.get(rater=user)

@@ -107,8 +107,14 @@ def test_the_level_rule_spreads_each_annotator_over_every_level():
     assert CritiqueOutput.objects.filter(study=study).count() == 24 * 9
     by_user = {u.pk: Counter(CritiqueOutput.objects.filter(author=u)
                              .values_list("level", flat=True)) for u in users}
+    # the rule offers each annotator the level they wrote least of, so everyone writes at
+    # the levels below the top; the top level (24 tasks among 10 people) is a heuristic's
+    # outcome, not a guarantee: a late annotator may find every remaining top task of
+    # their own chains (blocked), which happened for 1 of 10 draws of the question ids on
+    # PostgreSQL — so most, not all, write there
     for counts in by_user.values():
-        assert set(counts) == {0, 1, 2}, counts  # every annotator at every level
+        assert {0, 1} <= set(counts), counts
+    assert sum(2 in counts for counts in by_user.values()) >= 8, by_user
 
 
 def test_level_order_prefers_the_least_share_of_the_tree_then_the_higher_level():

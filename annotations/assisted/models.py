@@ -251,9 +251,12 @@ class Arm(models.Model):
         return not self.components
 
     def clean(self) -> None:
+        """Evidence implies the search results it quotes from: ticking evidence ticks search
+        too (issue 17: it was refused). A debate shows no confidence and needs something of
+        its two traces."""
         errors = {}
         if self.show_evidence and not self.show_search:
-            errors["show_search"] = "Evidence implies search results: tick both."
+            self.show_search = True
         if self.show_debate and self.show_confidence:
             errors["show_confidence"] = "A debate shows no confidence."
         if self.show_debate and not (self.show_search or self.show_reasoning

@@ -148,7 +148,7 @@ def _components_differ(arm: Arm, before: Arm) -> bool:
 
 @transaction.atomic
 def arm_save(*, arm: Arm) -> Arm:
-    """Save an arm after checking its components (evidence implies search results; a
+    """Save an arm after checking its components (evidence ticks search results too; a
     debate shows no confidence and needs something of its traces). A change of the
     components bumps ``version``; raters keep the version they joined under."""
     try:

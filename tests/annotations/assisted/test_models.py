@@ -41,8 +41,15 @@ def test_unknown_setting_and_threshold_without_t_are_refused():
     assert not Study.objects.filter(name__in=["a2", "a3"]).exists()
 
 
+def test_evidence_ticks_search_results_too():
+    # issue 17: "evidence implies search results" was refused instead of ticked
+    study = assisted_study_create(name="evidence-alone")
+    arm = arm_save(arm=Arm(study=study, name="X", show_evidence=True))
+    arm.refresh_from_db()
+    assert arm.components == ["search", "evidence"]
+
+
 @pytest.mark.parametrize(("fields", "field"), [
-    ({"show_evidence": True}, "show_search"),
     ({"show_debate": True, "show_confidence": True, "show_search": True}, "show_confidence"),
     ({"show_debate": True}, "show_debate"),
 ])

@@ -11,14 +11,13 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import NotFound
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations.core import selectors
 from annotations.core.errors import NotPermitted
-from annotations.core.exports import FORMATS, export_response
+from annotations.core.exports import FORMATS, export_response, requested_format
 from annotations.core.models import Study, StudyMembership
 from annotations.core.serializers import StudyOutputSerializer
 
@@ -117,9 +116,5 @@ class StudyExportApi(APIView):
         summary="Raw export of every answer of a study (researchers, managers)")
     def get(self, request, study_id: int):
         study = study_for(request, study_id, Role.RESEARCHER, Role.MANAGER)
-        fmt = request.query_params.get("format", "csv")
-        try:
-            return export_response(study, request.query_params.get("what"),
-                                   fmt if fmt in FORMATS else "csv")
-        except KeyError:
-            raise NotFound("This study type has no export.") from None
+        return export_response(study, request.query_params.get("what"),
+                               requested_format(request))

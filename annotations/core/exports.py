@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import IO
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 
 FORMATS = ("csv", "jsonl")
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl"}
@@ -93,10 +93,11 @@ def export_write(study, what: str, out: IO[str], fmt: str) -> int:
 
 
 def export_response(study, what: str | None, fmt: str) -> HttpResponse:
-    """The download of ``what`` (default: the type's first export) as ``fmt``."""
+    """The download of ``what`` (default: the type's first export) as ``fmt``; 404 for a
+    study type without exports."""
     offered = exports_of(study.kind)
     if not offered:
-        raise KeyError("none")
+        raise Http404("This study type has no export.")
     what = what if what in dict(offered) else offered[0][0]
     response = download(f"study-{study.pk}-{what}.{fmt}", fmt)
     export_write(study, what, response, fmt)

@@ -59,12 +59,15 @@ def read_records(
     the number of lines, an upper bound of the records) and the records read so far to the
     current progress reporter, if any."""
 
-    def refuse(problem: str, *, fatal: bool = False) -> None:
+    def refuse(problem: str) -> None:
+        """A line's problem: kept (the line is skipped) or, without ``problems``, raised."""
         if problems is None:
             raise ImportFailed([problem])
         problems.append(problem)
-        if fatal:
-            raise ImportFailed(problems)
+
+    def stop(problem: str) -> ImportFailed:
+        """What ends the reading, with the problems found before it (to raise)."""
+        return ImportFailed([*(problems or []), problem])
 
     if isinstance(source, str | Path):
         name = name or str(source)
@@ -79,8 +82,7 @@ def read_records(
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            refuse(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})", fatal=True)
-            raise AssertionError from exc  # refuse raised
+            raise stop(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     else:
         text = raw
     lines = text.count("\n") + (0 if text.endswith("\n") else 1)
@@ -91,7 +93,7 @@ def read_records(
         reader = csv.DictReader(io.StringIO(text, newline=""))
         count = 0
         if not reader.fieldnames:
-            refuse(f"{name}:1: the file is empty (a header row is needed)", fatal=True)
+            raise stop(f"{name}:1: the file is empty (a header row is needed)")
         try:
             for row in reader:
                 if None in row:
@@ -109,8 +111,7 @@ def read_records(
                     progress_advance(PROGRESS_EVERY)
                 yield reader.line_num, record
         except csv.Error as exc:
-            refuse(f"{name}:{reader.line_num}: malformed CSV ({exc})", fatal=True)
-            raise AssertionError from exc  # refuse raised
+            raise stop(f"{name}:{reader.line_num}: malformed CSV ({exc})") from exc
         return
     count = 0
     for line_no, line in enumerate(text.splitlines(), start=1):

@@ -166,10 +166,17 @@ def critique_undo(*, study: Study, user: User) -> CritiqueTask:
     output's level, the user's other leases go back to the pool, the task is leased to them
     again, an ``undone`` audit row records what was taken back, and a recompute is
     scheduled."""
+    # the question before the task, as critique_answer locks them: in the opposite order an
+    # undo and another annotator's answer to the same question could wait for each other
+    mine = CritiqueTask.objects.filter(study=study, answered_by=user,
+                                       status=CritiqueTask.Status.ANSWERED)
+    latest = mine.order_by("-answered_at", "-pk").values("question_id")[:1]
+    locked = CritiqueQuestion.objects.select_for_update().filter(pk=Subquery(latest)).first()
     last = engine.undo_target(CRITIQUE_KIND, CritiqueTask.objects.filter(study=study),
                               user=user, noun="answer",
                               again="answer the task you got back first.")
-    CritiqueQuestion.objects.select_for_update().filter(pk=last.question_id).first()
+    if locked is None or locked.pk != last.question_id:  # they answered again meanwhile
+        CritiqueQuestion.objects.select_for_update().filter(pk=last.question_id).first()
     output = CritiqueOutput.objects.filter(task=last).first()
     now = timezone.now()
     window = engine.undo_window()

@@ -138,11 +138,15 @@ def _run(data: Sequence[str], phenomenon: str, evaluator: str, gen: str, *, p: f
 
 
 def _ev_stats(outcomes: Sequence[EVOutcome]) -> dict[str, float]:
-    """Success rate and per-round pass rate of one EV run, in percent."""
-    played = sum(len(o.rounds) for o in outcomes)
-    passed = sum(r.passed for o in outcomes for r in o.rounds)
-    return {"successes": 100.0 * sum(o.success for o in outcomes) / len(outcomes),
-            "round_pass": 100.0 * passed / played}
+    """Success rate and per-round pass rate of one EV run, in percent.
+
+    The per-round pass rate is the share of runs whose first round passed: every run plays
+    round 1, so it estimates one round's pass probability without the survivor bias of later
+    rounds (only runs that passed reach them). Lemma 1 puts it at ≤ 25 % for a liar.
+    """
+    n = len(outcomes)
+    return {"successes": 100.0 * sum(o.success for o in outcomes) / n,
+            "round_pass": 100.0 * sum(o.rounds[0].passed for o in outcomes) / n}
 
 
 def _score(outcomes: Sequence[EVOutcome], stats: dict[str, float], phi: float,
@@ -200,6 +204,9 @@ def reproduce(seeds: int = 20, rounds: int = 3) -> dict:
                     lying = run("dt_number", gen, p=LIAR_P_TEXT, label_noise=EVALUATOR_LIE)
                 rows.add(("table3_as_text", lie, ph), **score(lying, PHI_TEXT, extra(98)))
     out = rows.nested()
+    for evaluator in EVALUATORS:  # the known case has no EV run: no successes, no flips
+        for ph in PHENOMENA:
+            out["table2"][evaluator][ph]["known"].update(successes=None, flips=None)
     for evaluator in EVALUATORS:
         for ph in PHENOMENA:
             cells = out["phi_sweep"][evaluator][ph]
@@ -225,7 +232,7 @@ def reproduce(seeds: int = 20, rounds: int = 3) -> dict:
 
 
 def _cell(row: dict | None, paper: dict | None, metric: str) -> str:
-    ours = "—" if row is None or metric not in row else (
+    ours = "—" if row is None or row.get(metric) is None else (
         f"{row[metric]['mean']:.1f} ± {row[metric]['sd']:.1f}")
     theirs = "—" if paper is None or paper.get(metric) is None else f"{paper[metric]:.1f}"
     return f"{ours} ({theirs})"

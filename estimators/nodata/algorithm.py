@@ -6,8 +6,12 @@ the paper's text** (the published notebook's ``phi`` is the probability of *keep
 ``phi = p`` is φ = 1 − p here). Return the labels, per-datapoint success, the flips and every
 run's rounds; the success rate is the trust signal.
 
-Theorem 1: if the evaluator has accuracy α and lies exactly where it mislabels,
-E[accuracy] ≤ 1 − (1 − α)(1 − φ + φ(1/4)^r)   (``theorem1_bound``).
+Theorem 1: if the evaluator has accuracy α and lies exactly where it mislabels, the expected
+accuracy is tied to B = 1 − (1 − α)(1 − φ + φ(1/4)^r)   (``theorem1_bound``). The paper states
+E[accuracy] ≤ B, but its proof (eq. 9: E[wrong] ≤ (1 − α)(1 − φ + φ(1/4)^r)) gives E[accuracy]
+≥ B: exactly, E[accuracy] = α + (1 − α)·φ·(1 − Q) with Q a liar's chance to pass a whole run,
+so E = B when Q = (1/4)^r, E ≥ B when Q ≤ (1/4)^r (Lemma 1), E ≤ B only when liars pass more
+often. docs/nodata.md and the tests show both sides.
 
 Randomness: one seed makes three independent numpy Generators (``SeedSequence(seed).spawn``):
 the evaluator's, the verifier's (the challenges) and the flips'. Same seed, same data, same
@@ -43,7 +47,8 @@ def check_phi(phi: float) -> float:
 
 
 def theorem1_bound(alpha: float, phi: float, rounds: int) -> float:
-    """Theorem 1's bound on expected accuracy: 1 − (1 − α)(1 − φ + φ(1/4)^r)."""
+    """Theorem 1's value B = 1 − (1 − α)(1 − φ + φ(1/4)^r) (a floor on expected accuracy when
+    liars pass at most (1/4)^r of the runs — see the module docstring on the paper's "≤")."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha: an accuracy lies in [0, 1], got {alpha}")
     return 1.0 - (1.0 - alpha) * (1.0 - check_phi(phi) + phi * lie_pass_bound(rounds))

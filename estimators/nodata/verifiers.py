@@ -79,6 +79,7 @@ class ProgrammaticVerifier:
             if not 0 < self.tolerance <= 0.5:
                 raise ValueError(f"tolerance: need 0 < ε ≤ 1/2, got {self.tolerance}")
         self.total: TotalRubric = self.rubric.total()
+        self._names, self._total_names = self.rubric.names, self.total.names
 
     def _code(self, which: Rubric | TotalRubric, x: Datapoint) -> tuple[int, ...]:
         try:
@@ -101,7 +102,6 @@ class ProgrammaticVerifier:
                            f"evaluate the datapoint ({type(exc.error).__name__}: {exc.error})")
 
     def _permutation(self, x: Datapoint, similar: Datapoint) -> Verdict:
-        names = self.total.names
         ours = [self._code(self.total, s) for s in self.substrings(x)]
         theirs = [self._code(self.total, t) for t in self.substrings(similar)]
         available = set(theirs)
@@ -110,7 +110,7 @@ class ProgrammaticVerifier:
                 continue
             nearest = theirs[0] if len(theirs) == 1 else min(
                 theirs, key=lambda t: hamming(s_code, t))
-            criterion = _first_difference(names, s_code, nearest)
+            criterion = _first_difference(self._total_names, s_code, nearest)
             return Verdict(False, criterion,
                            "challenge 1: no relevant substring of x′ has the total evaluation "
                            f"of x's ({criterion} differs)")
@@ -122,11 +122,11 @@ class ProgrammaticVerifier:
         if self.tolerance is None:
             if a == b:
                 return PASS
-            criterion = _first_difference(self.rubric.names, a, b)
+            criterion = _first_difference(self._names, a, b)
             return Verdict(False, criterion, f"challenge 2: C(x′) ≠ C(x) ({criterion} differs)")
         d = float(self.distance(a, b))
         if d < self.tolerance:
             return PASS
-        criterion = _first_difference(self.rubric.names, a, b)
+        criterion = _first_difference(self._names, a, b)
         return Verdict(False, criterion,
                        f"challenge 2: δ(C(x), C(x′)) = {d:.3g} ≥ ε = {self.tolerance:.3g}")

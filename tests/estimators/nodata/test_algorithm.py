@@ -153,6 +153,33 @@ def test_theorem_one_accuracy_bound_holds_in_simulation(phi):
     assert acc >= bound - 3 * se - 0.005
 
 
+class CaughtLiar(QuarterLiar):
+    """Wrong (and lying) on the share 1 − α, and always caught: Q = 0."""
+
+    def commit(self, item, x, round_index, rng):
+        truth = self.rubric.label(x)
+        if item in self.knows:
+            return Commitment(truth, self.honest.similar(x, truth, rng))
+        if x not in self.mismatch:
+            self.mismatch[x] = next(u for u in universe()
+                                    if self.rubric.encode(u) != self.rubric.encode(x))
+        return Commitment(1 - truth, self.mismatch[x])
+
+
+def test_theorem_one_is_a_floor_when_liars_pass_less_than_a_quarter():
+    # The paper prints "≤"; its proof bounds the error from above, so the accuracy from below:
+    # a liar that is always caught (Q = 0) with φ = 1 gets every label right.
+    rubric, data, rounds, phi = OOP_RUBRIC, OOP_TEST, 1, 1.0
+    truth = np.array([rubric.label(x) for x in data])
+    liar = CaughtLiar(rubric, 0.6, data, seed=0)
+    alpha = len(liar.knows) / len(data)
+    result = no_data_algorithm(data, liar, ProgrammaticVerifier(rubric), rounds=rounds,
+                               phi=phi, seed=0)
+    accuracy = float(np.mean(np.array(result.labels) == truth))
+    assert accuracy == 1.0  # = α + (1 − α)·φ·(1 − Q) with Q = 0
+    assert accuracy > theorem1_bound(alpha, phi, rounds) + 0.05  # B = 1 − (1 − α)/4
+
+
 def test_theorem_one_bound_by_hand():
     assert theorem1_bound(0.5, 1.0, 1) == pytest.approx(1 - 0.5 * 0.25)
     assert theorem1_bound(0.8, 0.0, 3) == pytest.approx(0.8)  # no flips: accuracy α

@@ -14,8 +14,9 @@ so E = B when Q = (1/4)^r, E ≥ B when Q ≤ (1/4)^r (Lemma 1), E ≤ B only wh
 often. docs/nodata.md and the tests show both sides.
 
 Randomness: one seed makes three independent numpy Generators (``SeedSequence(seed).spawn``):
-the evaluator's, the verifier's (the challenges) and the flips'. Same seed, same data, same
-evaluator → the same result.
+the evaluator's, the verifier's (the challenges, ``protocol.challenge_schedule``) and the
+flips'. Same seed, same data, same evaluator → the same result; an item's challenges depend
+only on the seed and its position.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .protocol import (
     Evaluator,
     EVOutcome,
     Verifier,
+    challenge_schedule,
     check_rounds,
     ev_protocol,
     lie_pass_bound,
@@ -64,7 +66,7 @@ def exact_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, 
     return (lo, hi)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NoDataResult:
     """Labels, per-datapoint success and flips of one run, with every EV outcome.
 
@@ -155,6 +157,9 @@ def run_ev(data: Sequence, evaluator: Evaluator, verifier: Verifier, *, rounds: 
            progress: Progress | None = None) -> tuple[EVOutcome, ...]:
     """The EV protocol over a data set, in order; ``progress(done, total)`` after each item.
 
+    The verifier's Generator draws the whole ``challenge_schedule`` first (item i's challenges
+    depend only on it and i); the evaluator's Generator is used in item order.
+
     ``items`` names the datapoints (default ``"0"``, ``"1"``, …); a progress callback may raise
     to cancel the run.
     """
@@ -162,12 +167,13 @@ def run_ev(data: Sequence, evaluator: Evaluator, verifier: Verifier, *, rounds: 
     ids = [str(i) for i in range(len(data))] if items is None else list(items)
     if len(ids) != len(data):
         raise ValueError(f"items: {len(ids)} names for {len(data)} datapoints")
+    schedule = challenge_schedule(verifier_rng, len(data), rounds).tolist()
     evaluator.prepare(list(zip(ids, data, strict=True)))
     out = []
     total = len(data)
-    for done, (item, x) in enumerate(zip(ids, data, strict=True), start=1):
+    for done, (item, x, row) in enumerate(zip(ids, data, schedule, strict=True), start=1):
         out.append(ev_protocol(item, x, evaluator, verifier, rounds=rounds,
-                               evaluator_rng=evaluator_rng, verifier_rng=verifier_rng))
+                               evaluator_rng=evaluator_rng, challenges=row))
         if progress is not None:
             progress(done, total)
     return tuple(out)

@@ -64,9 +64,10 @@ class PickFromPool:
             k = self.query(x, label)
         else:
             try:
-                k = self._keys.get(x)
+                memo = (type(x), x)
+                k = self._keys.get(memo)
                 if k is None:
-                    k = self._keys[x] = self.key(x)
+                    k = self._keys[memo] = self.key(x)
             except TypeError:  # unhashable datapoint: no memo
                 k = self.key(x)
         bucket = self._buckets.get(k)

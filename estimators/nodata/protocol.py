@@ -5,8 +5,12 @@ Per round k = 1 … r:
 1. the evaluator **commits** to a partial label ỹ′ ∈ {0, 1} and a datapoint x′ similar to x
    (generated, or picked from data) — ``Evaluator.commit``; the commitment is final for the
    round;
-2. the verifier **draws one challenge** uniformly at random from its seeded numpy Generator
-   (``draw_challenge``: challenge 1 when ``rng.random() < 1/2``, else challenge 2);
+2. the verifier **reveals one challenge**, drawn uniformly at random from its seeded numpy
+   Generator (``challenge_schedule``: one ``rng.random()`` per item and round, challenge 1 when
+   < 1/2, else challenge 2). The draws for a run are made up front, row by row, and kept from
+   the evaluator until it has committed: item i's challenges then depend only on the seed and
+   i — not on how the other items went — so a run can be resumed, split, or put to people one
+   question at a time;
 3. the verifier **checks** it — ``Verifier.check``:
    challenge 1, equality up to permutation over the total rubric C̄
    (∀s∈S_x ∃t∈S_x′ ∀c∈C̄: c(s) = c(t)); challenge 2, equality up to isomorphism
@@ -121,7 +125,7 @@ class Evaluator(Protocol):
     """Claims to know f; per round commits to ⟨ỹ′, x′⟩ for the datapoint under test.
 
     ``prepare`` sees the whole data set once before the run (batch prediction, validation);
-    ``commit`` must not depend on the challenges (it is called before each draw) and uses only
+    ``commit`` never sees the challenges (it is called before each is revealed) and uses only
     the Generator it is given for any randomness, so seeded runs reproduce.
     """
 
@@ -141,9 +145,16 @@ class Verifier(Protocol):
     def check(self, challenge: Challenge, x: Datapoint, similar: Datapoint) -> Verdict: ...
 
 
-def draw_challenge(rng: np.random.Generator) -> Challenge:
-    """Challenge 1 or 2 with probability 1/2 each, one uniform draw from ``rng``."""
-    return Challenge.PERMUTATION if rng.random() < 0.5 else Challenge.ISOMORPHISM
+_CHALLENGE = {1: Challenge.PERMUTATION, 2: Challenge.ISOMORPHISM}
+
+
+def challenge_schedule(rng: np.random.Generator, n_items: int, rounds: int) -> np.ndarray:
+    """The verifier's draws for a run: entry [i, k−1] (1 or 2) is item i's round-k challenge.
+
+    ``rng.random((n_items, rounds)) < 1/2`` → challenge 1, else 2: uniform and independent;
+    filled row by row, so row i is the same for any ``n_items`` > i.
+    """
+    return np.where(rng.random((n_items, check_rounds(rounds))) < 0.5, 1, 2).astype(np.int8)
 
 
 def lie_pass_bound(rounds: int) -> float:
@@ -159,9 +170,15 @@ def check_rounds(rounds: int) -> int:
 
 def ev_protocol(item: Hashable, x: Datapoint, evaluator: Evaluator, verifier: Verifier, *,
                 rounds: int, evaluator_rng: np.random.Generator,
-                verifier_rng: np.random.Generator) -> EVOutcome:
-    """Play up to ``rounds`` rounds for ``x``; stop at the first failure (module docstring)."""
+                challenges: Sequence[int]) -> EVOutcome:
+    """Play up to ``rounds`` rounds for ``x``; stop at the first failure (module docstring).
+
+    ``challenges[k − 1]`` (1 or 2) is the verifier's draw for round k (a row of
+    ``challenge_schedule``), revealed only after the round's commitment.
+    """
     rounds = check_rounds(rounds)
+    if len(challenges) < rounds:
+        raise ValueError(f"challenges: {len(challenges)} draws for {rounds} rounds")
     played: list[Round] = []
     label: int | None = None
     for k in range(1, rounds + 1):
@@ -173,7 +190,7 @@ def ev_protocol(item: Hashable, x: Datapoint, evaluator: Evaluator, verifier: Ve
             played.append(Round(k, None, None, None, False, "", f"evaluator: {why}"))
             return EVOutcome(item, False, label, tuple(played))
         label = int(commitment.label)
-        challenge = draw_challenge(verifier_rng)
+        challenge = _CHALLENGE[int(challenges[k - 1])]
         verdict = verifier.check(challenge, x, commitment.similar)
         played.append(Round(k, label, commitment.similar, challenge, verdict.passed,
                             verdict.criterion, verdict.reason))

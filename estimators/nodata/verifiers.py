@@ -83,7 +83,7 @@ class ProgrammaticVerifier:
 
     def _code(self, which: Rubric | TotalRubric, x: Datapoint) -> tuple[int, ...]:
         try:
-            key = (which is self.total, x)
+            key = (which is self.total, type(x), x)  # 1, 1.0 and True stay apart
             hit = self._memo.get(key)
         except TypeError:  # unhashable datapoint (a JSON object): no memo
             return _encode(which, x)

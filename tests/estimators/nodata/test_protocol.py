@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from estimators.nodata.algorithm import run_ev
 from estimators.nodata.protocol import (
     Challenge,
     Commitment,
     Verdict,
-    draw_challenge,
+    challenge_schedule,
     ev_protocol,
 )
 from estimators.nodata.synthetic import IP_RUBRIC, OOP_RUBRIC, generator, universe
@@ -51,8 +52,9 @@ class ScriptedVerifier:
 
 def _play(evaluator, verifier, rounds, seed=0):
     ev_rng, ver_rng = np.random.default_rng(seed), np.random.default_rng(seed + 1)
+    row = challenge_schedule(ver_rng, 1, max(rounds, 1) if isinstance(rounds, int) else 3)[0]
     return ev_protocol("7", "0101", evaluator, verifier, rounds=rounds,
-                       evaluator_rng=ev_rng, verifier_rng=ver_rng)
+                       evaluator_rng=ev_rng, challenges=row)
 
 
 @pytest.mark.parametrize("rounds", [1, 2, 3, 5])
@@ -64,16 +66,43 @@ def test_passing_every_check_plays_exactly_r_rounds_and_succeeds(rounds):
     assert [r.index for r in out.rounds] == list(range(1, rounds + 1))
 
 
-def test_one_challenge_per_round_drawn_after_the_commitment():
-    ev, ver = ScriptedEvaluator(), ScriptedVerifier()
-    out = _play(ev, ver, 6)
-    # every round checked exactly once, with the challenge recorded for that round
-    assert len(ver.checks) == len(out.rounds) == 6
+def test_one_challenge_per_round_revealed_after_the_commitment():
+    log = []
+
+    class LoggingEvaluator(ScriptedEvaluator):
+        def commit(self, item, x, round_index, rng):
+            log.append(("commit", round_index))
+            return super().commit(item, x, round_index, rng)
+
+    class LoggingVerifier(ScriptedVerifier):
+        def check(self, challenge, x, similar):
+            log.append(("check", challenge))
+            return super().check(challenge, x, similar)
+
+    ver = LoggingVerifier()
+    out = _play(LoggingEvaluator(), ver, 6)
+    # commit, check, commit, check, …: one check per round, each after that round's commitment
+    assert [kind for kind, _ in log] == ["commit", "check"] * 6
     assert [r.challenge for r in out.rounds] == ver.checks
     # and the draws are the verifier stream's: one uniform per round, < 1/2 → challenge 1
     draws = np.random.default_rng(1).random(6)
     assert ver.checks == [Challenge.PERMUTATION if u < 0.5 else Challenge.ISOMORPHISM
                           for u in draws]
+
+
+def test_an_items_challenges_do_not_depend_on_the_other_items():
+    # a deterministic evaluator: the same x′ for every datapoint (passes some, fails others)
+    data = list(universe()[::41])
+    verifier = ProgrammaticVerifier(OOP_RUBRIC)
+
+    def run(subset):
+        return run_ev(subset, ScriptedEvaluator(similar="011100000001"), verifier, rounds=3,
+                      evaluator_rng=np.random.default_rng(0),
+                      verifier_rng=np.random.default_rng(9))
+
+    full, head = run(data), run(data[:40])
+    assert head == full[:40]
+    assert any(o.success for o in full) and not all(o.success for o in full)
 
 
 @pytest.mark.parametrize("fail_at", [1, 2, 3])
@@ -112,10 +141,18 @@ def test_rounds_must_be_a_positive_whole_number(rounds):
 
 
 def test_challenges_are_drawn_uniformly():
-    rng = np.random.default_rng(5)
-    n = 20_000
-    ones = sum(draw_challenge(rng) == Challenge.PERMUTATION for _ in range(n))
-    assert abs(ones - n / 2) < 4 * (n * 0.25) ** 0.5
+    schedule = challenge_schedule(np.random.default_rng(5), 5_000, 4)
+    n = schedule.size
+    assert set(np.unique(schedule)) == {1, 2}
+    assert abs(int((schedule == 1).sum()) - n / 2) < 4 * (n * 0.25) ** 0.5
+    # row i is the same however many items follow it
+    assert (challenge_schedule(np.random.default_rng(5), 10, 4) == schedule[:10]).all()
+
+
+def test_too_few_challenges_for_the_rounds_is_refused():
+    with pytest.raises(ValueError, match="challenges"):
+        ev_protocol("1", "0", ScriptedEvaluator(), ScriptedVerifier(), rounds=3,
+                    evaluator_rng=np.random.default_rng(0), challenges=[1, 2])
 
 
 # ---- the programmatic verifier ------------------------------------------------------------

@@ -18,8 +18,8 @@ Per round k = 1 … r:
 
 A failed check ends the run as a failure; passing all r rounds is a success. A commitment
 without a usable label or datapoint (unparseable output, a missing imported line, a
-generator that found nothing) fails its round without a challenge being drawn — never
-guessed. Either way the protocol returns the label of the last valid commitment (the paper:
+generator that found nothing) fails its round with no challenge revealed or checked —
+never guessed. Either way the protocol returns the label of the last valid commitment (the paper:
 "at the end of the call the EV Protocol also returns ỹ′"; None when there was none).
 
 Lemma 1 of the paper: a lying evaluator passes a round with probability ≤ 1/4, so r rounds
@@ -110,7 +110,7 @@ class EVOutcome:
 
     @property
     def challenge(self) -> Challenge | None:
-        """The challenge that was failed (None on success or when no challenge was drawn)."""
+        """The challenge that was failed (None on success or when no challenge was checked)."""
         f = self.failure
         return None if f is None else f.challenge
 

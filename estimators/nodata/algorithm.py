@@ -105,6 +105,21 @@ class NoDataResult:
         """(1/4)^r: Lemma 1's bound on a liar's chance to pass a whole run."""
         return lie_pass_bound(self.rounds)
 
+    @property
+    def error_factor(self) -> float:
+        """1 − φ + φ(1/4)^r: Theorem 1's factor, E[wrong] ≤ (1 − α)·factor (the proof's eq. 9)."""
+        return 1.0 - self.phi + self.phi * lie_pass_bound(self.rounds)
+
+    @property
+    def failed_challenges(self) -> tuple[int | None, ...]:
+        """Per datapoint: the challenge failed (1 or 2), None on success or with no challenge."""
+        return tuple(None if o.challenge is None else int(o.challenge) for o in self.outcomes)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Per datapoint: why its run failed ("" on success)."""
+        return tuple(o.reason for o in self.outcomes)
+
     def accuracy_bound(self, alpha: float) -> float:
         """Theorem 1 for this run's φ and r, given the evaluator's accuracy α."""
         return theorem1_bound(alpha, self.phi, self.rounds)

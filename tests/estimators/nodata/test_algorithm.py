@@ -248,6 +248,10 @@ def test_the_result_reports_failures_by_challenge_and_criterion():
     assert sum(result.failures_by_criterion().values()) == result.n - result.successes
     assert set(result.failures_by_criterion()) <= set(OOP_RUBRIC.names)
     assert result.accuracy_bound(0.5) == pytest.approx(theorem1_bound(0.5, 0.5, 3))
+    assert result.error_factor == pytest.approx(0.5 + 0.5 / 64)
+    per_item = result.failed_challenges
+    assert [c is None for c in per_item] == list(result.success)
+    assert all(bool(r) != ok for r, ok in zip(result.reasons, result.success, strict=True))
 
 
 def test_progress_is_reported_per_item_and_can_cancel():

@@ -24,6 +24,7 @@ The platform's AI-provider evaluator implements ``protocol.Evaluator`` the same 
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -112,20 +113,37 @@ class ModelEvaluator:
     generator: Generator
     label_noise: float = 0.0
     _labels: dict = field(default_factory=dict, init=False, repr=False)
+    _memo: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.label_noise <= 1.0:
             raise ValueError(f"label_noise: a probability lies in [0, 1], got {self.label_noise}")
 
     def predict(self, data: Sequence[Datapoint]) -> np.ndarray:
-        """The model's labels for ``data`` as an int array of 0/1."""
-        if not len(data):
-            return np.zeros(0, dtype=int)
-        raw = self.model.predict(np.asarray([self.featurize(x) for x in data], dtype=float))
-        labels = np.asarray(raw).astype(int)
-        bad = ~np.isin(labels, (0, 1))
-        if bad.any():
-            raise ValueError(f"model: predicted label {labels[bad][0]!r} is not 0 or 1")
+        """The model's labels for ``data`` as an int array of 0/1 (one batched ``predict`` for
+        the datapoints not seen before; hashable datapoints are remembered)."""
+        labels = np.zeros(len(data), dtype=int)
+        todo: list[int] = []
+        for i, x in enumerate(data):
+            try:
+                known = self._memo.get((type(x), x))
+            except TypeError:
+                known = None
+            if known is None:
+                todo.append(i)
+            else:
+                labels[i] = known
+        if todo:
+            raw = self.model.predict(np.asarray([self.featurize(data[i]) for i in todo],
+                                                dtype=float))
+            fresh = np.asarray(raw).astype(int)
+            bad = ~np.isin(fresh, (0, 1))
+            if bad.any():
+                raise ValueError(f"model: predicted label {fresh[bad][0]!r} is not 0 or 1")
+            labels[todo] = fresh
+            for i, y in zip(todo, fresh.tolist(), strict=True):
+                with contextlib.suppress(TypeError):  # unhashable: not remembered
+                    self._memo[(type(data[i]), data[i])] = y
         return labels
 
     def prepare(self, items: Sequence[tuple[Hashable, Datapoint]]) -> None:

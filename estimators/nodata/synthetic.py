@@ -129,9 +129,12 @@ def generator(name: str, p: float = 0.25):
     raise ValueError(f"generator: unknown {name!r}")
 
 
+@cache
 def tree_evaluator(evaluator: str = "dt_number", gen: str = "oracle", *, p: float = 0.25,
                    label_noise: float = 0.0) -> ModelEvaluator:
-    """A fitted tree with a named generator; ``label_noise`` = the lying evaluator's p."""
+    """A fitted tree with a named generator; ``label_noise`` = the lying evaluator's p.
+
+    One instance per setting (it only remembers the tree's deterministic predictions)."""
     return ModelEvaluator(fitted_tree(evaluator), FEATURES[evaluator], generator(gen, p),
                           label_noise)
 

@@ -282,3 +282,17 @@ def test_a_model_evaluator_refuses_labels_other_than_zero_and_one():
     ev = ModelEvaluator(Thirds(), lambda x: [0.0], generator("oracle"))
     with pytest.raises(ValueError, match="not 0 or 1"):
         ev.prepare([("0", "0" * 12)])
+
+
+def test_a_model_evaluator_reads_json_object_datapoints():
+    from sklearn.tree import DecisionTreeClassifier
+
+    data = [{"n": float(i)} for i in range(20)]
+    model = DecisionTreeClassifier(random_state=0).fit([[d["n"]] for d in data],
+                                                       [int(d["n"] >= 10) for d in data])
+    pool = PickFromPool(data, key=lambda d: d["n"] >= 10)
+    ev = ModelEvaluator(model, lambda d: [d["n"]], pool)
+    assert list(ev.predict(data)) == [int(i >= 10) for i in range(20)]
+    ev.prepare([(str(i), d) for i, d in enumerate(data)])
+    c = ev.commit("3", data[3], 1, np.random.default_rng(0))
+    assert c.label == 0 and c.similar["n"] < 10

@@ -77,10 +77,19 @@ def test_a_partitioned_study_from_an_empty_database_to_the_managers_raw_export(
         invitations.update({n: i for n, (_, i) in got.items()})
     got = bulk_add(page, ["mo"], "manager")
     passwords["mo"] = got["mo"][0]
+    # a co-researcher through the one-per-row form
+    page.fill("input[name=members-0-username]", "rory")
+    page.select_option("select[name=members-0-role]", "researcher")
+    page.click("input[value='Add these people']")
+    passwords["rory"] = page.locator(
+        '[data-testid=created] tr[data-username="rory"] code.password').inner_text()
     assert {(m.user.username, m.study_class.name if m.study_class else "")
             for m in StudyMembership.objects.filter(study=study).exclude(role="researcher")
             .select_related("user", "study_class")} == {
         ("cleo", "Cat"), ("dora@example.org", "Dog"), ("bert", "Bird"), ("mo", "")}
+    assert set(StudyMembership.objects.filter(study=study, role="researcher")
+               .values_list("user__username", flat=True)) == {"rita", "rory"}
+    assert User.objects.get(username="rory").is_staff  # a researcher configures in the admin
 
     # items and predictions through the admin's import pages
     items, predictions = _files(tmp_path)
@@ -158,3 +167,13 @@ def test_a_partitioned_study_from_an_empty_database_to_the_managers_raw_export(
         for line in lines:
             assert by_query[public[line["query_id"]]] == (line["specialist"], line["answer"])
         assert {r["class_name"] for r in rows} == set(CLASSES)
+
+    # the co-researcher: their own password, then the study's admin page from the home page
+    with phone(browser) as co:
+        login(co, live_server, "rory", passwords["rory"], landing="/accounts/password/")
+        own_password(co, passwords["rory"])
+        co.get_by_role("link", name="Back to your studies").click()
+        co.get_by_role("link", name="Configure").click()
+        expect(co).to_have_url(f"{live_server.url}/admin/annotations/study/{study.pk}/change/")
+        expect(co.locator("section[aria-labelledby=study-steps-title]")).to_contain_text(
+            "Status: Open")

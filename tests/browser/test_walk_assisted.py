@@ -25,6 +25,7 @@ from tests.browser.walks import (
     admin_sign_in,
     bulk_add,
     download,
+    narrow_too,
     no_sideways_scroll,
     phone,
     via_invitation,
@@ -104,6 +105,7 @@ def test_an_assisted_study_from_an_empty_database_to_the_managers_raw_export(
     page.click("input[name=_save]")
     expect(page.locator(".messagelist")).to_contain_text("created with a baseline arm")
     study = Study.objects.get(name="Strawberry facts")
+    narrow_too(page, "the study page")
     page.locator("#arms-group .add-row a").click()  # "Add another Arm"
     row = page.locator("#arms-group tr.dynamic-arms").last
     row.locator("input[name$=-name]").fill("Evidence")
@@ -112,6 +114,7 @@ def test_an_assisted_study_from_an_empty_database_to_the_managers_raw_export(
     row.locator("input[name$=-show_evidence]").check()
     page.click("input[name=_continue]")
     expect(page.get_by_test_id("arms")).to_contain_text("Evidence")
+    narrow_too(page, "the study page with its arms")
     assert sorted((a.name, a.components) for a in Arm.objects.filter(study=study)) == [
         ("Baseline", []), ("Evidence", ["search", "evidence"])]
 
@@ -119,6 +122,7 @@ def test_an_assisted_study_from_an_empty_database_to_the_managers_raw_export(
     page.get_by_role("link", name="Members: raters, managers, researchers").click()
     roles = page.locator("select[name=bulk-role] option").all_inner_texts()
     assert [r.split(" (")[0] for r in roles] == ["Rater", "Manager", "Researcher"]
+    narrow_too(page, "the members page")
     got = bulk_add(page, RATERS, "annotator")
     got.update(bulk_add(page, ["mo"], "manager"))
     assert {(m.user.username, m.role) for m in StudyMembership.objects.filter(study=study)
@@ -129,6 +133,7 @@ def test_an_assisted_study_from_an_empty_database_to_the_managers_raw_export(
     sentences, traces = _files(tmp_path)
     page.get_by_role("link", name="Back to the study").click()
     page.get_by_role("link", name="Import sentences").click()
+    narrow_too(page, "the sentences import page")
     page.set_input_files("input[name=file]", str(sentences))
     page.click("input[value=Import]")
     expect(page.locator(".messagelist")).to_contain_text("Imported sentences.csv")
@@ -139,6 +144,7 @@ def test_an_assisted_study_from_an_empty_database_to_the_managers_raw_export(
 
     # open it
     page.get_by_role("link", name="Open the study…").click()
+    narrow_too(page, "the open confirmation")
     page.click("input[value='Open the study']")
     expect(page.locator(".messagelist")).to_contain_text("Opened: 4 sentences routed")
     study.refresh_from_db()

@@ -21,6 +21,7 @@ from tests.browser.walks import (
     admin_sign_in,
     bulk_add,
     download,
+    narrow_too,
     no_sideways_scroll,
     phone,
     via_invitation,
@@ -61,14 +62,17 @@ def test_a_partitioned_study_from_an_empty_database_to_the_managers_raw_export(
     page.get_by_role("link", name="Add study").click()
     page.fill("input[name=name]", "Animal photos")
     page.fill("textarea[name=classes]", "\n".join(CLASSES))
+    narrow_too(page, "the add-study page")
     page.click("input[name=_save]")
     expect(page.locator(".messagelist")).to_contain_text("created with 3 classes")
     study = Study.objects.get(name="Animal photos")
+    narrow_too(page, "the study page")
 
     # members: a pasted list per class of specialists, then the manager
     page.get_by_role("link", name="Members and accounts").click()
     roles = page.locator("select[name=bulk-role] option").all_inner_texts()
     assert [r.split(" (")[0] for r in roles] == ["Specialist", "Manager", "Researcher"]
+    narrow_too(page, "the members page")
     passwords: dict[str, str] = {}
     invitations: dict[str, str] = {}
     for cls, people in SPECIALISTS.items():
@@ -99,8 +103,10 @@ def test_a_partitioned_study_from_an_empty_database_to_the_managers_raw_export(
     page.click("input[value=Import]")
     expect(page.get_by_test_id("import-job")).to_contain_text(
         "Imported photos.csv: 30 created, 0 updated.")
+    narrow_too(page, "the import job page")
     page.get_by_role("link", name="Back to the study").click()
     page.get_by_role("link", name="Import AI predictions").click()
+    narrow_too(page, "the predictions import page")
     page.set_input_files("input[name=file]", str(predictions))
     page.click("input[value=Import]")
     expect(page.get_by_test_id("import-job")).to_contain_text(
@@ -109,6 +115,7 @@ def test_a_partitioned_study_from_an_empty_database_to_the_managers_raw_export(
     # open it
     page.get_by_role("link", name="Back to the study").click()
     page.get_by_role("link", name="Open the study…").click()
+    narrow_too(page, "the open confirmation")
     page.click("input[value='Open the study']")
     expect(page.locator(".messagelist")).to_contain_text("opened: 30 items routed")
     study.refresh_from_db()

@@ -77,3 +77,13 @@ def no_sideways_scroll(page, what: str) -> None:
     width = page.viewport_size["width"]
     scroll = page.evaluate("document.documentElement.scrollWidth")
     assert scroll <= width, f"{what} scrolls sideways at {width} px ({scroll} px wide)"
+
+
+def narrow_too(page, what: str) -> None:
+    """The page at 390 px must not scroll sideways either (then back to its own width)."""
+    size = page.viewport_size
+    page.set_viewport_size(PHONE)
+    try:
+        no_sideways_scroll(page, what)
+    finally:
+        page.set_viewport_size(size)

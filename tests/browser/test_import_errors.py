@@ -23,15 +23,13 @@ from tests.factories import make_study, role_user
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 expect.set_options(timeout=15_000)
 
-# kind → (admin page of the study, the link on the study's page, where the problems are)
+# kind → (admin page of the study, the link on the study's page); the problems are listed
+# at [data-testid=import-errors] on every page (partitioned: the import job's page)
 PAGES = {
-    "items": ("annotations/study", "Import items", "[data-testid=import-job] .errorlist li"),
-    "predictions": ("annotations/study", "Import AI predictions",
-                    "[data-testid=import-job] .errorlist li"),
-    "sentences": ("annotations/assistedstudy", "Import sentences",
-                  "[data-testid=import-errors] li"),
-    "traces": ("annotations/assistedstudy", "Import AI traces",
-               "[data-testid=import-errors] li"),
+    "items": ("annotations/study", "Import items"),
+    "predictions": ("annotations/study", "Import AI predictions"),
+    "sentences": ("annotations/assistedstudy", "Import sentences"),
+    "traces": ("annotations/assistedstudy", "Import AI traces"),
 }
 
 
@@ -52,7 +50,7 @@ def _stored(study) -> tuple:
 @pytest.mark.parametrize("kind", PAGES)
 def test_an_import_page_lists_every_problem_of_a_many_error_file(page, live_server, tmp_path,
                                                                  kind):
-    admin, link, problems_at = PAGES[kind]
+    admin, link = PAGES[kind]
     study = _study(kind)
     before = _stored(study)
     admin_sign_in(page, live_server, role_user(study, "researcher").username, "pw")
@@ -73,7 +71,7 @@ def test_an_import_page_lists_every_problem_of_a_many_error_file(page, live_serv
     page.goto(import_page)
     page.set_input_files("input[name=file]", str(bad))
     page.click("input[value=Import]")
-    listed = page.locator(problems_at)
+    listed = page.get_by_test_id("import-errors").locator("li")
     expect(listed.first).to_be_visible()
     expect(page.locator("#content")).to_contain_text("Nothing was imported")
     assert listed.all_inner_texts() == MANY_ERRORS[kind][3]

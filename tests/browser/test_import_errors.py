@@ -56,6 +56,7 @@ def test_an_import_page_lists_every_problem_of_a_many_error_file(page, live_serv
     admin_sign_in(page, live_server, role_user(study, "researcher").username, "pw")
     page.goto(f"{live_server.url}/admin/{admin}/{study.pk}/change/")
     page.get_by_role("link", name=link, exact=True).first.click()
+    expect(page.locator("#content h1")).to_contain_text(link)
     import_page = page.url
 
     # not CSV or JSONL: the same words on every page

@@ -120,6 +120,7 @@ def test_an_assisted_study_from_an_empty_database_to_the_managers_raw_export(
 
     # members: the raters in one pasted list, then the manager
     page.get_by_role("link", name="Members: raters, managers, researchers").click()
+    expect(page.locator("#content h1")).to_contain_text("Members of")
     roles = page.locator("select[name=bulk-role] option").all_inner_texts()
     assert [r.split(" (")[0] for r in roles] == ["Rater", "Manager", "Researcher"]
     narrow_too(page, "the members page")
@@ -133,6 +134,7 @@ def test_an_assisted_study_from_an_empty_database_to_the_managers_raw_export(
     sentences, traces = _files(tmp_path)
     page.get_by_role("link", name="Back to the study").click()
     page.get_by_role("link", name="Import sentences").click()
+    expect(page.locator("#content h1")).to_contain_text("Import sentences")
     narrow_too(page, "the sentences import page")
     page.set_input_files("input[name=file]", str(sentences))
     page.click("input[value=Import]")
@@ -144,6 +146,7 @@ def test_an_assisted_study_from_an_empty_database_to_the_managers_raw_export(
 
     # open it
     page.get_by_role("link", name="Open the study…").click()
+    expect(page.locator("#content")).to_contain_text("cannot go back to draft")
     narrow_too(page, "the open confirmation")
     page.click("input[value='Open the study']")
     expect(page.locator(".messagelist")).to_contain_text("Opened: 4 sentences routed")

@@ -70,6 +70,7 @@ def test_a_partitioned_study_from_an_empty_database_to_the_managers_raw_export(
 
     # members: a pasted list per class of specialists, then the manager
     page.get_by_role("link", name="Members and accounts").click()
+    expect(page.locator("#content h1")).to_contain_text("Members of")
     roles = page.locator("select[name=bulk-role] option").all_inner_texts()
     assert [r.split(" (")[0] for r in roles] == ["Specialist", "Manager", "Researcher"]
     narrow_too(page, "the members page")
@@ -106,6 +107,7 @@ def test_a_partitioned_study_from_an_empty_database_to_the_managers_raw_export(
     narrow_too(page, "the import job page")
     page.get_by_role("link", name="Back to the study").click()
     page.get_by_role("link", name="Import AI predictions").click()
+    expect(page.locator("#content h1")).to_contain_text("Import AI predictions")
     narrow_too(page, "the predictions import page")
     page.set_input_files("input[name=file]", str(predictions))
     page.click("input[value=Import]")
@@ -115,6 +117,7 @@ def test_a_partitioned_study_from_an_empty_database_to_the_managers_raw_export(
     # open it
     page.get_by_role("link", name="Back to the study").click()
     page.get_by_role("link", name="Open the study…").click()
+    expect(page.locator("#content")).to_contain_text("cannot go back to draft")
     narrow_too(page, "the open confirmation")
     page.click("input[value='Open the study']")
     expect(page.locator(".messagelist")).to_contain_text("opened: 30 items routed")

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from annotations.core.errors import ImportFailed
-from annotations.core.services.records import KeysSeen, read_records, unknown_field
+from annotations.core.services.records import (
+    KeysSeen,
+    read_records,
+    unknown_fields,
+    unknown_id,
+)
 from assistants.traces.schema import Trace, TraceInvalid, parse_trace
 
 RECORD_KEYS = frozenset({"sentence", "sample", "score", "trace"})
@@ -28,7 +34,8 @@ class TraceRecord:
 
 
 def read_trace_file(source: IO[bytes] | IO[str] | str | Path, *,
-                    name: str | None = None) -> list[TraceRecord]:
+                    name: str | None = None, sentences: Collection[str] | None = None,
+                    problems: list[str] | None = None) -> list[TraceRecord]:
     """Every trace of a JSONL file, one sample per line::
 
         {"sentence": "s-17", "sample": 0, "score": 0.8, "trace": {…}}
@@ -37,35 +44,40 @@ def read_trace_file(source: IO[bytes] | IO[str] | str | Path, *,
     ``ImportFailed`` listing every bad line as ``file:line: field.path: problem`` (the
     shared reader's own errors — not UTF-8, malformed JSON, nesting deeper than 64, NUL —
     stop at the first). Verifier failures are not errors here: the sample is kept and
-    dropped later with its reasons (``aggregation.samples_from_records``)."""
+    dropped later with its reasons (``aggregation.samples_from_records``).
+
+    ``sentences`` (the ids of a study's sentences): a line naming another sentence is a
+    problem of that line. With ``problems`` (the caller's list), every problem is appended
+    there and the good lines' records are returned, for the caller to add its own checks
+    to the same report."""
     if isinstance(source, str | Path):
         name = name or str(source)
     else:
         name = name or getattr(source, "name", None) or "upload.jsonl"
-    errors: list[str] = []
+    errors: list[str] = [] if problems is None else problems
     records: list[TraceRecord] = []
     seen = KeysSeen()
     counts: dict[str, int] = {}
     for line, rec in read_records(source, name=name, fmt="jsonl", problems=errors):
-        record, problems = _trace_line(rec, line, seen, counts)
-        if problems:
-            errors += [f"{name}:{line}: {problem}" for problem in problems]
+        record, found = _trace_line(rec, line, seen, counts, sentences)
+        if found:
+            errors += [f"{name}:{line}: {problem}" for problem in found]
             continue
         counts[record.sentence] = max(counts.get(record.sentence, 0), record.sample + 1)
         records.append(record)
-    if errors:
+    if errors and problems is None:
         raise ImportFailed(errors)
-    if not records:
+    if not records and not errors:
         raise ImportFailed([f"{name}: no traces in the file"])
     return records
 
 
-def _trace_line(rec: dict, line: int, seen: KeysSeen, counts: dict[str, int]
+def _trace_line(rec: dict, line: int, seen: KeysSeen, counts: dict[str, int],
+                sentences: Collection[str] | None = None
                 ) -> tuple[TraceRecord | None, list[str]]:
     """One line of a trace file as its record, or every problem of the line (a repeated
     sentence and sample only on a line that is otherwise right)."""
-    problems = [p for p in (unknown_field(rec, RECORD_KEYS, "sentence, sample, score, "
-                                          "trace"),) if p]
+    problems = unknown_fields(rec, RECORD_KEYS, "sentence, sample, score, trace")
     sentence = rec.get("sentence")
     if isinstance(sentence, int) and not isinstance(sentence, bool):
         sentence = str(sentence)
@@ -77,6 +89,8 @@ def _trace_line(rec: dict, line: int, seen: KeysSeen, counts: dict[str, int]
         sentence = None
     else:
         sentence = sentence.strip()
+        if sentences is not None and sentence not in sentences:
+            problems.append(unknown_id("sentence", sentence, "a sentence"))
     sample = rec.get("sample")
     if sample is None and sentence is not None:
         sample = counts.get(sentence, 0)

@@ -33,9 +33,10 @@ from annotations.core.models import Study
 from annotations.core.services.bulk import gc_paused, rows_insert
 from annotations.core.services.records import (
     KeysSeen,
+    error_line,
     parse_json_cell,
     read_records,
-    unknown_field,
+    unknown_fields,
 )
 from assistants.aggregation import samples_from_records
 from assistants.models import TraceSample
@@ -153,8 +154,8 @@ def _sentence_ai(rec: dict) -> tuple[dict, str | None]:
 def _sentence_row(study: Study, rec: dict, seen: KeysSeen, line: int
                   ) -> tuple[dict, list[str]]:
     """One line of a sentences file as the sentence's row, or every problem of the line."""
-    problems = [p for p in (unknown_field(rec, SENTENCE_FIELDS, "one of " + ", ".join(
-        sorted(SENTENCE_FIELDS - {"target"}))),) if p]
+    problems = unknown_fields(rec, SENTENCE_FIELDS, "one of " + ", ".join(
+        sorted(SENTENCE_FIELDS - {"target"})))
     ext = _text(rec, "id")
     if problem := seen.problem(ext, line):
         problems.append(problem)
@@ -198,12 +199,13 @@ def traces_import(*, study: Study, source: IO | str, name: str | None = None,
     are always replaced while no rater saw them)."""
     settings = settings_of(study)
     label = name or getattr(source, "name", None) or "upload.jsonl"
+    errors: list[str] = []
     with gc_paused():
-        records = read_trace_file(source, name=label)
+        known = set(Sentence.objects.filter(study=study).values_list("external_id",
+                                                                      flat=True))
+        records = read_trace_file(source, name=label, sentences=known, problems=errors)
     by_id = {s.external_id: s for s in Sentence.objects.filter(
         study=study, external_id__in={r.sentence for r in records})}
-    errors = [f"{label}:{r.line}: sentence: no sentence '{r.sentence}' in this study"
-              for r in records if r.sentence not in by_id]
     shown = sentences_shown(s.pk for s in by_id.values())
     first_line: dict[str, int] = {}
     for r in records:
@@ -212,7 +214,7 @@ def traces_import(*, study: Study, source: IO | str, name: str | None = None,
                f"its AI output; its traces cannot be replaced"
                for ext, s in by_id.items() if s.pk in shown]
     if errors:
-        raise ImportFailed(sorted(errors, key=_line_of))
+        raise ImportFailed(sorted(errors, key=error_line))
     given = {ext: searches_of(s) for ext, s in by_id.items() if s.searches is not None}
     grouped = samples_from_records(records, given=given)
     verified = 0
@@ -226,10 +228,3 @@ def traces_import(*, study: Study, source: IO | str, name: str | None = None,
     routed = Sentence.objects.filter(pk__in=ids).exclude(route=Sentence.Route.WAITING).count()
     return TraceImportResult(samples=len(records), sentences=len(grouped), verified=verified,
                              routed=routed)
-
-
-def _line_of(error: str) -> int:
-    try:
-        return int(error.split(":")[1])
-    except (IndexError, ValueError):
-        return 0

@@ -146,16 +146,30 @@ def read_records(
         yield line_no, record
 
 
-def unknown_field(record: dict, known: Collection[str], expected: str | None = None
-                  ) -> str | None:
-    """The first field of ``record`` (alphabetically) outside ``known`` as a problem,
-    "<field>: unknown field (expected <expected, or one of the known fields>)"; None when
+def unknown_fields(record: dict, known: Collection[str], expected: str | None = None
+                   ) -> list[str]:
+    """Every field of ``record`` outside ``known`` (alphabetically), one problem each:
+    "<field>: unknown field (expected <expected, or one of the known fields>)"; empty when
     every field is known."""
-    unknown = sorted(set(record) - set(known))
-    if not unknown:
-        return None
-    return (f"{unknown[0]}: unknown field (expected "
-            f"{expected or 'one of ' + ', '.join(sorted(known))})")
+    expected = expected or "one of " + ", ".join(sorted(known))
+    return [f"{name}: unknown field (expected {expected})"
+            for name in sorted(set(record) - set(known))]
+
+
+def unknown_id(field: str, key, thing: str) -> str:
+    """The problem of an id that names nothing in the study, in the same words for every
+    study type: "<field>: '<key>' is not <thing> of this study" (``thing``: "an item",
+    "a sentence", "a question" …)."""
+    return f"{field}: '{key}' is not {thing} of this study"
+
+
+def error_line(problem: str) -> int:
+    """The line number of a "file:line: …" problem (0 for a problem of the whole file): the
+    key that lists a file's problems in line order."""
+    try:
+        return int(problem.split(":")[1])
+    except (IndexError, ValueError):
+        return 0
 
 
 class KeysSeen:
@@ -193,7 +207,11 @@ def parse_json_cell(value, *, expect: type):
     wanted = {list: "array", dict: "object"}[expect]
     if not isinstance(value, str):  # JSONL: decoded, but of another kind
         raise ValueError(f"expected a JSON {wanted}, not {json_kind(value)}")
-    parsed = json_loads(value)  # InputRejected is a ValueError
+    try:
+        parsed = json_loads(value)  # InputRejected is a ValueError
+    except json.JSONDecodeError as exc:  # the line's words, not the parser's own text
+        raise ValueError(f"invalid JSON ({exc.msg}, column {exc.colno}); expected a JSON "
+                         f"{wanted}") from None
     path = nul_path(parsed)
     if path is not None:
         raise ValueError(f"{path or 'a key'}: {NUL_MESSAGE}")

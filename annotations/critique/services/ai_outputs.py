@@ -38,7 +38,7 @@ from django.db import transaction
 from annotations.core.errors import ImportFailed
 from annotations.core.models import Study
 from annotations.core.services.bulk import gc_paused
-from annotations.core.services.records import KeysSeen, read_records
+from annotations.core.services.records import KeysSeen, read_records, unknown_fields, unknown_id
 from annotations.critique.models import CritiqueOutput, CritiqueQuestion, CritiqueSettings
 from annotations.critique.services.questions import option_index
 from annotations.critique.services.studies import critique_settings
@@ -48,6 +48,8 @@ COLUMNS = {"id": CritiqueOutput._meta.get_field("external_id"),
            "model": CritiqueOutput._meta.get_field("ai_model"),
            "text": CritiqueOutput._meta.get_field("raw_text"),
            "reasoning": CritiqueOutput._meta.get_field("reasoning")}
+FIELDS = frozenset({"id", "question", "level", "text", "inputs", "final", "choice",
+                    "reasoning", "model", "confidence"})
 CHOICE_WORDS = {"first": "first", "second": "second", "neither": "neither", "1": "first",
                 "2": "second", "0": "neither"}
 
@@ -113,16 +115,21 @@ def _parsed(record: dict, text: str, level: int, n_options: int):
 
 
 def _row(record: dict, where: str, questions: dict[str, CritiqueQuestion],
-         settings: CritiqueSettings, problems: list[str], line: int) -> _Row | None:
+         settings: CritiqueSettings, problems: list[str], line: int, seen: KeysSeen
+         ) -> _Row | None:
+    """One line as its output (None when its question, level or text is wrong), every
+    problem of the line appended to ``problems``."""
+    problems += [f"{where}: {p}" for p in unknown_fields(record, FIELDS)]
     ext = str(record.get("id") or "").strip()
-    if not ext:
-        problems.append(f"{where}: id: missing")
+    if problem := seen.problem(ext, line):
+        problems.append(f"{where}: {problem}")
+        ext = ""  # missing or taken: the line's output is not one inputs may name
     asked = str(record.get("question") or "").strip()
     question = questions.get(asked)
     if not asked:
         problems.append(f"{where}: question: missing (a question's id)")
     elif question is None:
-        problems.append(f"{where}: question: '{asked}' is not a question of this study")
+        problems.append(f"{where}: {unknown_id('question', asked, 'a question')}")
     level = record.get("level")
     if isinstance(level, bool) or not isinstance(level, int):
         problems.append(f"{where}: level: a whole number from 0 to {settings.top_level}")
@@ -208,7 +215,7 @@ def _slots(rows: list[_Row], existing: dict[tuple[int, int], dict[int, str]],
         free = (s for s in range(10_000) if s not in taken)
         for row in ordered:
             row.slot = next(free)
-    by_ext = {r.ext: r for r in rows}
+    by_ext = {r.ext: r for r in rows if r.ext}
     for row in rows:
         if row.inputs is None:
             continue
@@ -250,15 +257,12 @@ def critique_ai_outputs_import(*, study: Study, source: IO | str, name: str | No
         for line, record in read_records(source, name=name, fmt="jsonl", columns=COLUMNS,
                                          problems=problems):
             where = f"{name}:{line}"
-            row = _row(record, where, questions, settings, problems, line)
-            if row is not None and row.ext:
-                if problem := seen.problem(row.ext, line):
-                    problems.append(f"{where}: {problem}")
-                else:
-                    rows.append(row)
+            row = _row(record, where, questions, settings, problems, line, seen)
+            if row is not None:  # its inputs are checked even when the line has problems
+                rows.append(row)
             if len(problems) >= MAX_ERRORS:
                 raise ImportFailed(problems)
-    by_ext = {r.ext: r for r in rows}
+    by_ext = {r.ext: r for r in rows if r.ext}
     for row in rows:
         for ext in row.inputs or ():
             known = by_ext.get(ext)

@@ -22,7 +22,7 @@ from annotations.core.services.records import (
     parse_bool,
     parse_json_cell,
     read_records,
-    unknown_field,
+    unknown_fields,
 )
 from annotations.partitioned.models import Query
 from annotations.partitioned.services.routing import (
@@ -149,7 +149,7 @@ def _item_line(rec: dict, line: int, seen: KeysSeen, classes: list[str]
     """One line of an items file as the item's fields, or every problem of the line (each
     field checked; a field that depends on another — gold on the options — only once that
     one is right)."""
-    problems = [p for p in (unknown_field(rec, ITEM_FIELDS),) if p]
+    problems = unknown_fields(rec, ITEM_FIELDS)
     ext = str(rec.get("id") or "").strip()
     if problem := seen.problem(ext, line):
         problems.append(problem)

@@ -15,10 +15,12 @@ from annotations.core.services.bulk import IN_LIST_MAX, gc_paused, rows_insert, 
 from annotations.core.services.progress import progress_phase
 from annotations.core.services.records import (
     KeysSeen,
+    error_line,
     option_index,
     option_text,
     read_records,
-    unknown_field,
+    unknown_fields,
+    unknown_id,
 )
 from annotations.partitioned.models import Query
 from annotations.partitioned.services.banding import DEFAULT_N_BANDS, systems_bands_refresh
@@ -139,53 +141,58 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
     label = name or getattr(source, "name", None) or str(source)
     class_names = list(study.classes.order_by("index").values_list("name", flat=True))
     errors: list[str] = []
-    rows: list[tuple[int, str, str, object, object]] = []
+    rows: list[tuple[int, str, str, object, object, float | None]] = []
+    named: list[tuple[int, str]] = []  # (line, item id) of every line that names an item
     seen = KeysSeen()
     for line, rec in read_records(source, name=name, fmt=fmt, columns=PREDICTION_COLUMNS,
                                   problems=errors):
-        problems = [p for p in (unknown_field(
-            rec, PREDICTION_FIELDS, "item_id, system, prediction or prediction_index, and "
-            "optionally confidence"),) if p]
+        problems = unknown_fields(rec, PREDICTION_FIELDS, "item_id, system, prediction or "
+                                  "prediction_index, and optionally confidence")
         item_id = str(rec.get("item_id") or "").strip()
         system = str(rec.get("system") or "").strip()
         if not item_id:
             problems.append("item_id: missing")
+        else:
+            named.append((line, item_id))
         if not system:
             problems.append("system: missing")
+        usable = bool(item_id)  # its item, option and old prediction are checked below
         if item_id and system and (repeated := seen.problem(
                 (system, item_id), line, field="item_id",
                 shown=f"'{item_id}' for system '{system}'")):
             problems.append(repeated)
+            usable = False
         text, index = rec.get("prediction"), rec.get("prediction_index")
         if prediction_text(text) and prediction_text(index):
             problems.append("prediction_index: give prediction (option text) or "
                             "prediction_index (option index), not both")
+            usable = False
         confidence = None
         try:
             confidence = prediction_confidence(rec.get("confidence"))
         except ValueError as exc:
             problems.append(f"confidence: {exc}")
-        if problems:
-            errors += [f"{label}:{line}: {problem}" for problem in problems]
-            continue
-        rows.append((line, item_id, system, text, index, confidence))
-    items = _items_by_external_id(study, {r[1] for r in rows})
-    for line, item_id, *_ in rows:
-        if item_id not in items:
-            errors.append(f"{label}:{line}: item_id: unknown item '{item_id}' in study '{study}'")
+        errors += [f"{label}:{line}: {problem}" for problem in problems]
+        if usable:
+            rows.append((line, item_id, system, text, index, confidence))
+    # every line's item, its option index and an existing prediction are checked in the
+    # same pass as the lines' own problems: one upload names every problem of the file
+    items = _items_by_external_id(study, {item_id for _, item_id in named})
+    errors += [f"{label}:{line}: {unknown_id('item_id', item_id, 'an item')}"
+               for line, item_id in named if item_id not in items]
     systems = {s.name: s for s in AISystem.objects.filter(study=study)}
-    new_names = sorted({r[2] for r in rows} - set(systems))
+    new_names = sorted({r[2] for r in rows if r[2]} - set(systems))
     if len(systems) + len(new_names) > MAX_SYSTEMS_PER_STUDY:
         errors.append(
             f"{label}: system: {len(new_names)} new systems would exceed "
             f"{MAX_SYSTEMS_PER_STUDY} per study"
         )
-    if errors:
-        raise ImportFailed(errors)
     parsed: list[tuple[int, str, str, int, int | None, int | None, str, float | None]] = []
     unparseable: dict[str, int] = {}
     missing: dict[str, int] = {}
     for line, item_id, system_name, text, index, confidence in rows:
+        if item_id not in items:
+            continue
         item_pk, options, order = items[item_id]
         options = options or class_names
         if prediction_text(index):
@@ -204,11 +211,7 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
         position = order.index(option) if option is not None and option in order else None
         parsed.append((line, item_id, system_name, item_pk, option, position,
                        "" if text is None and index is None else raw, confidence))
-    if errors:
-        raise ImportFailed(errors)
-    for system_name in new_names:
-        systems[system_name] = system_create(study=study, name=system_name)
-    used = [systems[n] for n in {r[2] for r in rows}]
+    used = [systems[n] for n in {r[2] for r in parsed} if n in systems]
     existing_qs = Prediction.objects.filter(system__in=used)
     if len(items) <= IN_LIST_MAX:
         existing_qs = existing_qs.filter(item_id__in=[v[0] for v in items.values()])
@@ -216,10 +219,10 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
     new: list[dict] = []
     changed: list[tuple[int, int | None, int | None, str, float | None]] = []
     for line, item_id, system_name, item_pk, option, position, raw, confidence in parsed:
-        system = systems[system_name]
-        found = existing.get((system.pk, item_pk))
+        system = systems.get(system_name)
+        found = None if system is None else existing.get((system.pk, item_pk))
         if found is None:
-            new.append({"system_id": system.pk, "item_id": item_pk, "option": option,
+            new.append({"system_name": system_name, "item_id": item_pk, "option": option,
                         "position": position, "raw": raw, "confidence": confidence})
         elif not update:
             errors.append(
@@ -229,7 +232,11 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
         else:
             changed.append((found, option, position, raw, confidence))
     if errors:
-        raise ImportFailed(errors)
+        raise ImportFailed(sorted(errors, key=error_line))
+    for system_name in new_names:
+        systems[system_name] = system_create(study=study, name=system_name)
+    for row in new:
+        row["system_id"] = systems[row.pop("system_name")].pk
     progress_phase("writing", total=len(new) + len(changed))
     rows_insert(Prediction, new, batch_size=5000)  # PostgreSQL: COPY
     rows_update(Prediction, ["option", "position", "raw", "confidence"], changed)

@@ -121,10 +121,13 @@ def test_bad_trace_file_changes_nothing_and_names_file_line_field():
                {"sentence": "nope", "sample": 0, "trace": marked_trace("n", "accurate")}]
     with pytest.raises(ImportFailed) as exc:
         traces_import(study=study, source=jsonl(records), name="t.jsonl")
+    # one pass: a line's problem hides no other line's unknown sentence (issue 17)
     assert exc.value.errors[0].startswith("t.jsonl:2: trace.evidence[0].url:")
+    assert exc.value.errors[1:] == ["t.jsonl:3: sentence: 'nope' is not a sentence of this "
+                                    "study"]
     with pytest.raises(ImportFailed) as exc:
         traces_import(study=study, source=jsonl([records[0], records[2]]), name="t.jsonl")
-    assert exc.value.errors == ["t.jsonl:2: sentence: no sentence 'nope' in this study"]
+    assert exc.value.errors == ["t.jsonl:2: sentence: 'nope' is not a sentence of this study"]
     after = list(TraceSample.objects.filter(sentence__study=study).values_list("pk", "trace"))
     assert after == before
     assert Sentence.objects.get(study=study, external_id="s0").ai_confidence == \

@@ -124,9 +124,10 @@ def test_an_unexpected_error_fails_the_job_with_a_reason_and_writes_nothing():
                                name="wrong.jsonl")
     assert job.status == ImportJob.Status.FAILED
     assert job.errors[0].startswith("wrong.jsonl:1: item_id: unknown field")
-    # every problem of every line: the unknown fields, no id, no text (issue 17)
-    assert len(job.errors) == 3 * 3 and not Item.objects.filter(study=study).exists()
-    assert [e.split(": ")[1] for e in job.errors[:3]] == ["item_id", "id", "text"]
+    # every problem of every line: each unknown field, no id, no text (issue 17)
+    assert len(job.errors) == 3 * 5 and not Item.objects.filter(study=study).exists()
+    assert [e.split(": ")[1] for e in job.errors[:5]] == ["item_id", "prediction", "system",
+                                                          "id", "text"]
 
 
 def test_many_errors_are_kept_up_to_a_limit():
@@ -462,7 +463,7 @@ def test_the_api_answers_202_with_a_job_to_poll():
     assert bad.status_code == 202
     failed = client.get(bad.json()["url"]).json()
     assert failed["status"] == "failed" and failed["percent"] is None
-    assert failed["errors"] == ["request:1: item_id: unknown item 'nope' in study 'jobs'"]
+    assert failed["errors"] == ["request:1: item_id: 'nope' is not an item of this study"]
     listed = client.get(reverse("api-import-jobs", args=[study.pk])).json()
     assert [j["id"] for j in listed["results"]] == [bad.json()["id"], body["id"]]
 
@@ -592,8 +593,8 @@ def test_the_worker_runs_jobs_with_progress_and_atomic_failures(celery_worker_pr
                            {"kind": "predictions", "file": upload})
     failed, _ = _poll_api(client, response["Location"])
     assert failed["status"] == "failed"
-    assert failed["errors"] == ["preds.jsonl:20001: item_id: unknown item 'missing' in study "
-                                "'worker-jobs'"]
+    assert failed["errors"] == ["preds.jsonl:20001: item_id: 'missing' is not an item of "
+                                "this study"]
     assert not AISystem.objects.filter(study=study).exists()
     assert not Prediction.objects.filter(item__study=study).exists()
 

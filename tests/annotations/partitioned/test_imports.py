@@ -102,7 +102,7 @@ def test_predictions_import_unknown_item_names_line_and_writes_nothing():
     study = make_study(k=3, n_items=4)
     rows = [{"item_id": "i0", "system": "m", "prediction": 1},
             {"item_id": "nope", "system": "m", "prediction": 1}]
-    with pytest.raises(ImportFailed, match="p.jsonl:2: item_id: unknown item 'nope'"):
+    with pytest.raises(ImportFailed, match="p.jsonl:2: item_id: 'nope' is not an item of this study"):
         predictions_import(study=study, source=jsonl(rows), name="p.jsonl")
     assert Prediction.objects.count() == 0
     assert AISystem.objects.filter(study=study).count() == 0

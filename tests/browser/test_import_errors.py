@@ -1,0 +1,79 @@
+"""Issue 17, must hold: the import pages list every problem of a many-error file. Each
+admin import page of the partitioned and assisted study types gets the file of its kind
+from tests/annotations/core/test_import_readers.py (several lines, several bad fields a
+line, unknown ids, invalid JSON in the middle): the page lists all of them with line and
+field, in the same words as the other types, and nothing is imported. A file that is not
+CSV or JSONL is refused in the same words on every page.
+
+Critique imports are tested on their service (test_import_readers.py): their page is being
+moved from /studies/<id>/critique/manage/ into the admin."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from annotations.models import Item, Sentence
+from assistants.models import AISystem, Prediction, TraceSample
+from tests.annotations.assisted.helpers import make_assisted_study
+from tests.annotations.core.test_import_readers import MANY_ERRORS, many_errors_file
+from tests.browser.walks import admin_sign_in
+from tests.factories import make_study, role_user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+expect.set_options(timeout=15_000)
+
+# kind → (admin page of the study, the link on the study's page); the problems are listed
+# at [data-testid=import-errors] on every page (partitioned: the import job's page)
+PAGES = {
+    "items": ("annotations/study", "Import items"),
+    "predictions": ("annotations/study", "Import AI predictions"),
+    "sentences": ("annotations/assistedstudy", "Import sentences"),
+    "traces": ("annotations/assistedstudy", "Import AI traces"),
+}
+
+
+def _study(kind: str):
+    if kind in ("items", "predictions"):
+        return make_study(k=3, n_items=3, open_=False, seed=71)
+    return make_assisted_study(n_sentences=2, traces=False, open_=False)
+
+
+def _stored(study) -> tuple:
+    return (Item.objects.filter(study=study).count(),
+            AISystem.objects.filter(study=study).count(),
+            Prediction.objects.filter(system__study=study).count(),
+            Sentence.objects.filter(study=study).count(),
+            TraceSample.objects.filter(sentence__study=study).count())
+
+
+@pytest.mark.parametrize("kind", PAGES)
+def test_an_import_page_lists_every_problem_of_a_many_error_file(page, live_server, tmp_path,
+                                                                 kind):
+    admin, link = PAGES[kind]
+    study = _study(kind)
+    before = _stored(study)
+    admin_sign_in(page, live_server, role_user(study, "researcher").username, "pw")
+    page.goto(f"{live_server.url}/admin/{admin}/{study.pk}/change/")
+    page.get_by_role("link", name=link, exact=True).first.click()
+    expect(page.locator("#content h1")).to_contain_text(link)
+    import_page = page.url
+
+    # not CSV or JSONL: the same words on every page
+    wrong = tmp_path / "notes.txt"
+    wrong.write_text("id,text\n")
+    page.set_input_files("input[name=file]", str(wrong))
+    page.click("input[value=Import]")
+    expect(page.get_by_test_id("import-errors")).to_have_text(
+        "“notes.txt” is neither a .csv nor a .jsonl file; rename it to say which it is.")
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(many_errors_file(kind), encoding="utf-8")
+    page.goto(import_page)
+    page.set_input_files("input[name=file]", str(bad))
+    page.click("input[value=Import]")
+    listed = page.get_by_test_id("import-errors").locator("li")
+    expect(listed.first).to_be_visible()
+    expect(page.locator("#content")).to_contain_text("Nothing was imported")
+    assert listed.all_inner_texts() == MANY_ERRORS[kind][3]
+    assert _stored(study) == before

@@ -27,6 +27,6 @@ def register() -> None:
                         ("tasks", "Tasks and their timing"),
                         ("metrics", "Metrics of the latest analysis")):
         export_register(Study.Kind.CRITIQUE, what, title, partial(critique_export, what=what))
-    study_page_register(Study.Kind.CRITIQUE, "critique-manage")
+    study_page_register(Study.Kind.CRITIQUE, "admin:annotations_critiquesettings_change")
     study_roles_register(Study.Kind.CRITIQUE,
                          (StudyMembership.Role.ANNOTATOR, "Annotator (answers and critiques)"))

@@ -23,7 +23,12 @@ from annotations.core.errors import ImportFailed
 from annotations.core.inputs import OPTION_MAX
 from annotations.core.models import Study
 from annotations.core.services.bulk import gc_paused, rows_insert
-from annotations.core.services.records import KeysSeen, parse_json_cell, read_records
+from annotations.core.services.records import (
+    KeysSeen,
+    parse_json_cell,
+    read_records,
+    unknown_field,
+)
 from annotations.critique.models import CritiqueQuestion
 from annotations.critique.services.studies import critique_settings
 
@@ -32,6 +37,7 @@ MAX_ERRORS = 200
 COLUMNS = {"id": CritiqueQuestion._meta.get_field("external_id"),
            "text": CritiqueQuestion._meta.get_field("text"),
            "domain": CritiqueQuestion._meta.get_field("domain")}
+FIELDS = ("id", "text", "options", "gold", "domain")
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,7 @@ def critique_questions_import(*, study: Study, source: IO | str, name: str | Non
         for line, record in read_records(source, name=name, fmt=fmt, columns=COLUMNS,
                                          problems=errors):
             where = f"{name}:{line}"
-            problems = []
+            problems = [f"{where}: {p}" for p in (unknown_field(record, FIELDS),) if p]
             ext = str(record.get("id") or "").strip()
             if problem := seen.problem(ext, line):
                 problems.append(f"{where}: {problem}")

@@ -14,6 +14,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from annotations.core.admin import (
+    OneStudyListMixin,
     ResearcherScopedAdmin,
     StaffCreatesStudiesMixin,
     UploadForm,
@@ -103,7 +104,9 @@ class CritiqueStudyAddForm(StudyNameForm, CritiqueSettingsForm):
 
 
 @admin.register(CritiqueSettings)
-class CritiqueStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
+class CritiqueStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
+                         ResearcherScopedAdmin):
+    study_kind = Study.Kind.CRITIQUE
     form = CritiqueSettingsForm
     list_display = ["study", "status", "mode", "top_level", "counts_list", "time_limit_minutes",
                     "links"]

@@ -290,6 +290,14 @@ def study_actions_html(study: Study) -> str:
                             ((url, label) for label, url in study_actions(study)))
 
 
+class StudyTypeFilter(admin.ChoicesFieldListFilter):
+    """The Studies list's filter by ``Study.kind``, named as the list's column: "type"."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.title = "type"
+
+
 class OneStudyListMixin:
     """For the admin of one study type: its list is the one Studies list, showing that
     type's studies (a lookup popup keeps the type's own list)."""

@@ -17,6 +17,7 @@ from annotations.core.admin import (
     StaffCreatesStudiesMixin,
     StudyClassInline,
     StudyInline,
+    StudyTypeFilter,
     UploadForm,
     is_researcher,
     staff_may_create_studies,
@@ -97,7 +98,7 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
     # the one Studies list: every study the researcher may see, of every type, each row
     # with its type's own pages (core.views.study_actions); add buttons for every type
     list_display = ["name", "study_type", "status", "created_at", "links"]
-    list_filter = ["kind", "status"]
+    list_filter = [("kind", StudyTypeFilter), "status"]
     change_list_template = "admin/annotations/studies.html"
     search_fields = ["name"]
     # Status changes only through study_open / study_close (the buttons and list actions):

@@ -103,6 +103,7 @@ def test_the_type_lists_are_the_one_list_filtered_to_the_type(three):
                                          + f"?kind__exact={kind}")
         html = client.get(response["Location"]).content.decode()
         assert studies[kind].name in html
+        assert "By type" in html
         assert studies["partitioned"].name not in html
 
 

@@ -1,5 +1,7 @@
-"""Researcher screens: studies with classes, members and AI systems inline; open/close actions;
-item and prediction imports and label exports from the study page."""
+"""Researcher screens: the one Studies list (every study of every type, each row with its
+type's own pages); partitioned studies with classes, members and AI systems inline;
+open/close; item and prediction imports and label exports from the study page; the
+Members page every study type shares."""
 
 from __future__ import annotations
 

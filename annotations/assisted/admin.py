@@ -41,6 +41,7 @@ from annotations.assisted.views import (
     SECTION_KEYS,
 )
 from annotations.core.admin import (
+    OneStudyListMixin,
     ResearcherScopedAdmin,
     StaffCreatesStudiesMixin,
     StudyInline,
@@ -148,7 +149,9 @@ class AssistedStudyAddForm(StudyNameForm, forms.ModelForm):
 
 
 @admin.register(AssistedStudy)
-class AssistedStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
+class AssistedStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
+                         ResearcherScopedAdmin):
+    study_kind = Study.Kind.ASSISTED
     study_field = "pk"
     form = StudyForm
     list_display = ["name", "status", "sentence_count", "arm_list", "created_at", "links"]

@@ -18,7 +18,11 @@ from annotations.core.exports import export_register
 from annotations.core.models import Study, StudyMembership
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
-from annotations.core.views import dashboard_register, study_page_register
+from annotations.core.views import (
+    dashboard_register,
+    study_home_register,
+    study_page_register,
+)
 
 
 def register() -> None:
@@ -28,6 +32,11 @@ def register() -> None:
     dashboard_register(Study.Kind.ASSISTED, views.assisted_dashboard_page)
     export_register(Study.Kind.ASSISTED, "ratings", "Ratings with comments, what each rater "
                     "was shown and what they opened", ratings_export)
-    study_page_register(Study.Kind.ASSISTED, "admin:annotations_assistedstudy_change")
+    study_page_register(
+        Study.Kind.ASSISTED, "admin:annotations_assistedstudy_change",
+        add=("Add assisted study", "admin:annotations_assistedstudy_add"),
+        imports=[("Import sentences", "admin:annotations_assistedstudy_import_sentences"),
+                 ("Import AI traces", "admin:annotations_assistedstudy_import_traces")])
     study_roles_register(Study.Kind.ASSISTED,
                          (StudyMembership.Role.ANNOTATOR, "Rater (rates sentences)"))
+    study_home_register(Study.Kind.ASSISTED, "assisted/_home_links.html")

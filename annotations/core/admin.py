@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.html import format_html_join
 
 from annotations.core.admin_forms import StudyNameForm
 from annotations.core.errors import DomainError
@@ -36,6 +37,7 @@ from annotations.core.services.studies import (
     membership_add,
     study_classes_change_check,
 )
+from annotations.core.views import study_actions
 
 
 def researcher_study_ids(request: HttpRequest) -> set[int] | None:
@@ -279,6 +281,34 @@ class UploadForm(forms.Form):
         if upload.size > settings.OVERSIGHT_IMPORT_MAX_BYTES:
             raise forms.ValidationError(file_too_large_message(upload.name, upload.size))
         return upload
+
+
+def study_actions_html(study: Study) -> str:
+    """A row of the Studies list: what the researcher does with ``study``, each link its
+    type's own page (``core.views.study_actions``)."""
+    return format_html_join(" · ", '<a href="{}">{}</a>',
+                            ((url, label) for label, url in study_actions(study)))
+
+
+class StudyTypeFilter(admin.ChoicesFieldListFilter):
+    """The Studies list's filter by ``Study.kind``, named as the list's column: "type"."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.title = "type"
+
+
+class OneStudyListMixin:
+    """For the admin of one study type: its list is the one Studies list, showing that
+    type's studies (a lookup popup keeps the type's own list)."""
+
+    study_kind: str = ""
+
+    def changelist_view(self, request, extra_context=None):
+        if any(key in request.GET for key in ("_popup", "_to_field")):
+            return super().changelist_view(request, extra_context)
+        return redirect(reverse("admin:annotations_study_changelist")
+                        + f"?kind__exact={self.study_kind}")
 
 
 def staff_may_create_studies(request: HttpRequest) -> bool:

@@ -49,3 +49,11 @@ def downloads(study) -> dict:
     from annotations.core.exports import exports_of
 
     return {"study": study, "exports": exports_of(study.kind)}
+
+
+@register.simple_tag
+def study_page(study) -> str:
+    """The URL of the page where ``study`` is configured (its type's, ``study_page_url``)."""
+    from annotations.core.views import study_page_url
+
+    return study_page_url(study)

@@ -4,7 +4,7 @@ the study's type (registered by each type's ``hooks``). Thin: parse, select, ren
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -26,17 +26,58 @@ def dashboard_register(kind: str, page: Callable[[HttpRequest, Study], HttpRespo
 
 
 _STUDY_PAGES: dict[str, str] = {}
+_STUDY_ADDS: dict[str, tuple[str, str]] = {}
+_STUDY_IMPORTS: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
-def study_page_register(kind: str, url_name: str) -> None:
+def study_page_register(kind: str, url_name: str, *, add: tuple[str, str] | None = None,
+                        imports: Sequence[tuple[str, str]] = ()) -> None:
     """Where a study of ``kind`` is configured: the URL name of its page (taking the study's
-    id), for the pages every type shares (Members) to link back to."""
+    id), for the pages every type shares (Members, the one Studies list, home) to link to;
+    ``add``: (label, URL name) of the page creating one ("Add assisted study"); ``imports``:
+    (label, URL name taking the study's id) of each of its import pages, in their order."""
     _STUDY_PAGES[kind] = url_name
+    if add is not None:
+        _STUDY_ADDS[kind] = add
+    _STUDY_IMPORTS[kind] = tuple(imports)
+
+
+_STUDY_HOMES: dict[str, str] = {}
+
+
+def study_home_register(kind: str, template: str) -> None:
+    """The links a study of ``kind`` gives its workers on the home page (a template given
+    ``study``, ``roles`` and ``spec``: "Label as … specialist", "Rate sentences" …); the
+    dashboard and configure links are the same for every type."""
+    _STUDY_HOMES[kind] = template
 
 
 def study_page_url(study: Study) -> str:
     return reverse(_STUDY_PAGES.get(study.kind, "admin:annotations_study_change"),
                    args=[study.pk])
+
+
+def study_add_links() -> list[tuple[str, str]]:
+    """(label, URL) of the page creating a study of each type, in the types' order."""
+    return [(label, reverse(name)) for label, name in _STUDY_ADDS.values()]
+
+
+def study_actions(study: Study) -> list[tuple[str, str]]:
+    """(label, URL) of what a researcher does with ``study``, the same steps for every type,
+    each its type's own page: configure it, its members, its imports, its dashboard and its
+    raw export (the type's first, as CSV and JSONL)."""
+    from annotations.core.exports import exports_of
+
+    actions = [("Configure", study_page_url(study)),
+               ("Members", reverse("admin:annotations_study_members", args=[study.pk]))]
+    actions += [(label, reverse(name, args=[study.pk]))
+                for label, name in _STUDY_IMPORTS.get(study.kind, ())]
+    actions.append(("Dashboard", reverse("dashboard", args=[study.pk])))
+    exports = exports_of(study.kind)
+    if exports:
+        url = reverse("study-export", args=[study.pk]) + f"?what={exports[0][0]}&format="
+        actions += [("Raw export: CSV", url + "csv"), ("JSONL", url + "jsonl")]
+    return actions
 
 
 def dashboard_study(request: HttpRequest, study_id: int, kind: str | None = None) -> Study:
@@ -52,7 +93,8 @@ def dashboard_study(request: HttpRequest, study_id: int, kind: str | None = None
 @require_GET
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    rows = selectors.studies_for_user(user=request.user)
+    rows = [(study, roles, spec, _STUDY_HOMES.get(study.kind))
+            for study, roles, spec in selectors.studies_for_user(user=request.user)]
     return render(request, "annotations/home.html", {"rows": rows})
 
 

@@ -1,23 +1,28 @@
-"""Researcher screens of critique studies: create one with its settings, edit its settings
-and prompt templates, and read its questions, outputs, tasks and AI runs. Imports, runs,
-open/close and exports are on the study's page in the site (``critique-manage``). Scoped
+"""Researcher screens of critique studies: create one with its settings; its page (settings
+and prompt templates) with open/close, the question and AI-output imports, the run that
+writes the missing AI outputs and the live list of runs, in the same places and words as
+the other study types' pages; and read its questions, outputs, tasks and AI runs. Scoped
 like every researcher screen (``ResearcherScopedAdmin``)."""
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.shortcuts import redirect
-from django.urls import reverse
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
 from django.utils.html import format_html
 
 from annotations.core.admin import (
+    OneStudyListMixin,
     ResearcherScopedAdmin,
     StaffCreatesStudiesMixin,
+    UploadForm,
     staff_may_create_studies,
 )
 from annotations.core.admin_forms import StudyNameForm
-from annotations.core.errors import InvalidStudy
+from annotations.core.errors import DomainError, InvalidStudy
+from annotations.core.inputs import accepts_upload
 from annotations.core.models import Study
 from annotations.critique.models import (
     CritiqueOutput,
@@ -26,12 +31,20 @@ from annotations.critique.models import (
     CritiqueSettings,
     CritiqueTask,
 )
+from annotations.critique.selectors import study_overview
+from annotations.critique.services.ai_runs import (
+    critique_ai_run_start,
+    critique_import_run_start,
+)
+from annotations.critique.services.questions import critique_questions_import
 from annotations.critique.services.studies import (
     ENDPOINT_FIELDS,
     TEMPLATE_FIELDS,
     counts_check,
     critique_settings_update,
+    critique_study_close,
     critique_study_create,
+    critique_study_open,
     templates_check,
 )
 from assistants.forms import AI_ENDPOINT_LABELS, WriteOnlyApiKeyForm
@@ -91,13 +104,16 @@ class CritiqueStudyAddForm(StudyNameForm, CritiqueSettingsForm):
 
 
 @admin.register(CritiqueSettings)
-class CritiqueStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
+class CritiqueStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
+                         ResearcherScopedAdmin):
+    study_kind = Study.Kind.CRITIQUE
     form = CritiqueSettingsForm
     list_display = ["study", "status", "mode", "top_level", "counts_list", "time_limit_minutes",
                     "links"]
     list_filter = ["mode"]
     search_fields = ["study__name"]
     fixed_fields = ()
+    change_form_template = "admin/annotations/critiquesettings/change_form.html"
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("study")
@@ -152,7 +168,7 @@ class CritiqueStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
         self.message_user(request, format_html(
             "Critique study “{}” created. Next: import its questions, add annotators, then "
             "open it.", obj.study.name), messages.SUCCESS)
-        return redirect("critique-manage", study_id=obj.study_id)
+        return redirect("admin:annotations_critiquesettings_change", obj.study_id)
 
     @admin.display(description="Status")
     def status(self, obj: CritiqueSettings) -> str:
@@ -164,9 +180,126 @@ class CritiqueStudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
 
     @admin.display(description="")
     def links(self, obj: CritiqueSettings) -> str:
-        return format_html('<a href="{}">Manage</a> · <a href="{}">Dashboard</a>',
-                           reverse("critique-manage", args=[obj.study_id]),
-                           reverse("critique-dashboard", args=[obj.study_id]))
+        return format_html('<a href="{}">Dashboard</a> · <a href="{}">Import questions</a> · '
+                           '<a href="{}">Import AI outputs</a>',
+                           reverse("dashboard", args=[obj.study_id]),
+                           reverse("admin:annotations_critiquesettings_import_questions",
+                                   args=[obj.study_id]),
+                           reverse("admin:annotations_critiquesettings_import_outputs",
+                                   args=[obj.study_id]))
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        obj = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if obj is not None:
+            context["overview"] = study_overview(study=obj.study)
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+    # ------------------------------------------------------------ the study's own pages
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        name = "annotations_critiquesettings_"
+        return [
+            path("<int:study_id>/import-questions/", wrap(self.import_questions_view),
+                 name=name + "import_questions"),
+            path("<int:study_id>/import-outputs/", wrap(self.import_outputs_view),
+                 name=name + "import_outputs"),
+            path("<int:study_id>/ai-run/", wrap(self.ai_run_view), name=name + "ai_run"),
+            path("<int:study_id>/runs/", wrap(self.runs_view), name=name + "runs"),
+            path("<int:study_id>/status/<str:action>/", wrap(self.status_view),
+                 name=name + "status"),
+        ] + super().get_urls()
+
+    def _critique_study(self, request, study_id: int) -> Study:
+        """The study (not its settings row) if the user may change it; 404 / 403 otherwise."""
+        return self._study_or_403(request, study_id).study
+
+    def _back(self, study: Study):
+        return redirect("admin:annotations_critiquesettings_change", study.pk)
+
+    def _import(self, request, study_id: int, *, title: str, kind: str, start):
+        """An import page (``admin/annotations/import.html``): every problem of the file in
+        one pass with its line and field, or the study's page with what was done."""
+        study = self._critique_study(request, study_id)
+        form = UploadForm.of(request, updates=False)
+        errors: list[str] = []
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                note = start(study, upload)
+            except DomainError as exc:
+                errors = getattr(exc, "errors", [exc.message])
+            else:
+                self.log_change(request, study, note)
+                self.message_user(request, note, messages.SUCCESS)
+                return self._back(study)
+        return self._page(request, "admin/annotations/critiquesettings/import.html", study,
+                          f"{title} — {study.name}", form=form, errors=errors, kind=kind,
+                          action=title, overview=study_overview(study=study))
+
+    @accepts_upload
+    def import_questions_view(self, request, study_id: int):
+        def start(study, upload):
+            result = critique_questions_import(study=study, source=upload.file,
+                                               name=upload.name)
+            return f"Imported {upload.name}: {result.summary()}."
+
+        return self._import(request, study_id, title="Import questions", kind="questions",
+                            start=start)
+
+    @accepts_upload
+    def import_outputs_view(self, request, study_id: int):
+        def start(study, upload):
+            run = critique_import_run_start(study=study, data=upload.read(), name=upload.name,
+                                            by=request.user)
+            return f"Import of {upload.name} started (run #{run.pk}): its progress is below."
+
+        return self._import(request, study_id, title="Import AI outputs", kind="outputs",
+                            start=start)
+
+    def ai_run_view(self, request, study_id: int):
+        """POST: start the run that writes the missing AI outputs from the endpoint."""
+        study = self._critique_study(request, study_id)
+        if request.method != "POST":
+            raise Http404
+        try:
+            run = critique_ai_run_start(study=study, by=request.user)
+        except DomainError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+        else:
+            self.log_change(request, study, f"AI run #{run.pk} started.")
+            self.message_user(request, f"AI run #{run.pk} started: its progress is below.")
+        return self._back(study)
+
+    def runs_view(self, request, study_id: int):
+        """The runs list alone (htmx polls it every 2 s while a run is under way)."""
+        study = self._critique_study(request, study_id)
+        return render(request, "admin/annotations/critiquesettings/_runs.html",
+                      {"original": study, "overview": study_overview(study=study)})
+
+    def status_view(self, request, study_id: int, action: str):
+        study = self._critique_study(request, study_id)
+        if action not in ("open", "close"):
+            raise Http404
+        if request.method == "POST":
+            try:
+                if action == "open":
+                    made = critique_study_open(study=study, by=request.user)
+                    note = f"Opened: {made} tasks made."
+                else:
+                    critique_study_close(study=study, by=request.user)
+                    note = "Closed."
+            except DomainError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+            else:
+                self.log_change(request, study, note)
+                self.message_user(request, f"{study.name}: {note[0].lower()}{note[1:]}",
+                                  messages.SUCCESS)
+            return self._back(study)
+        return self._page(request, "admin/annotations/critiquesettings/status_confirm.html",
+                          study, f"{action.capitalize()} “{study.name}”?", action=action,
+                          overview=study_overview(study=study))
 
 
 class ReadOnlyCritiqueAdmin(ResearcherScopedAdmin):

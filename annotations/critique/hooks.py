@@ -11,7 +11,11 @@ from annotations.core.exports import export_register
 from annotations.core.models import Study, StudyMembership
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
-from annotations.core.views import dashboard_register, study_page_register
+from annotations.core.views import (
+    dashboard_register,
+    study_home_register,
+    study_page_register,
+)
 from annotations.critique import views
 from annotations.critique.services import assignment  # noqa: F401 - the tasks' kind
 from annotations.critique.services.analysis import answered_counts, critique_recompute
@@ -27,6 +31,11 @@ def register() -> None:
                         ("tasks", "Tasks and their timing"),
                         ("metrics", "Metrics of the latest analysis")):
         export_register(Study.Kind.CRITIQUE, what, title, partial(critique_export, what=what))
-    study_page_register(Study.Kind.CRITIQUE, "critique-manage")
+    study_page_register(
+        Study.Kind.CRITIQUE, "admin:annotations_critiquesettings_change",
+        add=("Add critique study", "admin:annotations_critiquesettings_add"),
+        imports=[("Import questions", "admin:annotations_critiquesettings_import_questions"),
+                 ("Import AI outputs", "admin:annotations_critiquesettings_import_outputs")])
     study_roles_register(Study.Kind.CRITIQUE,
                          (StudyMembership.Role.ANNOTATOR, "Annotator (answers and critiques)"))
+    study_home_register(Study.Kind.CRITIQUE, "critique/_home_links.html")

@@ -23,6 +23,7 @@ urlpatterns += [
     # the raw exports every study type offers (core.views.study_export), at their old address
     path("studies/<int:study_id>/critique/export/", core_views.study_export,
          name="critique-export"),
+    # the old researchers' page: now the study's admin page
     path("studies/<int:study_id>/critique/manage/", views.critique_manage,
          name="critique-manage"),
 ]

@@ -1,6 +1,7 @@
-"""Critique-study pages (htmx): the annotator's work page, the managers' dashboard, the
-researchers' page (questions, AI outputs, runs, open/close) and the exports. Views parse,
-call one service or selector, render — like ``annotations.partitioned.views``."""
+"""Critique-study pages (htmx): the annotator's work page and the managers' dashboard (the
+researchers configure the study in the admin, ``admin.CritiqueStudyAdmin``; the raw exports
+are ``core.views.study_export``'s). Views parse, call one service or selector, render —
+like ``annotations.partitioned.views``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.core.guidelines import guidelines_html
-from annotations.core.inputs import accepts_upload, int_or_none
+from annotations.core.inputs import int_or_none
 from annotations.core.live import live_dashboard, session_started_at
 from annotations.core.models import Study, StudyMembership
 from annotations.core.views import dashboard_study
@@ -228,70 +229,8 @@ def critique_dashboard_page(request: HttpRequest, study: Study) -> HttpResponse:
                           live="critique/_dashboard_live.html", context=context)
 
 
-def _manage_context(study: Study) -> dict:
-    from annotations.critique.models import CritiqueQuestion, CritiqueRun, CritiqueSettings
-    from annotations.critique.services.ai_runs import ACTIVE, provider_config, run_progress
-
-    settings = CritiqueSettings.objects.get(study=study)
-    runs = list(CritiqueRun.objects.filter(study=study)[:20])
-    config = provider_config(settings)
-    return {"study": study, "settings": settings,
-            "n_questions": CritiqueQuestion.objects.filter(study=study).count(),
-            "runs": [(run, run_progress(run)) for run in runs],
-            "active": any(run.status in ACTIVE for run in runs),
-            "endpoint": f"{config.model or '(no model)'} at {config.endpoint}"
-            if config.base_url else ""}
-
-
-@accepts_upload  # the questions and AI-outputs files (sizes checked by the guard)
-@login_required
+@require_GET
 def critique_manage(request: HttpRequest, study_id: int) -> HttpResponse:
-    """The researchers' page of a critique study: open or close it, import questions and AI
-    outputs, run the AI endpoint, follow the runs. Every action is one service call;
-    errors (with every bad line of a file) are shown on the page."""
-    from annotations.core.errors import ImportFailed
-    from annotations.critique.services.ai_runs import (
-        critique_ai_run_start,
-        critique_import_run_start,
-    )
-    from annotations.critique.services.questions import critique_questions_import
-    from annotations.critique.services.studies import critique_study_close, critique_study_open
-
-    study = get_object_or_404(Study, pk=study_id, kind=Study.Kind.CRITIQUE)
-    if not _may_configure(request, study):
-        raise PermissionDenied("This page is for the study's researchers.")
-    if request.method == "GET" and request.htmx and request.GET.get("runs"):
-        return render(request, "critique/_runs.html", _manage_context(study))
-    errors: list[str] = []
-    if request.method == "POST":
-        action = request.POST.get("action", "")
-        upload = request.FILES.get("file")
-        try:
-            if action == "open":
-                made = critique_study_open(study=study)
-                messages.success(request, f"Opened: {made} tasks made.")
-            elif action == "close":
-                critique_study_close(study=study)
-                messages.success(request, "Closed: no task is handed out any more.")
-            elif action == "questions" and upload is not None:
-                result = critique_questions_import(study=study, source=upload.file,
-                                                   name=upload.name)
-                messages.success(request, f"Imported {upload.name}: {result.summary()}.")
-            elif action == "outputs" and upload is not None:
-                run = critique_import_run_start(study=study, data=upload.read(),
-                                                name=upload.name, by=request.user)
-                messages.info(request, f"Import of {upload.name} started (run #{run.pk}).")
-            elif action == "run":
-                run = critique_ai_run_start(study=study, by=request.user)
-                messages.info(request, f"AI run #{run.pk} started.")
-            else:
-                errors = ["Choose a file first." if action in ("questions", "outputs")
-                          else "Unknown action."]
-        except ImportFailed as exc:
-            errors = exc.errors
-        except DomainError as exc:
-            errors = [exc.message]
-        if not errors:
-            return redirect("critique-manage", study_id=study.pk)
-    study.refresh_from_db()
-    return render(request, "critique/manage.html", {**_manage_context(study), "errors": errors})
+    """The old researchers' page: a critique study is configured in the admin, as every
+    study type is (``admin.CritiqueStudyAdmin``: open/close, imports, AI runs)."""
+    return redirect("admin:annotations_critiquesettings_change", study_id, permanent=True)

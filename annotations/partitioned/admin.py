@@ -1,5 +1,7 @@
-"""Researcher screens: studies with classes, members and AI systems inline; open/close actions;
-item and prediction imports and label exports from the study page."""
+"""Researcher screens: the one Studies list (every study of every type, each row with its
+type's own pages); partitioned studies with classes, members and AI systems inline;
+open/close; item and prediction imports and label exports from the study page; the
+Members page every study type shares."""
 
 from __future__ import annotations
 
@@ -17,9 +19,11 @@ from annotations.core.admin import (
     StaffCreatesStudiesMixin,
     StudyClassInline,
     StudyInline,
+    StudyTypeFilter,
     UploadForm,
     is_researcher,
     staff_may_create_studies,
+    study_actions_html,
 )
 from annotations.core.admin_forms import (
     BulkMembersForm,
@@ -42,6 +46,7 @@ from annotations.core.selectors import (
     study_import_jobs,
 )
 from annotations.core.services.import_jobs import import_job_submit, import_jobs_expire
+from annotations.core.services.recompute import study_recompute_any
 from annotations.core.services.studies import (
     invitation_path,
     member_password_reset,
@@ -53,10 +58,9 @@ from annotations.core.services.studies import (
     study_roles,
 )
 from annotations.core.sqlite_locks import while_sqlite_locked
-from annotations.core.views import study_page_url
+from annotations.core.views import study_add_links, study_page_url
 from annotations.partitioned.models import Query
 from annotations.partitioned.selectors import study_setup_checklist
-from annotations.partitioned.services.estimates import study_recompute
 from annotations.partitioned.services.exports import labels_export
 from annotations.partitioned.services.imports import item_create, item_update
 from annotations.partitioned.services.predictions import prediction_set, predictions_delete
@@ -93,9 +97,11 @@ admin.site.index_title = "Studies, members and data"
 class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
     study_field = "pk"
     form = StudyForm
-    list_display = ["name", "status", "k_classes", "queries_per_item", "gold_rate",
-                    "created_at", "links"]
-    list_filter = ["status"]
+    # the one Studies list: every study the researcher may see, of every type, each row
+    # with its type's own pages (core.views.study_actions); add buttons for every type
+    list_display = ["name", "study_type", "status", "created_at", "links"]
+    list_filter = [("kind", StudyTypeFilter), "status"]
+    change_list_template = "admin/annotations/studies.html"
     search_fields = ["name"]
     # Status changes only through study_open / study_close (the buttons and list actions):
     # a form that saved "open" would leave the study open with nothing routed.
@@ -115,9 +121,6 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                                 "gold_rate"]}),
         ("Dashboard", {"fields": ["target_ci_width", "interval_method"]}),
     ]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related("classes")
 
     def has_add_permission(self, request):
         return (staff_may_create_studies(request) or is_researcher(request)
@@ -157,32 +160,27 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
             fields += ["queries_per_item", "shuffle_options", "interval_method"]
         return fields
 
+    def changelist_view(self, request, extra_context=None):
+        return super().changelist_view(request, {**(extra_context or {}),
+                                                 "study_adds": study_add_links()})
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         study = self.get_object(request, object_id)
-        if study is not None and study.kind == Study.Kind.ASSISTED:
-            return redirect("admin:annotations_assistedstudy_change", study.pk)
+        if study is not None and study.kind != Study.Kind.PARTITIONED:
+            return redirect(study_page_url(study))  # the page of the study's own type
         context = dict(extra_context or {})
         if study is not None:
             context["setup"] = study_setup_checklist(study=study)
             context["study_events"] = study_events(study=study)
         return super().change_view(request, object_id, form_url, extra_context=context)
 
-    @admin.display(description="K")
-    def k_classes(self, obj: Study) -> int:
-        return len(obj.classes.all())
+    @admin.display(description="Type", ordering="kind")
+    def study_type(self, obj: Study) -> str:
+        return obj.get_kind_display()
 
     @admin.display(description="")
     def links(self, obj: Study) -> str:
-        return format_html(
-            '<a href="{}">Dashboard</a> · <a href="{}">Import items</a> · '
-            '<a href="{}">Import predictions</a> · Export labels: <a href="{}">CSV</a> '
-            '<a href="{}">JSONL</a>',
-            reverse("dashboard", args=[obj.pk]),
-            reverse("admin:annotations_study_import_items", args=[obj.pk]),
-            reverse("admin:annotations_study_import_predictions", args=[obj.pk]),
-            reverse("admin:annotations_study_export", args=[obj.pk]) + "?format=csv",
-            reverse("admin:annotations_study_export", args=[obj.pk]) + "?format=jsonl",
-        )
+        return study_actions_html(obj)
 
     @admin.action(description="Open selected studies (routes their items)")
     def open_studies(self, request, queryset):
@@ -209,7 +207,7 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
     @admin.action(description="Recompute estimates now")
     def recompute_estimates(self, request, queryset):
         for study in queryset:
-            study_recompute(study_id=study.pk)
+            study_recompute_any(study_id=study.pk)  # the study type's own analysis
         self.message_user(request, f"Recomputed {queryset.count()} studies.")
 
     def get_urls(self):

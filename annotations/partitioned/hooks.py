@@ -10,7 +10,11 @@ from annotations.core.models import ImportJob, Study, StudyMembership
 from annotations.core.services.import_jobs import import_kind_register
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
-from annotations.core.views import dashboard_register, study_page_register
+from annotations.core.views import (
+    dashboard_register,
+    study_home_register,
+    study_page_register,
+)
 from annotations.partitioned import views
 from annotations.partitioned.services import routing  # noqa: F401 - the queries' task kind
 from annotations.partitioned.services.estimates import answered_counts, study_recompute
@@ -28,6 +32,11 @@ def register() -> None:
     import_kind_register(ImportJob.Kind.PREDICTIONS, predictions_import)
     export_register(Study.Kind.PARTITIONED, "labels",
                     "Labels: every answered query with its routing", labels_export)
-    study_page_register(Study.Kind.PARTITIONED, "admin:annotations_study_change")
+    study_page_register(
+        Study.Kind.PARTITIONED, "admin:annotations_study_change",
+        add=("Add partitioned study", "admin:annotations_study_add"),
+        imports=[("Import items", "admin:annotations_study_import_items"),
+                 ("Import AI predictions", "admin:annotations_study_import_predictions")])
     study_roles_register(Study.Kind.PARTITIONED, (StudyMembership.Role.SPECIALIST,
                                                   "Specialist (answers one class's question)"))
+    study_home_register(Study.Kind.PARTITIONED, "annotations/_home_links.html")

@@ -124,7 +124,7 @@ def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, p
     page.fill("input[name=password]", "rita-pass-9317")
     page.click("input[type=submit]")
     page.get_by_role("link", name="Studies", exact=True).click()
-    page.get_by_role("link", name="Add study").click()
+    page.get_by_role("link", name="Add partitioned study").click()
     page.fill("input[name=name]", "Capital cities")
     page.fill("textarea[name=classes]", "A\nB\nC\nD")
     page.screenshot(path=str(shots / "admin-add-study.png"), full_page=True)

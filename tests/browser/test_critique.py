@@ -191,8 +191,8 @@ def test_the_demo_dashboards_show_every_table(page, shots, live_server, settings
 
 
 @pytest.mark.parametrize("width", [390, 1280])
-def test_the_manage_page_with_a_long_endpoint_does_not_scroll_sideways(page, live_server,
-                                                                       width):
+def test_the_study_page_with_a_long_endpoint_does_not_scroll_sideways(page, live_server,
+                                                                      width):
     from annotations.critique.services.studies import critique_settings_update
     from annotations.models import StudyMembership
 
@@ -206,7 +206,7 @@ def test_the_manage_page_with_a_long_endpoint_does_not_scroll_sideways(page, liv
     # when
     page.set_viewport_size({"width": width, "height": 900})
     login(page, live_server, researcher.username)
-    page.goto(f"{live_server.url}/studies/{study.pk}/critique/manage/")
+    page.goto(f"{live_server.url}/admin/annotations/critiquesettings/{study.pk}/change/")
     # then (435 px wide at 390 before: the endpoint's <code> did not wrap)
     expect(page.get_by_text("Write the missing AI outputs")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= width

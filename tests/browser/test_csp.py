@@ -66,7 +66,8 @@ def test_every_role_s_pages_work_under_the_policy(browser, live_server, shots, s
                      f"{assisted.arms.order_by('position').last().pk}/",
                      "/admin/annotations/critiquesettings/add/",
                      f"/admin/annotations/critiquesettings/{C}/change/",
-                     f"/studies/{C}/critique/manage/", "/admin/annotations/item/",
+                     f"/admin/annotations/critiquesettings/{C}/import-questions/",
+                     "/admin/annotations/item/",
                      "/admin/annotations/user/", "/api/docs/", "/accounts/password/"],
     }
     for username, urls in visits.items():

@@ -110,7 +110,7 @@ def _pointed_at(kind: str, url: str):
         return study, reverse("admin:annotations_assistedstudy_sample", args=[study.pk]), {}
     study, _ = make_critique_study(n_questions=1, top_level=1, counts=[2, 1], mode="ai_below")
     critique_settings_update(study=study, ai_base_url=url, ai_model="m")
-    return study, reverse("critique-manage", args=[study.pk]), {"action": "run"}
+    return study, reverse("admin:annotations_critiquesettings_ai_run", args=[study.pk]), {}
 
 
 @pytest.mark.parametrize("kind", ["assisted", "critique"])
@@ -314,8 +314,8 @@ def test_an_endpoint_removed_from_the_allow_list_after_the_save_is_refused_at_st
     study, _ = make_critique_study(n_questions=1, top_level=1, counts=[2, 1], mode="ai_below")
     critique_settings_update(study=study, ai_base_url=listener.base_url, ai_model="m")
     settings.OVERSIGHT_AI_ALLOWED_HOSTS = ["models.example"]
-    page = researcher(study).post(reverse("critique-manage", args=[study.pk]),
-                                  {"action": "run"}).content.decode()
+    page = researcher(study).post(reverse("admin:annotations_critiquesettings_ai_run",
+                                          args=[study.pk]), follow=True).content.decode()
     assert "AI endpoint refused" in page and "not among the AI endpoint hosts" in page
     assert not CritiqueRun.objects.filter(study=study).exists()
     assert listener.requests == []
@@ -351,9 +351,10 @@ def test_a_failed_calls_body_is_never_shown_on_the_study_page(
     critique_settings_update(study=study, ai_base_url=server.base_url, ai_model="m")
     client = researcher(study)
     with django_capture_on_commit_callbacks(execute=True):
-        client.post(reverse("critique-manage", args=[study.pk]), {"action": "run"})
+        client.post(reverse("admin:annotations_critiquesettings_ai_run", args=[study.pk]))
     # then: the page says the status, the error class and the time, not the body
-    page = client.get(reverse("critique-manage", args=[study.pk])).content.decode()
+    page = client.get(reverse("admin:annotations_critiquesettings_change",
+                              args=[study.pk])).content.decode()
     run = CritiqueRun.objects.get(study=study)
     assert run.status == "failed"
     assert f"HTTP {code} (" in run.errors[0] and " UTC" in run.errors[0]

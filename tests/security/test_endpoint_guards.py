@@ -174,8 +174,8 @@ UPLOADS = {
     "admin:annotations_study_import_predictions": (_partitioned, {}),
     "admin:annotations_assistedstudy_import_sentences": (_assisted, {}),
     "admin:annotations_assistedstudy_import_traces": (_assisted, {}),
-    "critique-manage": (_critique, {"action": "questions"}),
-    "critique-manage ai outputs": (_critique, {"action": "outputs"}),
+    "admin:annotations_critiquesettings_import_questions": (_critique, {}),
+    "admin:annotations_critiquesettings_import_outputs": (_critique, {}),
     "api-import-jobs": (_partitioned, {"kind": "items"}),
 }
 BAD_FILES = [

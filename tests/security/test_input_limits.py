@@ -59,8 +59,9 @@ def _critique_snapshot(study) -> tuple:
 
 
 def _upload(client, study, action: str, name: str, content: bytes):
-    return client.post(reverse("critique-manage", args=[study.pk]),
-                       {"action": action, "file": SimpleUploadedFile(name, content)})
+    """An upload to the study's admin import page of ``action`` (questions, outputs)."""
+    return client.post(reverse(f"admin:annotations_critiquesettings_import_{action}",
+                               args=[study.pk]), {"file": SimpleUploadedFile(name, content)})
 
 
 def _line(**fields) -> bytes:

@@ -172,10 +172,20 @@ def error_line(problem: str) -> int:
         return 0
 
 
+UPDATE_HINT = " (import it with the update option to rewrite existing ids)"
+
+
+def already_in_study(field: str, shown: str, *, updatable: bool = False) -> str:
+    """The words of every import for a key the study already holds; ``updatable`` for an
+    import that rewrites existing ids when asked to (says how: the page's "Rewrite existing
+    ids" box, the command's ``--update``, the API's ``update``)."""
+    return f"{field}: {shown} is already in the study" + (UPDATE_HINT if updatable else "")
+
+
 class KeysSeen:
     """The keys (ids) of one import file, in the same words for every study type: a key is
     given (``"<field>: missing"``), once per file (``"… repeats line n"``) and, unless the
-    import may update, not already in the study (``"… is already in the study"``)."""
+    import may update, not already in the study (``already_in_study``)."""
 
     def __init__(self, existing: Collection = ()):
         self.existing = existing
@@ -191,7 +201,7 @@ class KeysSeen:
         if key in self.lines:
             return f"{field}: {shown} repeats line {self.lines[key]}"
         if key in self.existing:
-            return f"{field}: {shown} is already in the study"
+            return already_in_study(field, shown)
         self.lines[key] = line
         return None
 

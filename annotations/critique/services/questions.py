@@ -38,6 +38,7 @@ FIELDS = frozenset({"id", "text", "options", "gold", "domain"})
 COLUMNS = {"id": CritiqueQuestion._meta.get_field("external_id"),
            "text": CritiqueQuestion._meta.get_field("text"),
            "domain": CritiqueQuestion._meta.get_field("domain")}
+FIELDS = ("id", "text", "options", "gold", "domain")
 
 
 @dataclass(frozen=True)

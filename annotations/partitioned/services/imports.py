@@ -17,6 +17,7 @@ from annotations.core.services.item_options import option_order_for, options_con
 from annotations.core.services.progress import progress_phase
 from annotations.core.services.records import (
     KeysSeen,
+    already_in_study,
     option_index,
     option_text,
     parse_bool,
@@ -196,10 +197,8 @@ def _items_write(study: Study, records: list[tuple[int, dict]], *, label: str, u
     if existing and not update:
         for line, r in records:
             if r["external_id"] in existing:
-                errors.append(
-                    f"{label}:{line}: id: '{r['external_id']}' already exists "
-                    f"(rewriting existing ids is off)"
-                )
+                errors.append(f"{label}:{line}: " + already_in_study(
+                    "id", f"'{r['external_id']}'", updatable=True))
         raise ImportFailed(errors)
     answered: set[int] = set()
     leased: set[int] = set()  # someone is reading the stored text: it may not change now

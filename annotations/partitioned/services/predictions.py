@@ -14,6 +14,7 @@ from annotations.core.models import Item, Study
 from annotations.core.services.bulk import IN_LIST_MAX, gc_paused, rows_insert, rows_update
 from annotations.core.services.progress import progress_phase
 from annotations.core.services.records import (
+    UPDATE_HINT,
     KeysSeen,
     error_line,
     option_index,
@@ -227,7 +228,7 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
         elif not update:
             errors.append(
                 f"{label}:{line}: item_id: '{item_id}' already has a prediction "
-                f"from '{system_name}' (rewriting existing ids is off)"
+                f"from '{system_name}'{UPDATE_HINT}"
             )
         else:
             changed.append((found, option, position, raw, confidence))

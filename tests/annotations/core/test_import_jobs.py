@@ -111,7 +111,7 @@ def test_a_failure_after_rows_were_written_rolls_them_back():
     job, _ = import_job_submit(study=study, kind="predictions", data=mixed, name="mixed.jsonl")
     assert job.status == ImportJob.Status.FAILED
     assert job.errors == ["mixed.jsonl:11: item_id: 'i1' already has a prediction from 'old' "
-                          "(rewriting existing ids is off)"]
+                          "(import it with the update option to rewrite existing ids)"]
     assert list(AISystem.objects.filter(study=study).values_list("name", flat=True)) == ["old"]
     assert Prediction.objects.filter(system__study=study).count() == 3
 
@@ -620,7 +620,7 @@ def test_two_jobs_of_one_study_wait_for_each_other(celery_worker_process, settin
     failed, succeeded = results
     line = 1 if failed["name"] == "second.jsonl" else 30_000
     assert failed["errors"] == [f"{failed['name']}:{line}: id: 'i29999' already exists "
-                                f"(rewriting existing ids is off)"]
+                                f"(import it with the update option to rewrite existing ids)"]
     assert Item.objects.filter(study=study).count() == 30_000
     assert ImportJob.objects.get(pk=failed["id"]).started_at < ImportJob.objects.get(
         pk=succeeded["id"]).finished_at

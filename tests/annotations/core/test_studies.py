@@ -361,8 +361,8 @@ def test_a_repeated_id_on_the_web_uses_web_words(researcher_client, draft):
         reverse("admin:annotations_study_import_items", args=[draft.pk]), {"file": upload},
         follow=True)
     html = response.content.decode()
-    assert "again.jsonl:1: id: &#x27;i0&#x27; already exists (rewriting existing ids is off)" \
-        in html
+    assert ("again.jsonl:1: id: &#x27;i0&#x27; is already in the study (import it with the "
+            "update option to rewrite existing ids)") in html
     assert "Rewrite existing ids" in html
     assert "--" not in html.split('id="content"')[1].replace("<!--", "").replace("-->", "")
 

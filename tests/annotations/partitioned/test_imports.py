@@ -60,13 +60,27 @@ def test_bad_item_files_name_the_place_and_write_nothing(draft, content, expecte
 
 def test_reimport_same_ids_is_rejected_unless_update(draft):
     items_import(study=draft, source=jsonl([{"id": "a", "text": "old"}]), name="i.jsonl")
-    with pytest.raises(ImportFailed, match="i.jsonl:1: id: 'a' already exists"):
+    with pytest.raises(ImportFailed, match="i.jsonl:1: id: 'a' is already in the study"):
         items_import(study=draft, source=jsonl([{"id": "a", "text": "new"}]), name="i.jsonl")
     assert Item.objects.get(study=draft, external_id="a").text == "old"
     result = items_import(study=draft, source=jsonl([{"id": "a", "text": "new"}]),
                           name="i.jsonl", update=True)
     assert (result.created, result.updated) == (0, 1)
     assert Item.objects.get(study=draft, external_id="a").text == "new"
+
+
+def test_an_existing_item_id_is_said_in_the_words_of_every_other_import(draft):
+    # issue 17: items said "already exists (rewriting existing ids is off)" where every
+    # other reader (records.KeysSeen: sentences, critique questions …) says "is already in
+    # the study"; items still say that the update option rewrites
+    from annotations.core.services.records import KeysSeen
+
+    items_import(study=draft, source=jsonl([{"id": "a", "text": "old"}]), name="i.jsonl")
+    with pytest.raises(ImportFailed) as info:
+        items_import(study=draft, source=jsonl([{"id": "a", "text": "new"}]), name="i.jsonl")
+    others = "i.jsonl:1: " + KeysSeen(existing={"a"}).problem("a", 1)
+    assert info.value.errors == [others + " (import it with the update option to rewrite "
+                                          "existing ids)"]
 
 
 def test_items_imported_into_an_open_study_are_routed():

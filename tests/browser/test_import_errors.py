@@ -5,20 +5,22 @@ line, unknown ids, invalid JSON in the middle): the page lists all of them with 
 field, in the same words as the other types, and nothing is imported. A file that is not
 CSV or JSONL is refused in the same words on every page.
 
-Critique imports are tested on their service (test_import_readers.py): their page is being
-moved from /studies/<id>/critique/manage/ into the admin."""
+The critique questions page is here too; critique AI outputs are imported as a run, whose
+problems the service test (test_import_readers.py) checks."""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
 
-from annotations.models import Item, Sentence
+from annotations.core.services.studies import membership_add
+from annotations.models import CritiqueQuestion, Item, Sentence, StudyMembership
 from assistants.models import AISystem, Prediction, TraceSample
 from tests.annotations.assisted.helpers import make_assisted_study
 from tests.annotations.core.test_import_readers import MANY_ERRORS, many_errors_file
+from tests.annotations.critique.helpers import make_critique_study
 from tests.browser.walks import admin_sign_in
-from tests.factories import make_study, role_user
+from tests.factories import UserFactory, make_study, role_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 expect.set_options(timeout=15_000)
@@ -30,12 +32,18 @@ PAGES = {
     "predictions": ("annotations/study", "Import AI predictions"),
     "sentences": ("annotations/assistedstudy", "Import sentences"),
     "traces": ("annotations/assistedstudy", "Import AI traces"),
+    "critique questions": ("annotations/critiquesettings", "Import questions"),
 }
 
 
 def _study(kind: str):
     if kind in ("items", "predictions"):
         return make_study(k=3, n_items=3, open_=False, seed=71)
+    if kind == "critique questions":
+        study = make_critique_study(n_questions=1, open_=False, mode="ai_below")[0]
+        membership_add(study=study, role=StudyMembership.Role.RESEARCHER,
+                       user=UserFactory(username=f"{study.pk}-researcher", is_staff=True))
+        return study
     return make_assisted_study(n_sentences=2, traces=False, open_=False)
 
 
@@ -44,6 +52,7 @@ def _stored(study) -> tuple:
             AISystem.objects.filter(study=study).count(),
             Prediction.objects.filter(system__study=study).count(),
             Sentence.objects.filter(study=study).count(),
+            CritiqueQuestion.objects.filter(study=study).count(),
             TraceSample.objects.filter(sentence__study=study).count())
 
 

@@ -18,6 +18,7 @@ from annotations.core.inputs import accepts_upload, int_or_none
 from annotations.core.live import live_dashboard, session_started_at
 from annotations.core.models import Study, StudyMembership
 from annotations.core.views import dashboard_study
+from annotations.core.words import counted
 from annotations.critique.models import CritiqueTask
 from annotations.critique.services.answers import (
     CritiqueAnswer,
@@ -269,7 +270,7 @@ def critique_manage(request: HttpRequest, study_id: int) -> HttpResponse:
         try:
             if action == "open":
                 made = critique_study_open(study=study)
-                messages.success(request, f"Opened: {made} tasks made.")
+                messages.success(request, f"Opened: {counted(made, 'task')} made.")
             elif action == "close":
                 critique_study_close(study=study)
                 messages.success(request, "Closed: no task is handed out any more.")

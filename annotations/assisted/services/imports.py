@@ -37,6 +37,7 @@ from annotations.core.services.records import (
     read_records,
     unknown_field,
 )
+from annotations.core.words import counted
 from assistants.aggregation import samples_from_records
 from assistants.models import TraceSample
 from assistants.traces import TraceInvalid, parse_trace, parse_verdict, read_trace_file
@@ -57,7 +58,7 @@ class SentenceImportResult:
     routed: int = 0
 
     def summary(self) -> str:
-        return f"{self.created} sentences created" + (
+        return f"{counted(self.created, 'sentence')} created" + (
             f", {self.routed} routed." if self.routed else ".")
 
 
@@ -69,7 +70,8 @@ class TraceImportResult:
     routed: int = 0
 
     def summary(self) -> str:
-        return (f"{self.samples} trace samples for {self.sentences} sentences "
+        return (f"{counted(self.samples, 'trace sample')} for "
+                f"{counted(self.sentences, 'sentence')} "
                 f"({self.verified} verified).")
 
 

@@ -24,6 +24,7 @@ from annotations.core.inputs import OPTION_MAX
 from annotations.core.models import Study
 from annotations.core.services.bulk import gc_paused, rows_insert
 from annotations.core.services.records import KeysSeen, parse_json_cell, read_records
+from annotations.core.words import counted
 from annotations.critique.models import CritiqueQuestion
 from annotations.critique.services.studies import critique_settings
 
@@ -40,7 +41,8 @@ class QuestionsImported:
     tasks: int
 
     def summary(self) -> str:
-        return f"{self.created} questions added, {self.tasks} tasks made"
+        return (f"{counted(self.created, 'question')} added, "
+                f"{counted(self.tasks, 'task')} made")
 
 
 def option_index(value, options: list[str]) -> int:

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 
 from annotations.core.models import Study, User
+from annotations.core.words import counted
 from annotations.partitioned.services.demo import demo_seed
 
 
@@ -74,7 +75,8 @@ class Command(BaseCommand):
         self.stderr.write("Seeding the demo study (first run takes a little while)…")
         study, accounts, result = demo_seed(n_items=opts["items"], answers=opts["answers"])
         if result:
-            self.stderr.write(f"Simulated specialists answered {result.answered} queries in "
+            answered = counted(result.answered, "query")
+            self.stderr.write(f"Simulated specialists answered {answered} in "
                               f"{result.seconds:.1f} s.")
         self.stdout.write(self.style.SUCCESS(f"Demo study #{study.pk}: {study.name}"))
         rows = _staff_rows(study)

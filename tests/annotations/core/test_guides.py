@@ -103,3 +103,17 @@ def test_the_trace_import_page_links_the_served_trace_schema(client):
     assert guide.status_code == 200
     assert anchor in _ids(guide.content.decode())
     assert "evidence_ids" in guide.content.decode()
+
+
+def test_the_critique_manage_page_links_the_served_output_schema(client):
+    study, _ = make_critique_study(n_questions=1, top_level=1, counts=[2, 1], mode="ai_below",
+                                   open_=False)
+    researcher = UserFactory(is_staff=True)
+    StudyMembership.objects.create(study=study, user=researcher,
+                                   role=StudyMembership.Role.RESEARCHER)
+    client.force_login(researcher)
+    page = client.get(reverse("critique-manage", args=[study.pk])).content.decode()
+    link = re.search(r'href="([^"]+)"[^>]*data-testid="outputs-schema"', page)
+    assert link, "the AI outputs import links no schema"
+    path, anchor = link[1].split("#")
+    assert anchor in _ids(client.get(path).content.decode())

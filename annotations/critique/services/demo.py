@@ -121,6 +121,9 @@ def critique_demo_seed() -> CritiqueDemo:
                                         description=description, people=people,
                                         critics=critics, per_level=per_level)
             demo.answered += answered
+        else:  # seeded before these accounts existed: they join (without their history)
+            for user in per_level:
+                membership_add(study=study, user=user, role=StudyMembership.Role.ANNOTATOR)
         demo.studies.append(study)
         demo.credentials += [("annotator", user.username, user.username, study, lv)
                              for user, lv in per_level.items()]

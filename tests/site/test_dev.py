@@ -42,3 +42,24 @@ def test_a_server_that_never_answers_prints_no_block_and_passes_its_exit_code_on
                                   "127.0.0.1", port, "DEMO ACCOUNTS BLOCK")
     assert code == 2
     assert "DEMO ACCOUNTS BLOCK" not in capfd.readouterr().out
+
+
+def test_sigterm_reaches_the_server_and_its_exit_code_is_devs():
+    import os
+    import signal
+    import subprocess
+
+    port = _free_port()
+    server = SERVER.replace("server.accept()[0].close()\nsys.exit(3)",
+                            "import signal\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(7))"
+                            "\nwhile True:\n    server.accept()[0].close()").format(port=port)
+    runner = ("import sys, dev; sys.exit(dev.serve_and_announce([sys.executable, '-c', "
+              f"{server!r}], '127.0.0.1', {port}, 'DEMO ACCOUNTS BLOCK'))")
+    root = os.path.dirname(dev.__file__)
+    proc = subprocess.Popen([sys.executable, "-c", runner], cwd=root, text=True,
+                            stdout=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    for line in proc.stdout:  # the block comes once the server answers
+        if "DEMO ACCOUNTS BLOCK" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 7

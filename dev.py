@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import time
 import venv
 from pathlib import Path
 
@@ -40,12 +44,53 @@ def ensure_env() -> None:
         STAMP.write_text(digest)
 
 
+HOST = "127.0.0.1"
+
+
+def port_answers(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def serve_and_announce(cmd: list[str | Path], host: str, port: int, block: str, *,
+                       timeout: float = 120.0) -> int:
+    """Run the server ``cmd`` as a child; once ``host:port`` answers (after the server's
+    start-up logs), print ``block``; return the child's exit code. SIGTERM is passed on to
+    the child; Ctrl-C reaches it directly (same process group) and we wait for it to end."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # its logs come before the block
+    child = subprocess.Popen([str(c) for c in cmd], cwd=ROOT, env=env)
+    previous = signal.signal(signal.SIGTERM, lambda signum, _: child.send_signal(signum))
+    try:
+        deadline = time.monotonic() + timeout
+        while child.poll() is None and time.monotonic() < deadline:
+            if port_answers(host, port):
+                print("\n" + block, flush=True)
+                break
+            time.sleep(0.2)
+        return child.wait()
+    except KeyboardInterrupt:
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def serve(port: str = "8000") -> None:
+    if port_answers(HOST, int(port)):
+        sys.exit(f"Port {port} is in use already: stop what runs there, or give another "
+                 f"port (python3.11 dev.py serve 8001).")
+    base = f"http://{HOST}:{port}"
     run(PY, "manage.py", "migrate", "--no-input", "-v", "0")
-    run(PY, "manage.py", "seed_demo")
-    print(f"\nOpen http://127.0.0.1:{port}/ (Celery tasks run in-process on these defaults; "
-          "set CELERY_BROKER_URL for real workers).\n", flush=True)
-    run(PY, "manage.py", "runserver", f"127.0.0.1:{port}")
+    with tempfile.TemporaryDirectory() as tmp:
+        accounts = Path(tmp) / "accounts.txt"
+        run(PY, "manage.py", "seed_demo", "--base-url", base, "--accounts-file", accounts)
+        block = accounts.read_text(encoding="utf-8")
+    block += (f"\nOpen {base}/ (Celery tasks run in-process on these defaults; set "
+              "CELERY_BROKER_URL for real workers). Quit with CONTROL-C.\n")
+    sys.exit(serve_and_announce([PY, "manage.py", "runserver", f"{HOST}:{port}"], HOST,
+                                int(port), block))
 
 
 def test(args: list[str]) -> None:

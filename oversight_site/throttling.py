@@ -35,6 +35,8 @@ from rest_framework import exceptions, throttling
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.settings import api_settings
 
+from annotations.core.words import counted
+
 logger = logging.getLogger(__name__)
 
 
@@ -104,9 +106,8 @@ def failures_clear(scope: str, ident: str) -> None:
 
 def _in_words(seconds: int) -> str:
     if seconds < 90:
-        return f"{seconds} second{'s' if seconds != 1 else ''}"
-    minutes = math.ceil(seconds / 60)
-    return f"{minutes} minutes"
+        return counted(seconds, "second")
+    return counted(math.ceil(seconds / 60), "minute")
 
 
 # --- Log-in forms (the site's and the admin's) -----------------------------------------

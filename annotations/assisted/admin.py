@@ -49,11 +49,12 @@ from annotations.core.admin import (
     is_researcher,
     staff_may_create_studies,
 )
-from annotations.core.admin_forms import StudyForm, StudyNameForm
+from annotations.core.admin_forms import StudyForm, StudyNameForm, study_help_texts
 from annotations.core.errors import DomainError
 from annotations.core.inputs import StorableJSONFormField, accepts_upload
 from annotations.core.models import Study
 from annotations.core.services.studies import study_close, study_open
+from annotations.core.words import counted
 from assistants.forms import AI_ENDPOINT_LABELS, WriteOnlyApiKeyForm
 from assistants.models import SamplingRun
 from assistants.panels import panel_html
@@ -172,7 +173,9 @@ class AssistedStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
         if obj is None:
             kwargs["form"] = AssistedStudyAddForm
             kwargs["fields"] = AssistedStudyAddForm.Meta.fields
-        return super().get_form(request, obj, change=change, **kwargs)
+        return study_help_texts(super().get_form(request, obj, change=change, **kwargs),
+                                worker="rater", task="sentence",
+                                page="the rating page, under the tutorial")
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:
@@ -296,8 +299,10 @@ class AssistedStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
             self.message_user(request, exc.message, messages.ERROR)
         else:
             self.log_change(request, study, f"Sampling run {run.pk} started.")
-            self.message_user(request, f"Sampling {run.sentences.count()} sentences × "
-                                       f"{run.n_samples} traces from {run.config['endpoint']}.")
+            sentences = counted(run.sentences.count(), "sentence")
+            traces = counted(run.n_samples, "trace")
+            self.message_user(request, f"Sampling {sentences} × {traces} from "
+                                       f"{run.config['endpoint']}.")
         return redirect("admin:annotations_assistedstudy_change", study.pk)
 
     def progress_view(self, request, study_id: int):
@@ -319,7 +324,8 @@ class AssistedStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
                 form.add_error(None, exc.message)
             else:
                 self.log_change(request, study, f"Routing changed: {change.after}.")
-                self.message_user(request, f"Routing changed: {change.to_humans} sentences "
+                self.message_user(request, f"Routing changed: "
+                                           f"{counted(change.to_humans, 'sentence')} "
                                            f"to raters, {change.to_ai} to the AI; "
                                            f"{change.kept} kept (a rater already had them).")
                 return redirect("admin:annotations_assistedstudy_change", study.pk)
@@ -336,7 +342,7 @@ class AssistedStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
                 with transaction.atomic():
                     if action == "open":
                         routed = study_open(study=study)
-                        note = f"Opened: {routed} sentences routed."
+                        note = f"Opened: {counted(routed, 'sentence')} routed."
                     else:
                         study_close(study=study)
                         note = "Closed."

@@ -12,6 +12,7 @@ from annotations.core import selectors
 from annotations.core.charts import SYSTEM_PALETTE, bar_chart, xy_chart
 from annotations.core.exports import rows_write
 from annotations.core.models import Study
+from annotations.core.words import counted
 
 RULE_CHOICES = [("individual", "Individual ratings"),
                 ("majority", "Majority vote (ties count as Inaccurate)")]
@@ -168,7 +169,7 @@ def reliance_chart(reliance: dict | None) -> dict | None:
                          "title": f"{r['arm']}, {label}: {_fmt(v)} "
                                   f"[{_fmt(r.get(f'{key}_lower'))}, "
                                   f"{_fmt(r.get(f'{key}_upper'))}]"})
-        groups.append({"name": f"{r['arm']} ({r['n_ratings']} ratings)", "bars": bars})
+        groups.append({"name": f"{r['arm']} ({counted(r['n_ratings'], 'rating')})", "bars": bars})
     return bar_chart(groups, x_label="raters' accuracy →",
                      legend=[{"label": "when the AI was right", "color": RIGHT},
                              {"label": "when the AI was wrong", "color": WRONG}])

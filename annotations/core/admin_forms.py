@@ -43,6 +43,22 @@ class StudyForm(StudyNameForm, forms.ModelForm):
         fields = ["name"]
 
 
+def study_help_texts(form: type[forms.BaseForm], *, worker: str, task: str,
+                     page: str) -> type[forms.BaseForm]:
+    """``form`` (a study form class made for one request) with the help texts of the fields
+    every type shares in that type's words: who reads the guidelines, on which page, and
+    who holds a ``task`` for the lease (the model's texts are the partitioned ones)."""
+    texts = {"guidelines": f"Shown to every {worker} on {page} (Markdown; raw HTML is "
+                           "removed).",
+             "lease_minutes": f"How long a {worker} may hold a {task}, in minutes, before it "
+                              "goes back to the pool; renewed while they are active on the "
+                              "page."}
+    for name, text in texts.items():
+        if name in form.base_fields:
+            form.base_fields[name].help_text = text
+    return form
+
+
 def classes_parse(text: str) -> list[tuple[str, str]]:
     """One class per non-empty line, class 0 first: ``name`` or ``name: description``."""
     pairs = []

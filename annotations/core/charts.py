@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from annotations.core.words import counted
+
 METHOD_STYLE = {
     "ord": ("Ordinary", "#2f6fb0"),
     "comp": ("Complementary", "#c0572b"),
@@ -103,7 +105,8 @@ def convergence_chart(history: list[tuple[int, list[dict]]], *, width: int = 480
                 y = bottom - max(0.0, min(1.0, est["accuracy"])) * (bottom - top)
                 coords.append(f"{x:.1f},{y:.1f}")
                 dots.append({"x": f"{x:.1f}", "y": f"{y:.1f}",
-                             "title": f"{name}: {est['accuracy']:.3f} after {n:,} answers"})
+                             "title": f"{name}: {est['accuracy']:.3f} after "
+                                      f"{counted(n, 'answer', thousands=True)}"})
         lines.append({"name": name, "color": SYSTEM_PALETTE[idx % len(SYSTEM_PALETTE)],
                       "points": " ".join(coords), "dots": dots})
     yticks = [{"y": bottom - t / 4 * (bottom - top), "label": f"{t / 4:.2f}"} for t in range(5)]

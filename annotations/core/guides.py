@@ -13,11 +13,19 @@ from django.conf import settings
 from django.urls import reverse
 
 DOCS = Path(settings.BASE_DIR) / "docs"
-GUIDES = {"manager": "manager.md", "estimators": "estimators.md", "coverage": "coverage.md",
-          "rater": "rater.md", "assisted-studies": "assisted-studies.md",
-          "critique-studies": "critique-studies.md", "annotator-critique": "annotator-critique.md",
-          "manager-assisted": "manager-assisted.md", "assisted-analysis": "assisted-analysis.md",
-          "confidence-bands": "confidence-bands.md"}
+# /help/<role>/ for every role (each labelling page, dashboard and the admin link theirs),
+# then the guides they link to. A file served under two names (the role "annotator" and
+# the older "annotator-critique") is linked to by its first.
+ROLE_GUIDES = {"specialist": "specialist.md", "rater": "rater.md",
+               "annotator": "annotator-critique.md", "manager": "manager.md",
+               "researcher": "researcher.md", "operator": "operations.md"}
+GUIDES = {**ROLE_GUIDES, "annotator-critique": "annotator-critique.md",
+          "manager-assisted": "manager-assisted.md", "assisted-studies": "assisted-studies.md",
+          "assisted-analysis": "assisted-analysis.md", "critique-studies": "critique-studies.md",
+          "critique-analysis": "critique-analysis.md", "ai-providers": "ai-providers.md",
+          "estimators": "estimators.md", "coverage": "coverage.md",
+          "confidence-bands": "confidence-bands.md", "performance": "performance.md",
+          "performance-history": "performance-history.md"}
 IMAGE_NAME = re.compile(r"^[\w-]+\.(png|svg)$")
 _GUIDE_LINK = re.compile(r'href="(?P<page>[\w-]+)\.md(?P<anchor>#[\w-]*)?"')
 _IMAGE_SRC = re.compile(r'src="img/(?P<name>[\w-]+\.(?:png|svg))"')
@@ -32,7 +40,9 @@ def guide_image_path(name: str) -> Path | None:
 
 
 def _rewrite_links(html: str) -> str:
-    by_file = {file.removesuffix(".md"): page for page, file in GUIDES.items()}
+    by_file: dict[str, str] = {}
+    for page, file in GUIDES.items():
+        by_file.setdefault(file.removesuffix(".md"), page)
 
     def guide(match: re.Match) -> str:
         page = by_file.get(match["page"])
@@ -51,7 +61,7 @@ def _render(path: Path, mtime: float) -> tuple[str, str]:
     text = path.read_text(encoding="utf-8")
     title = next((line.lstrip("# ").strip() for line in text.splitlines()
                   if line.startswith("# ")), path.stem)
-    return title, _rewrite_links(markdown_html(text))
+    return title, _rewrite_links(markdown_html(text, anchors=True))
 
 
 def guide_html(page: str) -> tuple[str, str]:

@@ -16,6 +16,7 @@ from django.utils.text import capfirst
 
 from annotations.core.inputs import LONG_TEXT_MAX
 from annotations.core.task_models import TaskStatus
+from annotations.core.words import counted
 
 
 class User(AbstractUser):
@@ -254,8 +255,8 @@ class Item(models.Model):
         if self.study_id and self.options:
             k = self.study.classes.count()
             if len(self.options) != k:
-                raise ValidationError({"options": f"{len(self.options)} options but the study "
-                                                  f"has K={k}."})
+                options = counted(len(self.options), "option")
+                raise ValidationError({"options": f"{options} but the study has K={k}."})
         if self.pk is None:
             return
         before = Item.objects.filter(pk=self.pk).first()

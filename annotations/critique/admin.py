@@ -24,6 +24,7 @@ from annotations.core.admin_forms import StudyNameForm
 from annotations.core.errors import DomainError, InvalidStudy
 from annotations.core.inputs import accepts_upload
 from annotations.core.models import Study
+from annotations.core.words import counted
 from annotations.critique.models import (
     CritiqueOutput,
     CritiqueQuestion,
@@ -286,7 +287,7 @@ class CritiqueStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
             try:
                 if action == "open":
                     made = critique_study_open(study=study, by=request.user)
-                    note = f"Opened: {made} tasks made."
+                    note = f"Opened: {counted(made, 'task')} made."
                 else:
                     critique_study_close(study=study, by=request.user)
                     note = "Closed."

@@ -30,6 +30,7 @@ from annotations.core.admin_forms import (
     MemberFormSet,
     StudyAddForm,
     StudyForm,
+    study_help_texts,
 )
 from annotations.core.errors import DomainError
 from annotations.core.exports import download, requested_format
@@ -59,6 +60,7 @@ from annotations.core.services.studies import (
 )
 from annotations.core.sqlite_locks import while_sqlite_locked
 from annotations.core.views import study_add_links, study_page_url
+from annotations.core.words import counted
 from annotations.partitioned.models import Query
 from annotations.partitioned.selectors import study_setup_checklist
 from annotations.partitioned.services.exports import labels_export
@@ -129,7 +131,8 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
     def get_form(self, request, obj=None, change=False, **kwargs):
         if obj is None:
             kwargs["form"] = StudyAddForm
-        return super().get_form(request, obj, change=change, **kwargs)
+        return study_help_texts(super().get_form(request, obj, change=change, **kwargs),
+                                worker="specialist", task="query", page="the labelling page")
 
     def get_fieldsets(self, request, obj=None):
         return self.add_fieldsets if obj is None else self.fieldsets
@@ -190,8 +193,8 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
             except DomainError as exc:
                 self.message_user(request, f"{study}: {exc.message}", messages.ERROR)
             else:
-                self.log_change(request, study, f"Opened: {routed} items routed.")
-                self.message_user(request, f"{study}: opened, {routed} items routed.")
+                self.log_change(request, study, f"Opened: {counted(routed, 'item')} routed.")
+                self.message_user(request, f"{study}: opened, {counted(routed, 'item')} routed.")
 
     @admin.action(description="Close selected studies")
     def close_studies(self, request, queryset):
@@ -208,7 +211,7 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
     def recompute_estimates(self, request, queryset):
         for study in queryset:
             study_recompute_any(study_id=study.pk)  # the study type's own analysis
-        self.message_user(request, f"Recomputed {queryset.count()} studies.")
+        self.message_user(request, f"Recomputed {counted(queryset.count(), 'study')}.")
 
     def get_urls(self):
         wrap = self.admin_site.admin_view
@@ -234,7 +237,7 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
             try:
                 if opening:
                     routed = study_open(study=study, by=request.user)
-                    note = f"Opened: {routed} items routed."
+                    note = f"Opened: {counted(routed, 'item')} routed."
                 else:
                     study_close(study=study, by=request.user)
                     note = "Closed."
@@ -446,7 +449,7 @@ class PredictionAdmin(ResearcherScopedAdmin):
 
     def delete_queryset(self, request, queryset):
         n = predictions_delete(predictions=queryset)
-        self.message_user(request, f"{n} predictions deleted; masks refreshed.",
+        self.message_user(request, f"{counted(n, 'prediction')} deleted; masks refreshed.",
                           messages.SUCCESS)
 
 

@@ -182,7 +182,7 @@ def test_the_demo_dashboards_show_every_table(page, shots, live_server, settings
     expect(page.locator("#levels-title")).to_contain_text("AI")
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
-    login(page, live_server, "annotator", "annotator")
+    login(page, live_server, "annotator-l3", "annotator-l3")
     page.goto(f"{live_server.url}/studies/{humans.pk}/critique/")
     page.keyboard.press("Enter")
     expect(page.locator("article.critique-task")).to_be_visible()

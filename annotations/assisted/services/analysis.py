@@ -45,6 +45,7 @@ from django.db.models import Count, Q
 
 from annotations.assisted.models import Arm, Interaction, Rating, RatingSkip, Sentence
 from annotations.core.models import EstimateSnapshot, Study
+from annotations.core.words import counted
 from estimators.assisted.agreement import agreement_with_ai, krippendorff_alpha_nominal
 from estimators.assisted.calibration import reliability_bins
 from estimators.assisted.factuality import (
@@ -316,16 +317,16 @@ def _notes(payload: dict) -> dict:
     notes = []
     if payload["n_without_gold"]:
         notes.append({"code": "without_gold",
-                      "message": f"{payload['n_without_gold']} sentences have no gold label: "
-                                 "they are left out of every accuracy."})
+                      "message": f"{counted(payload['n_without_gold'], 'sentence')} without a "
+                                 "gold label: left out of every accuracy."})
     if payload["n_without_ai"]:
         notes.append({"code": "without_ai",
-                      "message": f"{payload['n_without_ai']} sentences have no AI rating "
-                                 "yet: they are left out of the AI and hybrid figures."})
+                      "message": f"{counted(payload['n_without_ai'], 'sentence')} without an "
+                                 "AI rating yet: left out of the AI and hybrid figures."})
     if payload["n_ratings_unexposed"]:
         notes.append({"code": "unexposed",
-                      "message": f"{payload['n_ratings_unexposed']} ratings do not record "
-                                 "what their rater was shown."})
+                      "message": f"{counted(payload['n_ratings_unexposed'], 'rating')} "
+                                 "without a record of what the rater was shown."})
     if payload["baseline"] is None:
         notes.append({"code": "no_baseline",
                       "message": "No unassisted baseline arm: over- and under-reliance "

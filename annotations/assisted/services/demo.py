@@ -332,3 +332,21 @@ def assisted_demo_seed(*, seed: int = 20261124, design: AssistedDesign | None = 
             membership_add(study=study, user=user, role=role)
     assisted_recompute(study_id=study.pk)
     return study, True
+
+
+def demo_raters_place(*, study: Study, blind: User, assisted: User) -> dict[User, Arm]:
+    """The demo's two rater accounts in their arms (idempotent): ``blind`` in the arm that
+    shows no AI panel, ``assisted`` in the arm that shows the most of the AI's trace, so a
+    visitor can try both pages. Both join as annotators; their quiz is still to pass."""
+    from annotations.assisted.services.design import arms_active
+    from annotations.assisted.services.raters import rater_place
+    from annotations.core.services.studies import membership_add
+
+    arms = arms_active(study)
+    wanted = {blind: next(arm for arm in arms if not arm.components),
+              assisted: max(arms, key=lambda arm: len(arm.components))}
+    placed = {}
+    for user, arm in wanted.items():
+        membership_add(study=study, user=user, role=StudyMembership.Role.ANNOTATOR)
+        placed[user] = rater_place(study=study, user=user, arm=arm).arm
+    return placed

@@ -38,6 +38,7 @@ from annotations.core.services.records import (
     read_records,
     unknown_fields,
 )
+from annotations.core.words import counted
 from assistants.aggregation import samples_from_records
 from assistants.models import TraceSample
 from assistants.traces import TraceInvalid, parse_trace, parse_verdict, read_trace_file
@@ -58,7 +59,7 @@ class SentenceImportResult:
     routed: int = 0
 
     def summary(self) -> str:
-        return f"{self.created} sentences created" + (
+        return f"{counted(self.created, 'sentence')} created" + (
             f", {self.routed} routed." if self.routed else ".")
 
 
@@ -70,7 +71,8 @@ class TraceImportResult:
     routed: int = 0
 
     def summary(self) -> str:
-        return (f"{self.samples} trace samples for {self.sentences} sentences "
+        return (f"{counted(self.samples, 'trace sample')} for "
+                f"{counted(self.sentences, 'sentence')} "
                 f"({self.verified} verified).")
 
 

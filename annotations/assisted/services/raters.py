@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists
 from django.utils import timezone
 
-from annotations.assisted.models import AssistedSettings, QuizAttempt, RaterAssignment
+from annotations.assisted.models import Arm, AssistedSettings, QuizAttempt, RaterAssignment
 from annotations.assisted.services.design import arms_active, quiz_of, settings_of
 from annotations.core.errors import DomainError, InvalidStudy, NotPermitted
 from annotations.core.models import Study, StudyMembership, User
@@ -83,8 +83,21 @@ WORK_FIELDS = ("study_id", "user_id", "arm_id", "arm_version", "components", "qu
                "study__assisted__band_cutoffs")
 
 
+def rater_place(*, study: Study, user: User, arm: Arm) -> RaterAssignment:
+    """Put an annotator of the study in ``arm`` instead of drawing theirs (the demo's raters:
+    one in the blind arm, one in an assisted arm, so a visitor can try both). They take the
+    next join position as a draw would, so later draws go on from there (the blocks stay
+    balanced among the drawn raters); an annotator who has an arm already keeps it."""
+    if arm.study_id != study.pk or not arm.is_active:
+        raise InvalidStudy(f"Arm '{arm}' is not an active arm of study '{study}'.", field="arm")
+    existing = rater_assignment(study=study, user=user)
+    if existing is not None:
+        return existing
+    return _rater_draw(study, user, arm=arm)
+
+
 @transaction.atomic
-def _rater_draw(study: Study, user: User) -> RaterAssignment:
+def _rater_draw(study: Study, user: User, arm: Arm | None = None) -> RaterAssignment:
     if study.kind != Study.Kind.ASSISTED:
         raise InvalidStudy(f"Study '{study}' is not an assisted study.", field="kind")
     if rater_membership(study=study, user=user) is None:
@@ -94,11 +107,13 @@ def _rater_draw(study: Study, user: User) -> RaterAssignment:
     existing = rater_assignment(study=study, user=user)  # joined while we waited
     if existing is not None:
         return existing
-    arms = arms_active(study)
-    if not arms:
-        raise InvalidStudy("The study has no active arm yet; ask a researcher.", field="arms")
     sequence = settings.raters_joined
-    arm = arms[arm_position(study.seed, sequence, len(arms))]
+    if arm is None:
+        arms = arms_active(study)
+        if not arms:
+            raise InvalidStudy("The study has no active arm yet; ask a researcher.",
+                               field="arms")
+        arm = arms[arm_position(study.seed, sequence, len(arms))]
     settings.raters_joined = sequence + 1
     settings.save(update_fields=["raters_joined"])
     try:

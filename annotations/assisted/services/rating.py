@@ -50,6 +50,7 @@ from annotations.core.errors import (
 )
 from annotations.core.models import Study, StudyMembership, User
 from annotations.core.services.recompute import study_recompute_schedule
+from annotations.core.words import counted
 
 _random = random.SystemRandom()
 MAX_COMMENT = 5000
@@ -278,7 +279,7 @@ def rating_undo(*, study: Study, user: User) -> RatingTask:
     window = engine.undo_window()
     if now - last.answered_at >= window:
         raise UndoRefused(f"Too late to undo: a rating can be undone for "
-                          f"{int(window.total_seconds())} seconds after it is given.")
+                          f"{counted(int(window.total_seconds()), 'second')} after it is given.")
     rating = Rating.objects.get(task=last)
     detail = {"label": rating.label, "confidence": rating.confidence,
               "helpfulness": rating.helpfulness, "answered_at": last.answered_at.isoformat()}

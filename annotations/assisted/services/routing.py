@@ -50,6 +50,7 @@ from annotations.core.errors import InvalidStudy, StudyNotOpen
 from annotations.core.models import Study
 from annotations.core.services.bulk import rows_insert
 from annotations.core.task_models import new_public_id
+from annotations.core.words import counted
 
 ANALYZE_AFTER = 5000
 
@@ -257,8 +258,9 @@ def assisted_study_open(*, study: Study, by=None) -> int:
         if waiting and (assisted or settings.routing != AssistedSettings.Routing.ALL):
             why = (f"arm '{assisted[0].name}' shows AI output" if assisted
                    else "routing by confidence needs it")
-            raise InvalidStudy(f"{waiting} sentence(s) have no AI rating yet and {why}: "
-                               "sample or import their traces first.", field="sentences")
+            raise InvalidStudy(f"{counted(waiting, 'sentence')} without an AI rating yet, "
+                               f"and {why}: sample or import their traces first.",
+                               field="sentences")
 
     return study_opening(study=study, by=by, check=design_check,
                          first_tasks=lambda study: sentences_route(study=study))

@@ -52,6 +52,7 @@ from annotations.core.services.progress import Progress, progress_phase, progres
 from annotations.core.services.recompute import short_error
 from annotations.core.services.records import detect_format
 from annotations.core.sqlite_locks import while_sqlite_locked
+from annotations.core.words import counted
 
 log = logging.getLogger(__name__)
 
@@ -315,8 +316,8 @@ def import_jobs_expire(*, study: Study | None = None, now=None) -> int:
         stale, lost = stale.filter(study=study), lost.filter(study=study)
     count = 0
     for job_id in stale.values_list("pk", flat=True):
-        _finish_failed(job_id, [f"The import did not finish within "
-                                f"{settings.OVERSIGHT_IMPORT_TIME_LIMIT // 60} minutes (its "
+        limit = counted(settings.OVERSIGHT_IMPORT_TIME_LIMIT // 60, "minute")
+        _finish_failed(job_id, [f"The import did not finish within {limit} (its "
                                 f"worker or the server stopped, or the file is too large); "
                                 f"nothing was written. Upload the file again, or split it."])
         count += 1

@@ -31,6 +31,7 @@ from django.utils import timezone
 from annotations.core.errors import DomainError, InvalidStudy
 from annotations.core.models import Study, User
 from annotations.core.queue import task
+from annotations.core.words import counted
 from annotations.critique.models import (
     CritiqueOutput,
     CritiqueQuestion,
@@ -307,8 +308,8 @@ def _schedule(study_id: int) -> None:
 
 def run_progress(run: CritiqueRun) -> str:
     """One line for the page: what the run did so far."""
-    share = f"{run.done}/{run.total} questions" if run.total else "nothing to do"
-    return (f"{run.get_status_display()}: {share}, {run.stored} outputs stored"
+    share = f"{run.done}/{counted(run.total, 'question')}" if run.total else "nothing to do"
+    return (f"{run.get_status_display()}: {share}, {counted(run.stored, 'output')} stored"
             f"{f', {run.unparseable} unparseable' if run.unparseable else ''}")
 
 

@@ -22,6 +22,7 @@ from django.utils import timezone
 from annotations.core import engine
 from annotations.core.errors import DomainError, UndoRefused
 from annotations.core.models import Study, User
+from annotations.core.words import counted
 from annotations.critique.models import (
     CritiqueChoice,
     CritiqueOutput,
@@ -180,9 +181,9 @@ def critique_undo(*, study: Study, user: User) -> CritiqueTask:
     output = CritiqueOutput.objects.filter(task=last).first()
     now = timezone.now()
     window = engine.undo_window()
-    too_late = UndoRefused(f"Too late to undo: an answer can be undone for "
-                           f"{int(window.total_seconds())} seconds after it is given, and "
-                           "only while nobody critiques it yet.")
+    seconds = counted(int(window.total_seconds()), "second")
+    too_late = UndoRefused(f"Too late to undo: an answer can be undone for {seconds} after "
+                           "it is given, and only while nobody critiques it yet.")
     if now - last.answered_at >= window or output is None:
         raise too_late
     uses = Q(first=output) | Q(second=output)

@@ -1,7 +1,9 @@
 """The seeded critique demos (``manage.py seed_demo``, run by ``dev.py serve``): two studies
 made through the real services from simulations with planted per-level accuracies
-(``estimators.critique.simulation``), most of their tasks answered by simulated annotators, a few
-left for a person to try (account ``annotator``).
+(``estimators.critique.simulation``), most of their tasks answered by simulated annotators, some
+left for people to try: one account per level a study's annotators write (``annotator-l0``
+… ``annotator-l3``), each offered its own level first by the level rule (it answered one
+task at each level above its own during the simulated work; ``annotators_work``).
 
 * "humans": annotators at every level, L = 3, the paper's tree (7, 5, 3, 1) — the paper's
   Tables 1–2 and 5;
@@ -35,7 +37,8 @@ AI_DESIGN = CritiqueDesign(n_questions=40, counts=(7, 5, 0), accuracy=(0.5, 0.6,
                            human_counts=(0, 0, 3), domains=("math", "english"),
                            confidence=(3.0, 3.0, 3.6), minutes=(16.0, 15.0, 14.0))
 SIMULATED_ANNOTATORS = 10
-LEFT_FOR_PEOPLE = 25
+LEFT_FOR_PEOPLE = 25  # at least, when the accounts per level cannot all be served sooner
+LEFT_AT_MOST = 60
 GUIDELINES = ("Take your time: each task has 20 minutes. Refer to other outputs by their "
               "names (Response A, Critique B …); nobody sees who wrote what.")
 
@@ -43,8 +46,14 @@ GUIDELINES = ("Take your time: each task has 20 minutes. Refer to other outputs 
 @dataclass
 class CritiqueDemo:
     studies: list[Study] = field(default_factory=list)
-    credentials: list[tuple[str, str, str]] = field(default_factory=list)
+    # (role, user, password, study, level): an annotator per level of each study
+    credentials: list[tuple[str, str, str, Study, int]] = field(default_factory=list)
     answered: int = 0
+
+
+def level_account(level: int) -> str:
+    """The demo account offered critique level ``level`` first (its password is the same)."""
+    return f"annotator-l{level}"
 
 
 def _user(username: str, password: str) -> User:
@@ -57,8 +66,8 @@ def _user(username: str, password: str) -> User:
 
 def _seed_one(name: str, design: CritiqueDesign, *, mode: str, top_level: int,
               counts: list[int], ai_levels: list[int], seed: int, sim_seed: int,
-              description: str,
-              people: list[tuple[User, str]], critics: list[User]) -> tuple[Study, int]:
+              description: str, people: list[tuple[User, str]], critics: list[User],
+              per_level: dict[User, int]) -> tuple[Study, int]:
     with transaction.atomic():
         study = critique_study_create(name=name, top_level=top_level, counts=counts, mode=mode,
                                       description=description, guidelines=GUIDELINES,
@@ -68,7 +77,7 @@ def _seed_one(name: str, design: CritiqueDesign, *, mode: str, top_level: int,
                               subjects={"math": "mathematics", "english": "reading"})
         for user, role in people:
             membership_add(study=study, user=user, role=role)
-        for user in critics:
+        for user in [*critics, *per_level]:
             membership_add(study=study, user=user, role=StudyMembership.Role.ANNOTATOR)
         critique_study_open(study=study)
     study.refresh_from_db()
@@ -76,7 +85,8 @@ def _seed_one(name: str, design: CritiqueDesign, *, mode: str, top_level: int,
     total = sum(counts[lv] for lv in range(top_level + 1)
                 if study.critique_settings.human_level(lv)) * design.n_questions
     run = annotators_work(study=study, sim=sim, annotators=critics, seed=seed,
-                          max_answers=max(0, total - LEFT_FOR_PEOPLE))
+                          max_answers=max(0, total - LEFT_FOR_PEOPLE), people=per_level,
+                          min_answers=max(0, total - LEFT_AT_MOST))
     critique_recompute(study_id=study.pk)
     return study, run.answered
 
@@ -87,11 +97,9 @@ def critique_demo_seed() -> CritiqueDemo:
     demo = CritiqueDemo()
     admin = User.objects.filter(username="admin").first()
     manager = _user("manager", "manager")
-    person = _user("annotator", "annotator")
-    demo.credentials.append(("critique annotator", "annotator", "annotator"))
     critics = [_user(f"critic-{i:02d}", f"critic-{i:02d}")
                for i in range(1, SIMULATED_ANNOTATORS + 1)]
-    people = [(manager, StudyMembership.Role.MANAGER), (person, StudyMembership.Role.ANNOTATOR)]
+    people = [(manager, StudyMembership.Role.MANAGER)]
     if admin is not None:
         people.append((admin, StudyMembership.Role.RESEARCHER))
     plans = [
@@ -104,14 +112,21 @@ def critique_demo_seed() -> CritiqueDemo:
     ]
     # (simulation seeds: draws whose realised accuracies are typical of the planted ones)
     for name, design, mode, top, counts, ai_levels, seed, sim_seed, description in plans:
+        levels = [lv for lv in range(top + 1) if lv not in ai_levels]
+        per_level = {_user(level_account(lv), level_account(lv)): lv for lv in levels}
         study = Study.objects.filter(name=name, created_by__isnull=True).first()
         if study is None:
             study, answered = _seed_one(name, design, mode=mode, top_level=top, counts=counts,
                                         ai_levels=ai_levels, seed=seed, sim_seed=sim_seed,
                                         description=description, people=people,
-                                        critics=critics)
+                                        critics=critics, per_level=per_level)
             demo.answered += answered
+        else:  # seeded before these accounts existed: they join (without their history)
+            for user in per_level:
+                membership_add(study=study, user=user, role=StudyMembership.Role.ANNOTATOR)
         demo.studies.append(study)
+        demo.credentials += [("annotator", user.username, user.username, study, lv)
+                             for user, lv in per_level.items()]
     return demo
 
 

@@ -29,6 +29,7 @@ from annotations.core.services.records import (
     read_records,
     unknown_fields,
 )
+from annotations.core.words import counted
 from annotations.critique.models import CritiqueQuestion
 from annotations.critique.services.studies import critique_settings
 
@@ -47,7 +48,8 @@ class QuestionsImported:
     tasks: int
 
     def summary(self) -> str:
-        return f"{self.created} questions added, {self.tasks} tasks made"
+        return (f"{counted(self.created, 'question')} added, "
+                f"{counted(self.tasks, 'task')} made")
 
 
 def option_index(value, options: list[str]) -> int:

@@ -20,11 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 from django.utils import timezone
 
+from annotations.core import engine
 from annotations.core.models import Study, User
+from annotations.core.task_models import TaskEventKind
 from annotations.critique.models import CritiqueOutput
 from annotations.critique.services.ai_outputs import critique_ai_outputs_import
 from annotations.critique.services.answers import CritiqueAnswer, critique_answer
-from annotations.critique.services.assignment import critique_task_next
+from annotations.critique.services.assignment import CRITIQUE_KIND, critique_task_next
 from annotations.critique.services.questions import critique_questions_import
 from estimators.critique.simulation import SimulatedCritique
 
@@ -106,40 +108,84 @@ def study_from_simulation(*, study: Study, sim: SimulatedCritique, ai_levels: li
                                                                        seed=seed)))
 
 
+def _first_level(study: Study, user: User, settings) -> int | None:
+    """The level the level rule would offer ``user`` first (None: no level has a task)."""
+    from annotations.critique.services.assignment import level_order, levels_state
+
+    done, ready = levels_state(study, user, settings.human_levels)
+    return next((lv for lv in level_order(settings, done) if lv in ready), None)
+
+
 def annotators_work(*, study: Study, sim: SimulatedCritique, annotators: list[User],
-                    seed: int = 0, max_answers: int | None = None) -> SimulatedRun:
+                    seed: int = 0, max_answers: int | None = None,
+                    people: dict[User, int] | None = None,
+                    min_answers: int | None = None) -> SimulatedRun:
     """Simulated annotators take tasks through ``critique_task_next`` (the level rule, the
     blocks, the engine) in a shuffled order each round and answer them with the simulated
     output of the same (question, level, slot), until no annotator gets a task (or
     ``max_answers``). Time on task is the simulated one; the caller recomputes once at the
-    end."""
+    end.
+
+    ``people`` (account → level) are accounts kept for visitors, one per level. After each
+    answer, an account the level rule would offer a level above its own takes and answers
+    that task as a simulated annotator would (levels it has written then score higher, and
+    ties go to the higher level, so the rule comes to offer its own level first). Once
+    ``min_answers`` tasks are answered, the work stops as soon as the rule offers every
+    account its own level first (else at ``max_answers``, as without ``people``)."""
+    from annotations.critique.models import CritiqueSettings
+
     _, outputs = sim.records
     human = _slots(outputs, author="human")
     index = {q.pk: int(q.external_id[1:]) for q in study.critique_questions.all()}
+    settings = CritiqueSettings.objects.get(study=study)
     rng = np.random.default_rng(seed)
     answered = rounds = 0
+
+    def answer(user: User, above: int | None = None) -> bool:
+        task = critique_task_next(study=study, user=user)
+        if task is None:
+            return False
+        if above is not None and task.level <= above:  # blocked above: give it back
+            engine.task_hand_back(CRITIQUE_KIND, task, user=user,
+                                  event=TaskEventKind.RECLAIMED)
+            return False
+        r = human[(index[task.question_id], task.level, task.slot)]
+        choice = ""
+        if task.level:
+            first_slot = CritiqueOutput.objects.values_list("slot", flat=True).get(
+                pk=task.first_id)
+            choice = {None: "neither", 0: "first" if first_slot == 0 else "second",
+                      1: "second" if first_slot == 0 else "first"}[r.choice]
+        critique_answer(
+            public_id=task.public_id, user=user, now=timezone.now(), recompute=False,
+            time_on_task_ms=int(r.time_ms), answer=CritiqueAnswer(
+                reasoning=f"Simulated level-{task.level} reasoning.", final=r.final,
+                confidence=int(round(r.confidence)), choice=choice))
+        return True
+
+    def people_settled() -> bool:
+        """Let the accounts offered a level above their own answer it; True when the rule
+        offers each its own level."""
+        nonlocal answered
+        settled = True
+        for user, level in (people or {}).items():
+            first = _first_level(study, user, settings)
+            while first is not None and first > level and answer(user, above=level):
+                answered += 1
+                first = _first_level(study, user, settings)
+            settled = settled and first == level
+        return settled
+
     while max_answers is None or answered < max_answers:
         rounds += 1
         progress = False
         for i in rng.permutation(len(annotators)):
-            user = annotators[int(i)]
-            task = critique_task_next(study=study, user=user)
-            if task is None:
+            if not answer(annotators[int(i)]):
                 continue
-            r = human[(index[task.question_id], task.level, task.slot)]
-            choice = ""
-            if task.level:
-                first_slot = CritiqueOutput.objects.values_list("slot", flat=True).get(
-                    pk=task.first_id)
-                choice = {None: "neither", 0: "first" if first_slot == 0 else "second",
-                          1: "second" if first_slot == 0 else "first"}[r.choice]
-            critique_answer(
-                public_id=task.public_id, user=user, now=timezone.now(), recompute=False,
-                time_on_task_ms=int(r.time_ms), answer=CritiqueAnswer(
-                    reasoning=f"Simulated level-{task.level} reasoning.", final=r.final,
-                    confidence=int(round(r.confidence)), choice=choice))
             answered += 1
             progress = True
+            if people and people_settled() and answered >= (min_answers or 0):
+                return SimulatedRun(answered=answered, rounds=rounds)
             if max_answers is not None and answered >= max_answers:
                 break
         if not progress:

@@ -78,6 +78,12 @@ class TaskView:
     def input_noun(self) -> str:
         return level_name(self.level - 1).lower() if self.level else ""
 
+    @property
+    def input_nouns(self) -> str:
+        """The inputs' level in the plural ("critiques of critiques", never "critique of
+        critiquess")."""
+        return level_name(self.level - 1, plural=True).lower() if self.level else ""
+
 
 def _shown(output: CritiqueOutput, names: dict[int, str], options: list[str]) -> ShownOutput:
     saw, judged = None, ""

@@ -25,6 +25,7 @@ from annotations.core.services.records import (
     read_records,
     unknown_fields,
 )
+from annotations.core.words import counted
 from annotations.partitioned.models import Query
 from annotations.partitioned.services.routing import (
     first_queries_create,
@@ -139,7 +140,8 @@ def _item_options(value, classes: list[str]) -> tuple[list[str], str | None]:
         return [], (f"options[{long}]: {len(options[long])} characters; at most "
                     f"{OPTION_MAX} fit")
     if options and len(options) != len(classes):
-        return [], f"options: {len(options)} options but the study has K={len(classes)}"
+        return [], (f"options: {counted(len(options), 'option')} but the study has "
+                    f"K={len(classes)}")
     if (conflict := options_conflict(options, classes)) is not None:
         return [], f"options: {conflict}"
     return options, None

@@ -23,6 +23,7 @@ from annotations.core.services.recompute import (  # noqa: F401 - the scheduling
     background_recomputes_join,
     study_recompute_schedule,
 )
+from annotations.core.words import counted
 from annotations.partitioned.models import Query, QueryEvent
 from annotations.partitioned.services.routing import (
     QUERY_KIND,
@@ -213,7 +214,7 @@ def label_undo(*, study: Study, user) -> Query:
     now = timezone.now()
     window = engine.undo_window()
     too_late = UndoRefused(f"Too late to undo: an answer can be undone for "
-                           f"{int(window.total_seconds())} seconds after it is given.")
+                           f"{counted(int(window.total_seconds()), 'second')} after it is given.")
     if now - last.answered_at >= window:
         raise too_late
     if follow_up is not None and (follow_up.status != Query.Status.PENDING

@@ -23,6 +23,7 @@ from annotations.core.services.records import (
     unknown_fields,
     unknown_id,
 )
+from annotations.core.words import counted
 from annotations.partitioned.models import Query
 from annotations.partitioned.services.banding import DEFAULT_N_BANDS, systems_bands_refresh
 from assistants.band_edges import MAX_CONFIDENCE_BANDS, edges_problem
@@ -46,7 +47,7 @@ class PredictionImportResult:
 
     def summary(self) -> str:
         """One line for the admin message and the command output."""
-        text = f"{self.created} predictions created, {self.updated} updated."
+        text = f"{counted(self.created, 'prediction')} created, {self.updated} updated."
         if self.systems_created:
             text += f" New systems: {', '.join(self.systems_created)}."
         for label, counts in (("unparseable (no option has that text)", self.unparseable),

@@ -7,6 +7,7 @@ from django.db import transaction
 from annotations.core.errors import InvalidStudy
 from annotations.core.models import Study, User
 from annotations.core.services.studies import study_opening
+from annotations.core.words import counted
 from annotations.partitioned.services.routing import items_route
 
 
@@ -19,7 +20,8 @@ def partitioned_study_open(*, study: Study, by: User | None = None) -> int:
     def classes_check(study: Study) -> None:
         k = study.classes.count()
         if k < 2:
-            raise InvalidStudy(f"Study '{study}' has K = {k} classes; at least 2 are needed.",
+            raise InvalidStudy(f"Study '{study}' has {counted(k, 'class')}; at least 2 "
+                               "are needed.",
                                field="classes")
 
     return study_opening(study=study, by=by, check=classes_check,

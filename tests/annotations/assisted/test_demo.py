@@ -27,15 +27,17 @@ pytestmark = pytest.mark.django_db
 def test_seed_demo_creates_the_assisted_study_once():
     out = io.StringIO()
     call_command("seed_demo", "--items", "30", "--answers", "0", stdout=out, stderr=io.StringIO())
-    assert DEMO_ASSISTED_STUDY in out.getvalue() and "rater / rater" in out.getvalue()
+    assert DEMO_ASSISTED_STUDY in out.getvalue() and "rater-blind / rater-blind" in out.getvalue()
     study = Study.objects.get(name=DEMO_ASSISTED_STUDY)
     assert study.kind == Study.Kind.ASSISTED and study.status == Study.Status.OPEN
     ratings = Rating.objects.filter(study=study).count()
     snapshots = EstimateSnapshot.objects.filter(study=study).count()
     assert ratings > 0 and snapshots == 1
     roles = set(StudyMembership.objects.filter(study=study, user__username__in=[
-        "admin", "manager", "rater"]).values_list("user__username", "role"))
-    assert roles == {("admin", "researcher"), ("manager", "manager"), ("rater", "annotator")}
+        "admin", "manager", "rater-blind", "rater-assisted"]).values_list("user__username",
+                                                                          "role"))
+    assert roles == {("admin", "researcher"), ("manager", "manager"),
+                     ("rater-blind", "annotator"), ("rater-assisted", "annotator")}
     # visitors find work in every arm: one spare slot per sentence and arm
     assert RatingTask.objects.filter(study=study, status="pending").count() >= \
         study.sentences.count() * study.arms.count()

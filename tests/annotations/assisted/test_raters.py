@@ -87,3 +87,27 @@ def test_quiz_answers_must_cover_every_question():
     user = add_rater(study, ready=False)
     with pytest.raises(DomainError, match="answers"):
         quiz_submit(study=study, user=user, answers=[1])
+
+
+def test_a_placed_rater_takes_the_next_position_in_the_arm_given_and_keeps_it():
+    from annotations.assisted.services.raters import rater_place
+    from annotations.core.errors import InvalidStudy
+    from annotations.core.services.studies import membership_add
+    from annotations.models import Arm
+
+    study = make_assisted_study(arms={"Evidence": ["search", "evidence"]})
+    other = make_assisted_study(n_sentences=1)
+    drawn = add_rater(study)
+    evidence = Arm.objects.get(study=study, name="Evidence")
+    user = UserFactory()
+    membership_add(study=study, user=user, role="annotator")
+    with pytest.raises(InvalidStudy, match="not an active arm"):
+        rater_place(study=study, user=user, arm=Arm.objects.get(study=other,
+                                                                name="Baseline"))
+    placed = rater_place(study=study, user=user, arm=evidence)
+    assert placed.arm == evidence and placed.components == evidence.components
+    assert placed.sequence == drawn.rater_assignments.get(study=study).sequence + 1
+    baseline = Arm.objects.get(study=study, name="Baseline")
+    assert rater_place(study=study, user=user, arm=baseline).pk == placed.pk  # kept
+    study.assisted.refresh_from_db()
+    assert study.assisted.raters_joined == 2

@@ -244,7 +244,7 @@ def test_every_column_explains_itself_and_the_guide_is_served():
     guide = client.get("/help/manager/")
     assert guide.status_code == 200
     text = guide.content.decode()
-    assert "<h1>Guide for managers" in text
+    assert '<h1 id="guide-for-managers-the-study-dashboard">Guide for managers' in text
     for label, _ in GLOSSARY.values():  # the guide names every term the tooltips explain
         assert label.replace('"', "&quot;") in text or label in text, label
     assert client.get("/help/nope/").status_code == 404

@@ -355,7 +355,7 @@ def test_the_summary_reaches_the_command_the_api_and_the_admin(numeric, tmp_path
     upload.name = "more.jsonl"
     page = client.post(reverse("admin:annotations_study_import_predictions",
                                args=[numeric.pk]), {"file": upload}, follow=True)
-    assert ("imported more.jsonl:</strong> 1 predictions created, 0 updated. unparseable (no "
+    assert ("imported more.jsonl:</strong> 1 prediction created, 0 updated. unparseable (no "
             "option has that text), scored as wrong answers: m 1.") in page.content.decode().lower()
     assert '<td data-testid="unparseable">m: 1</td>' in page.content.decode()
 

@@ -11,7 +11,7 @@ import numpy as np
 from django.db import OperationalError, connection, transaction
 from django.db.models import Count, F, Q, QuerySet, Sum
 
-from annotations.core.models import Item, Study, StudyMembership, User
+from annotations.core.models import Item, ItemFlag, Study, StudyMembership, User
 from annotations.core.selectors import row_id_possible, study_classes
 from annotations.partitioned.models import Query, QuerySkip
 from assistants.models import Prediction
@@ -170,6 +170,7 @@ def study_label_counts(*, study: Study, ordinals: list[int]) -> LabelCounts:
         aggregates[f"p{o}"] = Sum(F("present_mask").bitrightshift(o).bitand(1))
     rows = list(
         Query.objects.filter(study=study, status=Query.Status.ANSWERED, is_quality_check=False)
+        .exclude(item_id__in=ItemFlag.withdrawn_ids(study))
         .values("stratum", "k", "answer")
         .annotate(n=Count("id"), **aggregates)
         .order_by("stratum", "k", "answer")
@@ -253,9 +254,12 @@ def _banded_query(sql: str, params: list) -> list[tuple]:
 
 
 def _answered_sql() -> str:
+    """The answered routed queries of items not withdrawn (flags): FROM … WHERE."""
     q = connection.ops.quote_name
-    return (f"FROM {Query._meta.db_table} WHERE {q('study_id')} = %s AND {q('status')} = %s "
-            f"AND NOT {q('is_quality_check')}")
+    table = Query._meta.db_table
+    return (f"FROM {table} WHERE {q('study_id')} = %s AND {q('status')} = %s "
+            f"AND NOT {q('is_quality_check')} AND "
+            + ItemFlag.not_withdrawn_sql(f"{table}.{q('study_id')}", f"{table}.{q('item_id')}"))
 
 
 def _banded_grouped(study: Study, ordinals: list[int], banded: list[int],

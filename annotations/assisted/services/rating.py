@@ -76,6 +76,7 @@ RATING_KIND = engine.task_kind_register(engine.TaskKind(
     name="rating", model=RatingTask, event_model=RatingTaskEvent, event_task_field="task",
     lease_for=lambda task: lease_length(task.study), noun="sentence",
     may_still_work=may_still_work, locked_related=("study", "arm"),
+    item_field="sentence",
 ))
 
 

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from scipy import stats
 
-from annotations.core.models import EstimateSnapshot, Study
+from annotations.core.models import EstimateSnapshot, ItemFlag, Study
 from annotations.critique.models import (
     CritiqueOutput,
     CritiqueQuestion,
@@ -34,10 +34,12 @@ SEED_MASK = 2**63 - 1
 
 
 def study_records(study: Study) -> tuple[list[tuple], list[tuple]]:
-    """(questions, outputs) as the estimators' record tuples (module docstring)."""
-    questions = list(CritiqueQuestion.objects.filter(study=study)
+    """(questions, outputs) as the estimators' record tuples (module docstring); withdrawn
+    questions (flags) and their outputs are left out."""
+    withdrawn = ItemFlag.withdrawn_ids(study)
+    questions = list(CritiqueQuestion.objects.filter(study=study).exclude(pk__in=withdrawn)
                      .values_list("id", "gold", "domain"))
-    rows = (CritiqueOutput.objects.filter(study=study)
+    rows = (CritiqueOutput.objects.filter(study=study).exclude(question_id__in=withdrawn)
             .values_list("id", "question_id", "level", "first_id", "second_id", "final",
                          "choice", "confidence", "time_ms", "author_kind"))
     code = CHOICE_CODE.get

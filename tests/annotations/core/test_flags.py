@@ -1,0 +1,244 @@
+"""Flags on items (``core.services.flags``), for every study type: who may flag which
+item, a repeat flag, the researcher's resolutions, and what a withdrawn item stops doing
+(being handed out, counting in the estimates)."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotations.assisted.services.analysis import assisted_rows
+from annotations.assisted.services.rating import (
+    RatingInput,
+    rating_lease_next,
+    rating_skip,
+    rating_submit,
+)
+from annotations.core.errors import NotPermitted
+from annotations.core.services.flags import (
+    InvalidFlag,
+    UnknownTask,
+    flag_item,
+    flag_resolve,
+)
+from annotations.core.services.studies import membership_add
+from annotations.critique.services.analysis import study_records
+from annotations.critique.services.assignment import critique_task_next
+from annotations.models import (
+    CritiqueTask,
+    ItemFlag,
+    Query,
+    RatingTask,
+    StudyMembership,
+)
+from annotations.partitioned.selectors import study_item_labels, study_label_counts
+from annotations.partitioned.services.labels import label_submit
+from annotations.partitioned.services.routing import query_lease_next
+from tests.annotations.assisted.helpers import add_rater, make_assisted_study
+from tests.annotations.critique.helpers import answer_next, make_critique_study
+from tests.factories import UserFactory, make_study, role_user, specialist
+
+pytestmark = pytest.mark.django_db
+
+Resolution = ItemFlag.Resolution
+
+
+def _partitioned():
+    """(study, worker, their leased task's public id, its item's id)."""
+    study = make_study(k=2, n_items=6, specialists_per_class=2)
+    user = specialist(study, 0)
+    q = query_lease_next(study=study, user=user)
+    return study, user, q.public_id, q.item_id
+
+
+def _assisted():
+    study = make_assisted_study(n_sentences=4)
+    user = add_rater(study)
+    task = rating_lease_next(study=study, user=user)
+    return study, user, task.public_id, task.sentence_id
+
+
+def _researcher(study):
+    """The study's researcher (made by the partitioned and assisted builders; added here for
+    critique studies)."""
+    user = UserFactory(username=f"{study.pk}-researcher", is_staff=True)
+    membership_add(study=study, user=user, role=StudyMembership.Role.RESEARCHER)
+    return user
+
+
+def _critique():
+    study, users = make_critique_study(n_questions=3, top_level=1)
+    _researcher(study)
+    task = critique_task_next(study=study, user=users[0])
+    return study, users[0], task.public_id, task.question_id
+
+
+def _worker(study):
+    """A new worker of the study who holds nothing yet."""
+    user = UserFactory()
+    if study.kind == "partitioned":
+        membership_add(study=study, user=user, role=StudyMembership.Role.SPECIALIST,
+                       class_index=0)
+    else:
+        membership_add(study=study, user=user, role=StudyMembership.Role.ANNOTATOR)
+    return user
+
+
+TYPES = [_partitioned, _assisted, _critique]
+
+
+@pytest.fixture(params=TYPES, ids=["partitioned", "assisted", "critique"])
+def held(request):
+    return request.param()
+
+
+def test_a_worker_flags_the_item_of_the_task_they_hold(held):
+    study, user, public_id, item_id = held
+    flag, created = flag_item(study=study, user=user, public_id=public_id, reason="broken",
+                              note="  The options are cut off. ")
+    assert created is True
+    assert (flag.study_id, flag.item_id, flag.user_id, flag.reason, flag.note,
+            flag.resolution) == (study.pk, item_id, user.pk, "broken",
+                                 "The options are cut off.", Resolution.OPEN)
+
+
+def test_a_repeat_flag_rewrites_the_first_and_reopens_it(held):
+    study, user, public_id, item_id = held
+    researcher = role_user(study, "researcher")
+    flag_item(study=study, user=user, public_id=public_id, reason="broken")
+    flag_resolve(study=study, item_id=item_id, resolution=Resolution.DISMISSED, user=researcher)
+    flag, created = flag_item(study=study, user=user, public_id=public_id,
+                              reason="ambiguous", note="B and C both fit.")
+    assert created is False
+    assert ItemFlag.objects.filter(study=study).count() == 1
+    assert (flag.reason, flag.note, flag.resolution, flag.resolved_at) == (
+        "ambiguous", "B and C both fit.", Resolution.OPEN, None)
+
+
+def test_a_task_never_shown_to_the_worker_is_unknown_whether_or_not_it_exists(held):
+    study, user, public_id, _ = held
+    other = _worker(study)
+    for probe in (public_id, "no-such-task"):
+        with pytest.raises(UnknownTask) as refused:
+            flag_item(study=study, user=other, public_id=probe, reason="broken")
+        assert refused.value.message == f"No task '{probe}' of yours in this study."
+    assert not ItemFlag.objects.filter(study=study).exists()
+
+
+def test_only_the_study_workers_flag(held):
+    study, _, public_id, _ = held
+    for outsider in (UserFactory(), role_user(study, "researcher")):
+        with pytest.raises(NotPermitted):
+            flag_item(study=study, user=outsider, public_id=public_id, reason="broken")
+    assert not ItemFlag.objects.filter(study=study).exists()
+
+
+def test_reason_and_note_are_checked(held):
+    study, user, public_id, _ = held
+    with pytest.raises(InvalidFlag) as bad_reason:
+        flag_item(study=study, user=user, public_id=public_id, reason="boring")
+    with pytest.raises(InvalidFlag) as long_note:
+        flag_item(study=study, user=user, public_id=public_id, reason="broken",
+                  note="x" * (ItemFlag.NOTE_MAX + 1))
+    assert (bad_reason.value.field, long_note.value.field) == ("reason", "note")
+    assert not ItemFlag.objects.filter(study=study).exists()
+
+
+def test_a_task_answered_earlier_can_still_be_flagged():
+    study = make_study(k=2, n_items=6)
+    user = specialist(study, 0)
+    q = query_lease_next(study=study, user=user)
+    label_submit(query_id=q.pk, user=user, answer="no")
+    flag, _ = flag_item(study=study, user=user, public_id=q.public_id, reason="ambiguous")
+    assert flag.item_id == q.item_id
+
+
+def test_resolutions_are_the_researchers_and_change_only_open_flags(held):
+    study, user, public_id, item_id = held
+    flag_item(study=study, user=user, public_id=public_id, reason="broken")
+    with pytest.raises(NotPermitted):
+        flag_resolve(study=study, item_id=item_id, resolution=Resolution.FIXED, user=user)
+    researcher = role_user(study, "researcher")
+    assert flag_resolve(study=study, item_id=item_id, resolution=Resolution.FIXED,
+                        user=researcher) == 1
+    assert flag_resolve(study=study, item_id=item_id, resolution=Resolution.DISMISSED,
+                        user=researcher) == 0
+    flag = ItemFlag.objects.get(study=study)
+    assert (flag.resolution, flag.resolved_by_id) == (Resolution.FIXED, researcher.pk)
+    assert flag.resolved_at is not None
+
+
+def test_a_withdrawn_item_stays_withdrawn_when_flagged_again(held):
+    study, user, public_id, item_id = held
+    flag_item(study=study, user=user, public_id=public_id, reason="broken")
+    flag_resolve(study=study, item_id=item_id, resolution=Resolution.WITHDRAWN,
+                 user=role_user(study, "researcher"))
+    flag, _ = flag_item(study=study, user=user, public_id=public_id, reason="ambiguous")
+    assert flag.resolution == Resolution.WITHDRAWN
+    assert list(ItemFlag.withdrawn_ids(study).values_list("item_id", flat=True)) == [item_id]
+
+
+# --- what withdrawing does ---------------------------------------------------------------
+
+def test_partitioned_withdrawn_item_is_not_handed_out_and_leaves_the_estimates():
+    study = make_study(k=2, n_items=6, queries_per_item=2)
+    first = specialist(study, 0)
+    q = query_lease_next(study=study, user=first)
+    label_submit(query_id=q.pk, user=first, answer="no")  # routes the item's next query
+    flag_item(study=study, user=first, public_id=q.public_id, reason="broken")
+    flag_resolve(study=study, item_id=q.item_id, resolution=Resolution.WITHDRAWN,
+                 user=role_user(study, "researcher"))
+    follow_up = Query.objects.get(item_id=q.item_id, sequence=1)
+    handed = []
+    for user in (first, specialist(study, 1)):
+        while (nxt := query_lease_next(study=study, user=user)) is not None:
+            handed.append(nxt.item_id)
+            label_submit(query_id=nxt.pk, user=user, answer="no")
+    assert handed and q.item_id not in handed
+    assert Query.objects.get(pk=follow_up.pk).status == Query.Status.PENDING
+
+    # the estimates count every answered query except the withdrawn item's
+    answered = Query.objects.filter(study=study, status="answered", is_quality_check=False)
+    assert answered.filter(item_id=q.item_id).count() == 1
+    assert study_label_counts(study=study, ordinals=[]).n.sum() == answered.count() - 1
+    labels = study_item_labels(study=study, ordinals=[])
+    assert labels.n_items == answered.exclude(item_id=q.item_id).values("item_id").distinct(
+    ).count()
+
+
+def test_assisted_withdrawn_sentence_is_not_handed_out_and_leaves_the_estimates():
+    study = make_assisted_study(n_sentences=3, ratings_per_item=2)
+    first = add_rater(study)
+    task = rating_lease_next(study=study, user=first)
+    rating_submit(user=first, public_id=task.public_id, data=RatingInput("accurate", 2))
+    assert task.sentence_id in set(assisted_rows(study=study).sentence_id)
+    flag_item(study=study, user=first, public_id=task.public_id, reason="ambiguous")
+    flag_resolve(study=study, item_id=task.sentence_id, resolution=Resolution.WITHDRAWN,
+                 user=role_user(study, "researcher"))
+    handed = []
+    for _ in range(4):
+        rater = add_rater(study)
+        while (nxt := rating_lease_next(study=study, user=rater)) is not None:
+            handed.append(nxt.sentence_id)
+            rating_skip(user=rater, public_id=nxt.public_id)
+    assert handed and task.sentence_id not in handed
+    assert RatingTask.objects.filter(sentence_id=task.sentence_id, status="pending").exists()
+    rows = assisted_rows(study=study)
+    assert task.sentence_id not in set(rows.sentence_id)
+    assert len(rows.rating_item) == 0  # the one rating was of the withdrawn sentence
+
+
+def test_critique_withdrawn_question_is_not_handed_out_and_leaves_the_estimates():
+    study, users = make_critique_study(n_questions=3, top_level=1)
+    task, _ = answer_next(study, users[0])
+    flag_item(study=study, user=users[0], public_id=task.public_id, reason="broken")
+    flag_resolve(study=study, item_id=task.question_id, resolution=Resolution.WITHDRAWN,
+                 user=_researcher(study))
+    handed = []
+    for user in users[1:]:
+        while (done := answer_next(study, user))[0] is not None:
+            handed.append(done[0].question_id)
+    assert handed and task.question_id not in handed
+    assert CritiqueTask.objects.filter(question_id=task.question_id, status="pending").exists()
+    questions, outputs = study_records(study)
+    assert task.question_id not in {q[0] for q in questions}
+    assert task.question_id not in {o[1] for o in outputs}

@@ -5,6 +5,7 @@ item, a repeat flag, the researcher's resolutions, and what a withdrawn item sto
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from annotations.assisted.services.analysis import assisted_rows
 from annotations.assisted.services.rating import (
@@ -242,3 +243,58 @@ def test_critique_withdrawn_question_is_not_handed_out_and_leaves_the_estimates(
     questions, outputs = study_records(study)
     assert task.question_id not in {q[0] for q in questions}
     assert task.question_id not in {o[1] for o in outputs}
+
+
+# --- the API (one endpoint for every study type) -----------------------------------------
+
+def _api(user):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def test_api_flags_in_the_same_shape_for_every_type(held):
+    study, user, public_id, item_id = held
+    url = reverse("api-flags", args=[study.pk])
+    first = _api(user).post(url, {"task": public_id, "reason": "broken", "note": "Cut off."},
+                            format="json")
+    again = _api(user).post(url, {"task": public_id, "reason": "ambiguous"}, format="json")
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert set(first.json()) == {"task", "reason", "note", "flagged_at"}
+    assert (first.json()["task"], first.json()["reason"], first.json()["note"]) == (
+        public_id, "broken", "Cut off.")
+    assert (again.json()["reason"], again.json()["note"]) == ("ambiguous", "")
+    # the keys above are all there is: nothing of the item (no id, no gold, no text)
+    flag = ItemFlag.objects.get(study=study)
+    assert (flag.item_id, flag.reason) == (item_id, "ambiguous")
+
+
+def test_api_refusals_say_why_and_leak_nothing(held):
+    study, user, public_id, _ = held
+    url = reverse("api-flags", args=[study.pk])
+    other = _worker(study)
+    unseen = _api(other).post(url, {"task": public_id, "reason": "broken"}, format="json")
+    missing = _api(other).post(url, {"task": "nope", "reason": "broken"}, format="json")
+    assert (unseen.status_code, missing.status_code) == (404, 404)
+    assert unseen.json()["code"] == missing.json()["code"] == "unknown_task"
+    assert unseen.json()["detail"].replace(public_id, "?") == missing.json()["detail"].replace(
+        "nope", "?")
+    outsider = _api(UserFactory()).post(url, {"task": public_id, "reason": "broken"},
+                                        format="json")
+    assert outsider.status_code == 403
+    bad = _api(user).post(url, {"task": public_id, "reason": "meh"}, format="json")
+    assert bad.status_code == 400 and "reason" in bad.json()
+    assert _api(user).post(reverse("api-flags", args=[10**9]),
+                           {"task": public_id, "reason": "broken"},
+                           format="json").status_code == 404
+    assert not ItemFlag.objects.filter(study=study).exists()
+
+
+def test_api_flag_endpoint_is_in_the_schema():
+    from drf_spectacular.generators import SchemaGenerator
+
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    op = paths["/api/studies/{study_id}/flags/"]["post"]
+    assert set(op["responses"]) >= {"200", "201", "403", "404"}

@@ -298,3 +298,40 @@ def test_api_flag_endpoint_is_in_the_schema():
     paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
     op = paths["/api/studies/{study_id}/flags/"]["post"]
     assert set(op["responses"]) >= {"200", "201", "403", "404"}
+
+
+# --- the labelling pages' flag form (core.views.flag) ------------------------------------
+
+def test_flag_form_on_the_labelling_page(held, client):
+    study, user, public_id, item_id = held
+    url = reverse("flag", args=[study.pk, public_id])
+    client.force_login(user)
+    form = client.get(url, HTTP_HX_REQUEST="true")
+    assert form.status_code == 200 and b'name="reason"' in form.content
+    missing = client.post(url, {"note": "?"})
+    assert b"Choose a reason" in missing.content and b'name="reason"' in missing.content
+    sent = client.post(url, {"reason": "broken", "note": "The text stops mid-sentence."})
+    assert b"Flagged as broken" in sent.content
+    assert ItemFlag.objects.get(study=study, user=user).item_id == item_id
+    unseen = client.post(reverse("flag", args=[study.pk, "not-mine"]), {"reason": "broken"})
+    assert b"No task &#x27;not-mine&#x27; of yours in this study." in unseen.content
+
+
+def test_flag_form_is_for_the_study_labellers_only(held, client):
+    study, _, public_id, _ = held
+    url = reverse("flag", args=[study.pk, public_id])
+    client.force_login(role_user(study, "researcher"))
+    assert client.get(url).status_code == 403
+    assert client.post(url, {"reason": "broken"}).status_code == 403
+    assert not ItemFlag.objects.filter(study=study).exists()
+
+
+@pytest.mark.parametrize("page", ["partitioned", "assisted", "critique"])
+def test_every_labelling_page_offers_the_flag_key_and_button(page, client):
+    study, user, public_id, _ = {"partitioned": _partitioned, "assisted": _assisted,
+                                 "critique": _critique}[page]()
+    client.force_login(user)
+    path = {"partitioned": "label", "assisted": "rate", "critique": "critique"}[page]
+    html = client.get(f"/studies/{study.pk}/{path}/").content.decode()
+    assert 'data-key="!"' in html and reverse("flag", args=[study.pk, public_id]) in html
+    assert "<kbd>!</kbd> flag a problem" in html

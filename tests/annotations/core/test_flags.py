@@ -335,3 +335,50 @@ def test_every_labelling_page_offers_the_flag_key_and_button(page, client):
     html = client.get(f"/studies/{study.pk}/{path}/").content.decode()
     assert 'data-key="!"' in html and reverse("flag", args=[study.pk, public_id]) in html
     assert "<kbd>!</kbd> flag a problem" in html
+
+
+# --- the researchers' queue (core.admin.ItemFlagAdmin) ------------------------------------
+
+QUEUE = "/admin/annotations/itemflag/"
+
+
+def test_the_queue_lists_open_flags_first_with_the_item_and_counts(held, client):
+    study, user, public_id, item_id = held
+    flag_item(study=study, user=user, public_id=public_id, reason="ambiguous",
+              note="Two options are the same.")
+    researcher = role_user(study, "researcher")
+    client.force_login(researcher)
+    page = client.get(QUEUE, {"study__id__exact": study.pk})
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Two options are the same." in html and "Open" in html
+    rows = list(page.context["cl"].result_list)
+    assert [(r.item_id, r.n_on_item) for r in rows] == [(item_id, 1)]
+    if study.kind == "partitioned":
+        assert reverse("admin:annotations_item_change", args=[item_id]) in html
+
+
+def test_queue_actions_resolve_the_items_and_withdraw_recomputes(held, client,
+                                                                  django_capture_on_commit_callbacks):
+    study, user, public_id, item_id = held
+    flag, _ = flag_item(study=study, user=user, public_id=public_id, reason="broken")
+    researcher = role_user(study, "researcher")
+    client.force_login(researcher)
+    with django_capture_on_commit_callbacks() as callbacks:
+        done = client.post(QUEUE, {"action": "withdraw_items", "_selected_action": [flag.pk]},
+                           follow=True)
+    assert "1 item withdrawn (1 flag)." in done.content.decode()
+    assert len(callbacks) >= 1  # the study's recompute
+    flag.refresh_from_db()
+    assert (flag.resolution, flag.resolved_by_id) == ("withdrawn", researcher.pk)
+
+
+def test_the_queue_shows_a_researcher_only_their_studies_flags(client):
+    study, user, public_id, _ = _partitioned()
+    flag_item(study=study, user=user, public_id=public_id, reason="broken")
+    other = make_study(k=2, n_items=2)
+    client.force_login(role_user(other, "researcher"))
+    page = client.get(QUEUE)
+    assert page.status_code == 200 and list(page.context["cl"].result_list) == []
+    client.force_login(specialist(study, 0))
+    assert client.get(QUEUE).status_code in (302, 403)

@@ -97,8 +97,8 @@ def flag_item(*, study: Study, user: User, public_id: str, reason: str,
     """Flag the item of the task ``public_id`` as ``reason`` (broken / ambiguous) with an
     optional ``note``, for ``user``, a worker of ``study`` (specialist, rater, annotator)
     who holds or was shown the task. A second flag of the same person on the same item
-    rewrites the first (reason, note) and reopens it if it was fixed or dismissed (a
-    withdrawn item stays withdrawn). Returns (flag, created).
+    rewrites the first (reason, note) and reopens it if it was fixed or dismissed; a
+    withdrawn item stays withdrawn (a new flag on it is born withdrawn). Returns (flag, created).
 
     Refusals: NotPermitted (not a worker of the study), UnknownTask (not a task they were
     shown), InvalidFlag (reason or note)."""
@@ -116,8 +116,12 @@ def flag_item(*, study: Study, user: User, public_id: str, reason: str,
     flag = (ItemFlag.objects.select_for_update()
             .filter(study=study, item_id=item_id, user=user).first())
     if flag is None:
+        withdrawn = ItemFlag.objects.filter(study=study, item_id=item_id,
+                                            resolution=ItemFlag.Resolution.WITHDRAWN)
+        state = ({"resolution": ItemFlag.Resolution.WITHDRAWN, "resolved_at": timezone.now()}
+                 if withdrawn.exists() else {})
         return ItemFlag.objects.create(study=study, item_id=item_id, user=user,
-                                       reason=reason, note=note), True
+                                       reason=reason, note=note, **state), True
     flag.reason, flag.note = reason, note
     fields = ["reason", "note", "updated_at"]
     if flag.resolution in (ItemFlag.Resolution.FIXED, ItemFlag.Resolution.DISMISSED):

@@ -33,7 +33,7 @@ from annotations.models import (
 )
 from annotations.partitioned.selectors import study_item_labels, study_label_counts
 from annotations.partitioned.services.labels import label_submit
-from annotations.partitioned.services.routing import query_lease_next
+from annotations.partitioned.services.routing import query_lease_next, query_skip
 from tests.annotations.assisted.helpers import add_rater, make_assisted_study
 from tests.annotations.critique.helpers import answer_next, make_critique_study
 from tests.factories import UserFactory, make_study, role_user, specialist
@@ -178,9 +178,26 @@ def test_a_withdrawn_item_stays_withdrawn_when_flagged_again(held):
     assert list(ItemFlag.withdrawn_ids(study).values_list("item_id", flat=True)) == [item_id]
 
 
+def test_a_new_flag_on_a_withdrawn_item_is_born_withdrawn(settings):
+    settings.OVERSIGHT_UNDO_SECONDS = 0  # the follow-up is not held for the answer's undo
+    study = make_study(k=2, n_items=4, queries_per_item=2)
+    first, other = specialist(study, 0), specialist(study, 1)
+    q = query_lease_next(study=study, user=first)
+    label_submit(query_id=q.pk, user=first, answer="no")  # routes its class-1 query
+    while (follow_up := query_lease_next(study=study, user=other)).item_id != q.item_id:
+        query_skip(query_id=follow_up.pk, user=other)
+    flag_item(study=study, user=first, public_id=q.public_id, reason="broken")
+    flag_resolve(study=study, item_id=q.item_id, resolution=Resolution.WITHDRAWN,
+                 user=role_user(study, "researcher"))
+    flag, created = flag_item(study=study, user=other, public_id=follow_up.public_id,
+                              reason="ambiguous")
+    assert created and flag.resolution == Resolution.WITHDRAWN
+
+
 # --- what withdrawing does ---------------------------------------------------------------
 
-def test_partitioned_withdrawn_item_is_not_handed_out_and_leaves_the_estimates():
+def test_partitioned_withdrawn_item_is_not_handed_out_and_leaves_the_estimates(settings):
+    settings.OVERSIGHT_UNDO_SECONDS = 0  # the follow-up is not held for the answer's undo
     study = make_study(k=2, n_items=6, queries_per_item=2)
     first = specialist(study, 0)
     q = query_lease_next(study=study, user=first)
@@ -382,3 +399,29 @@ def test_the_queue_shows_a_researcher_only_their_studies_flags(client):
     assert page.status_code == 200 and list(page.context["cl"].result_list) == []
     client.force_login(specialist(study, 0))
     assert client.get(QUEUE).status_code in (302, 403)
+
+
+# --- what the dashboards say -------------------------------------------------------------
+
+def test_each_dashboard_says_how_many_flagged_items_its_estimates_include(held, client):
+    study, user, public_id, item_id = held
+    dashboard = reverse("dashboard", args=[study.pk])
+    researcher = role_user(study, "researcher")
+    manager = UserFactory()
+    membership_add(study=study, user=manager, role=StudyMembership.Role.MANAGER)
+    client.force_login(researcher)
+    assert 'data-testid="flagged-note"' not in client.get(dashboard).content.decode()
+
+    flag_item(study=study, user=user, public_id=public_id, reason="broken")
+    noun = {"partitioned": "item", "assisted": "sentence", "critique": "question"}[study.kind]
+    html = client.get(dashboard).content.decode()
+    assert f"The estimates include <strong>1 flagged {noun}</strong>" in html
+    assert f"?study__id__exact={study.pk}&amp;state=open" in html  # the queue, researchers'
+    client.force_login(manager)
+    html = client.get(dashboard).content.decode()
+    assert f"1 flagged {noun}" in html and 'data-testid="flag-queue"' not in html
+
+    flag_resolve(study=study, item_id=item_id, resolution=Resolution.WITHDRAWN,
+                 user=researcher)
+    html = client.get(dashboard).content.decode()
+    assert f"1 withdrawn {noun} left out" in html and "flagged " + noun not in html

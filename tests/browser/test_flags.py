@@ -50,6 +50,12 @@ def _flag_by_key_then_button(page, study, user, card_selector: str, noun: str) -
     expect(card).to_be_visible()
     expect(page.get_by_test_id("recorded")).to_have_count(0)
 
+    # on a phone the open form does not make the page scroll sideways
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.keyboard.press("!")
+    expect(form).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
 
 def test_a_specialist_flags_an_item_by_key_and_by_button(page, live_server):
     study = make_study(k=3, n_items=6)

@@ -124,19 +124,24 @@ def specialist_progress(*, user: User, study: Study, since=None,
 
 
 def _class_counts(study: Study, k: int, user: User) -> tuple[int, int, int, int]:
-    """In one statement, of class k's queries: pending routed ones, checks leased or
-    answered, and the pending routed ones and pending checks ``user`` skipped."""
+    """In one statement, of class k's queries: pending routed ones (of items not withdrawn),
+    checks leased or answered, and the pending routed ones (not withdrawn) and pending
+    checks ``user`` skipped."""
     q = connection.ops.quote_name
     table, skips = Query._meta.db_table, QuerySkip._meta.db_table
     pending = Query.Status.PENDING
 
     def skipped(check: bool) -> str:
+        routed = "" if check else (
+            "NOT p.is_quality_check AND " + ItemFlag.not_withdrawn_sql("p.study_id", "p.item_id"))
         return (f"(SELECT COUNT(*) FROM {skips} s JOIN {table} p ON p.id = s.query_id "
                 f"WHERE s.user_id = %s AND p.study_id = %s AND p.k = %s AND p.status = %s "
-                f"AND {'' if check else 'NOT '}p.is_quality_check)")
+                f"AND {'p.is_quality_check' if check else routed})")
 
+    # a withdrawn item's pending queries are never handed out: not counted as remaining
+    live = ItemFlag.not_withdrawn_sql(f"{table}.{q('study_id')}", f"{table}.{q('item_id')}")
     sql = (f"SELECT COALESCE(SUM(CASE WHEN {q('status')} = %s AND NOT {q('is_quality_check')} "
-           "THEN 1 ELSE 0 END), 0), "
+           f"AND {live} THEN 1 ELSE 0 END), 0), "
            f"COALESCE(SUM(CASE WHEN {q('is_quality_check')} AND {q('status')} <> %s "
            f"THEN 1 ELSE 0 END), 0), {skipped(False)}, {skipped(True)} "
            f"FROM {table} WHERE {q('study_id')} = %s AND {q('k')} = %s")

@@ -10,6 +10,7 @@ from django.urls import reverse
 from annotations.assisted.services.analysis import assisted_rows
 from annotations.assisted.services.rating import (
     RatingInput,
+    rater_progress,
     rating_lease_next,
     rating_skip,
     rating_submit,
@@ -31,7 +32,11 @@ from annotations.models import (
     RatingTask,
     StudyMembership,
 )
-from annotations.partitioned.selectors import study_item_labels, study_label_counts
+from annotations.partitioned.selectors import (
+    specialist_progress,
+    study_item_labels,
+    study_label_counts,
+)
 from annotations.partitioned.services.labels import label_submit
 from annotations.partitioned.services.routing import query_lease_next, query_skip
 from tests.annotations.assisted.helpers import add_rater, make_assisted_study
@@ -213,6 +218,9 @@ def test_partitioned_withdrawn_item_is_not_handed_out_and_leaves_the_estimates(s
             label_submit(query_id=nxt.pk, user=user, answer="no")
     assert handed and q.item_id not in handed
     assert Query.objects.get(pk=follow_up.pk).status == Query.Status.PENDING
+    # nothing left to hand out: the page says so (the withdrawn item's query is not counted)
+    progress = specialist_progress(user=specialist(study, 1), study=study)
+    assert (progress["remaining"], progress["waiting"]) == (0, 0)
 
     # the estimates count every answered query except the withdrawn item's
     answered = Query.objects.filter(study=study, status="answered", is_quality_check=False)
@@ -239,6 +247,9 @@ def test_assisted_withdrawn_sentence_is_not_handed_out_and_leaves_the_estimates(
             handed.append(nxt.sentence_id)
             rating_skip(user=rater, public_id=nxt.public_id)
     assert handed and task.sentence_id not in handed
+    assert rater_progress(study=study, user=add_rater(study))["remaining"] == (
+        RatingTask.objects.filter(study=study, status="pending")
+        .exclude(sentence_id=task.sentence_id).values("sentence_id").distinct().count())
     assert RatingTask.objects.filter(sentence_id=task.sentence_id, status="pending").exists()
     rows = assisted_rows(study=study)
     assert task.sentence_id not in set(rows.sentence_id)

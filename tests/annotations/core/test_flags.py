@@ -23,7 +23,7 @@ from annotations.core.services.flags import (
     flag_resolve,
 )
 from annotations.core.services.studies import membership_add
-from annotations.critique.services.analysis import study_records
+from annotations.critique.services.analysis import critique_payload, study_records
 from annotations.critique.services.assignment import critique_task_next
 from annotations.models import (
     CritiqueTask,
@@ -271,6 +271,11 @@ def test_critique_withdrawn_question_is_not_handed_out_and_leaves_the_estimates(
     questions, outputs = study_records(study)
     assert task.question_id not in {q[0] for q in questions}
     assert task.question_id not in {o[1] for o in outputs}
+    payload = critique_payload(study)
+    assert payload["n_questions"] == 2 == len(questions)
+    level0 = next(row for row in payload["progress"] if row["level"] == 0)
+    assert level0["answered"] == CritiqueTask.objects.filter(
+        study=study, level=0, status="answered").exclude(question_id=task.question_id).count()
 
 
 # --- the API (one endpoint for every study type) -----------------------------------------

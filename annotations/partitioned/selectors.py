@@ -607,10 +607,12 @@ def _item_labels_copied(study: Study, bands: bool) -> LabelRows:
 
 def study_first_query_answers(*, study: Study) -> dict[int, dict[str, int]]:
     """Per class: answers to the *first* query of each item (quality checks excluded) — the
-    queries whose class is drawn uniformly whatever came before (the yes-share check)."""
+    queries whose class is drawn uniformly whatever came before (the yes-share check);
+    withdrawn items left out, as in the estimates."""
     out: dict[int, dict[str, int]] = {}
     for row in (Query.objects.filter(study=study, status=Query.Status.ANSWERED,
                                      is_quality_check=False, sequence=0)
+                .exclude(item_id__in=ItemFlag.withdrawn_ids(study))
                 .values("k", "answer").annotate(n=Count("id")).order_by()):
         out.setdefault(row["k"], {})[row["answer"]] = row["n"]
     return out

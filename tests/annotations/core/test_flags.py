@@ -34,6 +34,7 @@ from annotations.models import (
 )
 from annotations.partitioned.selectors import (
     specialist_progress,
+    study_first_query_answers,
     study_item_labels,
     study_label_counts,
 )
@@ -226,6 +227,9 @@ def test_partitioned_withdrawn_item_is_not_handed_out_and_leaves_the_estimates(s
     answered = Query.objects.filter(study=study, status="answered", is_quality_check=False)
     assert answered.filter(item_id=q.item_id).count() == 1
     assert study_label_counts(study=study, ordinals=[]).n.sum() == answered.count() - 1
+    firsts = study_first_query_answers(study=study)
+    assert sum(n for by_answer in firsts.values() for n in by_answer.values()) == (
+        answered.filter(sequence=0).exclude(item_id=q.item_id).count())
     labels = study_item_labels(study=study, ordinals=[])
     assert labels.n_items == answered.exclude(item_id=q.item_id).values("item_id").distinct(
     ).count()

@@ -605,6 +605,19 @@ def _item_labels_copied(study: Study, bands: bool) -> LabelRows:
             data.reshape(-1, len(columns)))
 
 
+def study_population(*, study: Study) -> dict[str, int]:
+    """Items per stratum that the estimates stand for (the stratified estimate's weights):
+    ``Study.stratum_sizes`` less the withdrawn items (flags); one query, none without
+    withdrawn items."""
+    sizes = dict(study.stratum_sizes)
+    for stratum, n in (Item.objects.filter(study=study, is_quality_check=False,
+                                           pk__in=ItemFlag.withdrawn_ids(study))
+                       .values("stratum").annotate(n=Count("id")).values_list("stratum", "n")
+                       .order_by()):
+        sizes[stratum] = max(0, sizes.get(stratum, 0) - n)
+    return sizes
+
+
 def study_first_query_answers(*, study: Study) -> dict[int, dict[str, int]]:
     """Per class: answers to the *first* query of each item (quality checks excluded) — the
     queries whose class is drawn uniformly whatever came before (the yes-share check);

@@ -37,6 +37,7 @@ from annotations.partitioned.selectors import (
     study_first_query_answers,
     study_item_labels,
     study_label_counts,
+    study_population,
 )
 from annotations.partitioned.services.labels import label_submit
 from annotations.partitioned.services.routing import query_lease_next, query_skip
@@ -445,3 +446,16 @@ def test_each_dashboard_says_how_many_flagged_items_its_estimates_include(held, 
                  user=researcher)
     html = client.get(dashboard).content.decode()
     assert f"1 withdrawn {noun} left out" in html and "flagged " + noun not in html
+
+
+def test_partitioned_withdrawn_item_leaves_the_stratified_estimate_population():
+    study = make_study(k=2, n_items=8, strata=2)
+    user = specialist(study, 0)
+    q = query_lease_next(study=study, user=user)
+    assert study_population(study=study) == study.stratum_sizes
+    flag_item(study=study, user=user, public_id=q.public_id, reason="broken")
+    flag_resolve(study=study, item_id=q.item_id, resolution=Resolution.WITHDRAWN,
+                 user=role_user(study, "researcher"))
+    expected = dict(study.stratum_sizes)
+    expected[q.item.stratum] -= 1
+    assert study_population(study=study) == expected

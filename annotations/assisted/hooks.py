@@ -1,12 +1,13 @@
 """What assisted studies plug into the core (called from the app's ``ready``): their task
 kind (rating tasks, registered by ``services.rating`` on import), their analysis (recomputed
 after each rating), their opening, their dashboard and the roles their Members page
-offers."""
+offers, and what a flag names (the sentence a rater rates)."""
 
 from __future__ import annotations
 
 from annotations.assisted import views
-from annotations.assisted.services import rating  # noqa: F401 - the rating tasks' kind
+from annotations.assisted.models import Sentence
+from annotations.assisted.services import rating  # the rating tasks' kind
 from annotations.assisted.services.analysis import (
     answered_counts,
     assisted_recompute,
@@ -16,6 +17,7 @@ from annotations.assisted.services.exports import ratings_export
 from annotations.assisted.services.routing import assisted_study_open
 from annotations.core.exports import export_register
 from annotations.core.models import Study, StudyMembership
+from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
 from annotations.core.views import (
@@ -40,3 +42,7 @@ def register() -> None:
     study_roles_register(Study.Kind.ASSISTED,
                          (StudyMembership.Role.ANNOTATOR, "Rater (rates sentences)"))
     study_home_register(Study.Kind.ASSISTED, "assisted/_home_links.html")
+    # sentences are never rewritten (imports refuse it): a broken one is withdrawn
+    flaggable_register(Study.Kind.ASSISTED, Flaggable(
+        task_kind=rating.RATING_KIND, item_model=Sentence, noun="sentence",
+        text=lambda s: s.target))

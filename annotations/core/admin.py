@@ -1,6 +1,7 @@
 """The admin's pieces every study type's pages share: researcher scoping (a researcher sees
 and changes only their own studies), the study inlines (classes, members), the upload form,
-staff-created studies, and the admin pages of what the core owns (snapshots, users). Each
+staff-created studies, and the admin pages of what the core owns (snapshots, users, the
+queue of flagged items). Each
 study type's admin (``annotations/<type>/admin.py``) builds its study pages from these."""
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from django.db.models import Q
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
 
 from annotations.core.admin_forms import StudyNameForm
 from annotations.core.errors import DomainError
 from annotations.core.inputs import StorableJSONFormField, file_too_large_message
 from annotations.core.models import (
     EstimateSnapshot,
+    ItemFlag,
     Study,
     StudyClass,
     StudyMembership,
@@ -33,6 +36,7 @@ from annotations.core.selectors import (
     researched_study_ids,
     study_has_answers,
 )
+from annotations.core.services.flags import flag_resolve, flaggable
 from annotations.core.services.studies import (
     membership_add,
     study_classes_change_check,
@@ -418,6 +422,114 @@ class EstimateSnapshotAdmin(ResearcherScopedAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+class FlagsWhat(admin.SimpleListFilter):
+    """Open flags first by default; resolved ones on request."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("open", "Open"), ("resolved", "Resolved")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "open":
+            return queryset.filter(resolution=ItemFlag.Resolution.OPEN)
+        if self.value() == "resolved":
+            return queryset.exclude(resolution=ItemFlag.Resolution.OPEN)
+        return queryset
+
+
+@admin.register(ItemFlag)
+class ItemFlagAdmin(ResearcherScopedAdmin):
+    """The researchers' queue of flagged items (``core.services.flags``): open flags first,
+    each with its item's text, reason, note and how many people flagged the item; actions
+    resolve the selected flags' items: fixed (after correcting the item through its link),
+    withdrawn (no longer handed out, left out of the estimates) or dismissed."""
+
+    list_display = ["state", "study", "item", "reason", "note", "user", "flags_on_item",
+                    "updated_at"]
+    list_filter = [FlagsWhat, "study", "reason"]
+    list_display_links = None
+    search_fields = ["note"]
+    actions = ["mark_fixed", "withdraw_items", "dismiss"]
+    readonly_fields = ["study", "item_id", "user", "reason", "note", "created_at",
+                       "updated_at", "resolution", "resolved_at", "resolved_by"]
+
+    def get_queryset(self, request):
+        same_item = (ItemFlag.objects.filter(study=models.OuterRef("study"),
+                                             item_id=models.OuterRef("item_id"))
+                     .values("item_id").annotate(n=models.Count("pk")).values("n"))
+        return (super().get_queryset(request).select_related("study", "user")
+                .annotate(n_on_item=models.Subquery(same_item)))
+
+    def get_changelist_instance(self, request):
+        """Each row's item read once per page, per study type (not one query a row)."""
+        changelist = super().get_changelist_instance(request)
+        rows = list(changelist.result_list)
+        wanted: dict[str, set[int]] = {}
+        for flag in rows:
+            wanted.setdefault(flag.study.kind, set()).add(flag.item_id)
+        found = {kind: flaggable(kind).item_model.objects.in_bulk(ids)
+                 for kind, ids in wanted.items()}
+        for flag in rows:
+            flag.item_obj = found[flag.study.kind].get(flag.item_id)
+        return changelist
+
+    @admin.display(description="state", ordering="resolution")
+    def state(self, flag):
+        return flag.get_resolution_display()
+
+    @admin.display(description="item")
+    def item(self, flag):
+        item = getattr(flag, "item_obj", None)
+        if item is None:
+            return f"(item {flag.item_id} no longer exists)"
+        kind = flaggable(flag.study.kind)
+        text = Truncator(f"{item}: {kind.text(item)}").chars(160)
+        url = kind.edit_url(item)
+        if url:
+            return format_html('{} <a href="{}">edit this {}</a>', text, url, kind.noun)
+        return format_html("{} <span class=\"help\">(a {} is not edited here: withdraw it "
+                           "and import a corrected copy under a new id)</span>", text,
+                           kind.noun)
+
+    @admin.display(description="flags on the item", ordering="n_on_item")
+    def flags_on_item(self, flag):
+        return flag.n_on_item
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def _resolve(self, request, queryset, resolution: str, done: str) -> None:
+        items = {(flag.study, flag.item_id) for flag in queryset.select_related("study")}
+        changed = 0
+        for study, item_id in sorted(items, key=lambda pair: (pair[0].pk, pair[1])):
+            try:
+                changed += flag_resolve(study=study, item_id=item_id, resolution=resolution,
+                                        user=request.user)
+            except DomainError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+                return
+        self.message_user(request, f"{len(items)} item{'s' if len(items) != 1 else ''} "
+                                   f"{done} ({changed} flag{'s' if changed != 1 else ''}).")
+
+    @admin.action(description="Mark the selected flags' items fixed")
+    def mark_fixed(self, request, queryset):
+        self._resolve(request, queryset, ItemFlag.Resolution.FIXED, "marked fixed")
+
+    @admin.action(description="Withdraw the selected flags' items (no longer handed out, "
+                              "left out of the estimates)")
+    def withdraw_items(self, request, queryset):
+        self._resolve(request, queryset, ItemFlag.Resolution.WITHDRAWN, "withdrawn")
+
+    @admin.action(description="Dismiss the selected flags (nothing to change)")
+    def dismiss(self, request, queryset):
+        self._resolve(request, queryset, ItemFlag.Resolution.DISMISSED, "dismissed")
 
 
 @admin.register(User)

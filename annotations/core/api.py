@@ -19,7 +19,12 @@ from annotations.core import selectors
 from annotations.core.errors import NotPermitted
 from annotations.core.exports import FORMATS, export_response, requested_format
 from annotations.core.models import Study, StudyMembership
-from annotations.core.serializers import StudyOutputSerializer
+from annotations.core.serializers import (
+    FlagInputSerializer,
+    FlagOutputSerializer,
+    StudyOutputSerializer,
+)
+from annotations.core.services.flags import flag_item, worker_role
 
 Role = StudyMembership.Role
 
@@ -118,3 +123,28 @@ class StudyExportApi(APIView):
         study = study_for(request, study_id, Role.RESEARCHER, Role.MANAGER)
         return export_response(study, request.query_params.get("what"),
                                requested_format(request))
+
+
+class StudyFlagApi(APIView):
+    @extend_schema(
+        request=FlagInputSerializer,
+        responses={201: FlagOutputSerializer,
+                   200: OpenApiResponse(FlagOutputSerializer,
+                                        description="Your earlier flag of the item, rewritten"),
+                   403: OpenApiResponse(description="not_permitted: not a labeller of the "
+                                        "study"),
+                   404: OpenApiResponse(description="unknown_task: not a task you were given")},
+        summary="Flag the item of a task you hold or were given as broken or ambiguous "
+                "(every study type; one flag per person and item)")
+    def post(self, request, study_id: int):
+        study = get_object_or_404(Study, pk=study_id)
+        study_for(request, study_id, worker_role(study))
+        data = FlagInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        flag, created = flag_item(study=study, user=request.user,
+                                  public_id=data.validated_data["task"],
+                                  reason=data.validated_data["reason"],
+                                  note=data.validated_data["note"])
+        body = {"task": data.validated_data["task"], "reason": flag.reason, "note": flag.note,
+                "flagged_at": flag.updated_at}
+        return answered(FlagOutputSerializer(body).data, created)

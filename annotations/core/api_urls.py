@@ -8,4 +8,5 @@ urlpatterns = [
     path("studies/", api.StudyListApi.as_view(), name="api-studies"),
     path("studies/<int:study_id>/", api.StudyDetailApi.as_view(), name="api-study"),
     path("studies/<int:study_id>/export/", api.StudyExportApi.as_view(), name="api-export"),
+    path("studies/<int:study_id>/flags/", api.StudyFlagApi.as_view(), name="api-flags"),
 ]

@@ -36,7 +36,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from annotations.core.errors import AlreadyAnswered, AnsweredTooSoon, LeaseExpired, NotLeaseHolder
-from annotations.core.models import Study
+from annotations.core.models import ItemFlag, Study
 from annotations.core.task_models import LeasedTask, TaskEventKind, TaskStatus
 
 
@@ -52,7 +52,10 @@ class TaskKind:
     ``drop_on_return`` selects tasks that are deleted instead of returned to the pool when
     a lease ends (e.g. quality checks made per worker on demand); ``may_still_work(task,
     user)`` raises a ``DomainError`` when the worker may no longer act on the task;
-    ``lease_for(task)`` is the length of a lease and of each heartbeat."""
+    ``lease_for(task)`` is the length of a lease and of each heartbeat; ``item_field`` names
+    the task's foreign key to the study type's item (``Query.item``, ``RatingTask.sentence``,
+    ``CritiqueTask.question``): tasks of a withdrawn item (``core.models.ItemFlag``) are
+    never leased."""
 
     name: str
     model: type[LeasedTask]
@@ -63,6 +66,7 @@ class TaskKind:
     may_still_work: Callable[[Any, Any], None] = _no_check
     drop_on_return: models.Q | None = None
     locked_related: Sequence[str] = field(default_factory=tuple)
+    item_field: str = ""
 
 
 _KINDS: dict[str, TaskKind] = {}
@@ -119,9 +123,13 @@ def lease_first(kind: TaskKind, *, pool_sql: str, pool_params: Sequence[Any], us
     outputs or skipped tasks) with ``pool_params`` for its placeholders. ``rendered``: the
     caller sends the task to its holder in this same request, so the statement also sets
     ``rendered_at`` = ``now`` and both audit rows (``issued``, ``rendered``) go in one
-    INSERT — what ``task_mark_rendered`` would record, two statements fewer. Returns the
-    leased task, or None when the pool is empty."""
+    INSERT — what ``task_mark_rendered`` would record, two statements fewer. Tasks of a
+    withdrawn item are passed over (``TaskKind.item_field``). Returns the leased task, or
+    None when the pool is empty."""
     table = kind.model._meta.db_table
+    if kind.item_field:
+        pool_sql = (f"({pool_sql}) AND "
+                    + ItemFlag.not_withdrawn_sql("q.study_id", f"q.{kind.item_field}_id"))
     lock = (" FOR UPDATE SKIP LOCKED"
             if connection.features.has_select_for_update_skip_locked else "")
     sql = (

@@ -403,3 +403,74 @@ class ImportJobFile(models.Model):
     job = models.OneToOneField(ImportJob, on_delete=models.CASCADE, primary_key=True,
                                related_name="file")
     data = models.BinaryField()
+
+
+class ItemFlag(models.Model):
+    """A labeller's flag on the item of a task they were shown: broken or ambiguous, with a
+    note (``core.services.flags``). The item is the study type's own item (partitioned:
+    ``Item``; assisted: ``Sentence``; critique: ``CritiqueQuestion``), named by its primary
+    key in ``item_id`` — the study's type says which table (``flaggable_register``). One flag
+    per person and item: flagging again rewrites it.
+
+    A researcher resolves the open flags of an item: fixed (the item was corrected),
+    dismissed (nothing wrong) or withdrawn — a withdrawn item is no longer handed out (the
+    engine's ``lease_first`` passes over its tasks) and its answers leave the estimates."""
+
+    class Reason(models.TextChoices):
+        BROKEN = "broken", "Broken (cannot be answered as shown)"
+        AMBIGUOUS = "ambiguous", "Ambiguous (more than one answer fits)"
+
+    class Resolution(models.TextChoices):
+        OPEN = "", "Open"
+        FIXED = "fixed", "Fixed"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+        DISMISSED = "dismissed", "Dismissed"
+
+    NOTE_MAX = 2000
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="item_flags")
+    item_id = models.PositiveBigIntegerField(
+        help_text="The study type's item (partitioned: item; assisted: sentence; critique: "
+                  "question).")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="item_flags",
+                             verbose_name="flagged by")
+    reason = models.CharField(max_length=10, choices=Reason.choices)
+    note = models.TextField(max_length=NOTE_MAX, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    resolution = models.CharField(max_length=10, choices=Resolution.choices, blank=True,
+                                  default=Resolution.OPEN)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
+
+    class Meta:
+        ordering = ["resolution", "-updated_at", "-id"]
+        constraints = [
+            # the index of this key also serves the lease statement's "not withdrawn" probe
+            models.UniqueConstraint(fields=["study", "item_id", "user"],
+                                    name="item_flag_one_per_user"),
+            models.CheckConstraint(
+                condition=Q(resolution="", resolved_at__isnull=True)
+                | (~Q(resolution="") & Q(resolved_at__isnull=False)),
+                name="item_flag_resolved_iff_resolution"),
+        ]
+        indexes = [models.Index(fields=["study", "resolution"], name="item_flag_study_state")]
+
+    def __str__(self) -> str:
+        return f"{self.get_reason_display()} flag on item {self.item_id} by {self.user}"
+
+    @classmethod
+    def withdrawn_ids(cls, study: Study | int) -> models.QuerySet:
+        """The ids of the study's withdrawn items (a subquery for ``…__in``): what routing and
+        the estimates leave out."""
+        return (cls.objects.filter(study=study, resolution=cls.Resolution.WITHDRAWN)
+                .values("item_id"))
+
+    @classmethod
+    def not_withdrawn_sql(cls, study_column: str, item_column: str) -> str:
+        """The same as a SQL condition on a row whose study and item are the columns given
+        (e.g. ``q.study_id``, ``q.item_id``), for raw statements; it takes no parameters."""
+        return (f"NOT EXISTS (SELECT 1 FROM {cls._meta.db_table} wf WHERE wf.study_id = "
+                f"{study_column} AND wf.item_id = {item_column} AND wf.resolution = "
+                f"'{cls.Resolution.WITHDRAWN.value}')")

@@ -8,13 +8,14 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from annotations.core.events import StudyEvent
 from annotations.core.models import (
     EstimateSnapshot,
     Item,
+    ItemFlag,
     RecomputeState,
     Study,
     StudyClass,
@@ -237,3 +238,22 @@ def study_import_jobs(*, study: Study, kind: str | None = None) -> QuerySet:
 
 def progress_key(job_id: int) -> str:
     return f"import-progress:{job_id}"
+
+
+# --- flags -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FlagCounts:
+    """Items of a study by the state of their flags: ``open`` items have an open flag and
+    still count in the estimates; ``withdrawn`` items are left out of them."""
+
+    open: int
+    withdrawn: int
+
+
+def study_flag_counts(*, study: Study) -> FlagCounts:
+    rows = dict(ItemFlag.objects.filter(study=study, resolution__in=[
+        ItemFlag.Resolution.OPEN, ItemFlag.Resolution.WITHDRAWN])
+        .values("resolution").annotate(n=Count("item_id", distinct=True))
+        .values_list("resolution", "n").order_by())
+    return FlagCounts(open=rows.get(ItemFlag.Resolution.OPEN, 0),
+                      withdrawn=rows.get(ItemFlag.Resolution.WITHDRAWN, 0))

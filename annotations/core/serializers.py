@@ -30,3 +30,23 @@ class StudyOutputSerializer(serializers.ModelSerializer):
 
     def get_roles(self, obj: Study) -> list[str]:
         return sorted(self.context.get("roles", {}).get(obj.pk, []))
+
+
+class FlagInputSerializer(serializers.Serializer):
+    task = serializers.CharField(max_length=64, help_text="The public id of a task you hold or "
+                                 "were given (as the next-task endpoint returned it).")
+    reason = serializers.ChoiceField(choices=["broken", "ambiguous"],
+                                     help_text="broken: cannot be answered as shown; "
+                                     "ambiguous: more than one answer fits.")
+    note = serializers.CharField(required=False, allow_blank=True, default="",
+                                 max_length=2000, help_text="What is wrong (optional).")
+
+
+class FlagOutputSerializer(serializers.Serializer):
+    """A flag as its author sees it: the task they named, never the item's id or others'
+    flags."""
+
+    task = serializers.CharField()
+    reason = serializers.CharField()
+    note = serializers.CharField()
+    flagged_at = serializers.DateTimeField()

@@ -57,3 +57,19 @@ def study_page(study) -> str:
     from annotations.core.views import study_page_url
 
     return study_page_url(study)
+
+
+@register.inclusion_tag("annotations/_flagged.html", takes_context=True)
+def flagged(context, study) -> dict:
+    """What a dashboard's estimates include of the study's flagged items (open flags; the
+    withdrawn ones are left out), with the queue's link for its researchers."""
+    from annotations.core.models import StudyMembership
+    from annotations.core.selectors import study_flag_counts, user_roles
+    from annotations.core.services.flags import flaggable
+
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    researcher = bool(user and user.is_authenticated and StudyMembership.Role.RESEARCHER
+                      in user_roles(user=user, study=study))
+    return {"study": study, "counts": study_flag_counts(study=study),
+            "noun": flaggable(study.kind).noun, "researcher": researcher}

@@ -6,6 +6,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("studies/<int:study_id>/dashboard/", views.dashboard, name="dashboard"),
     path("studies/<int:study_id>/export/", views.study_export, name="study-export"),
+    path("studies/<int:study_id>/flag/<str:public_id>/", views.flag, name="flag"),
     path("help/img/<str:name>", views.help_image, name="help-image"),
     path("help/<slug:page>/", views.help_page, name="help-page"),
 ]

@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
 from annotations.core import selectors
 from annotations.core.models import Study
@@ -140,3 +140,30 @@ def study_export(request: HttpRequest, study_id: int) -> HttpResponse:
 
     study = dashboard_study(request, study_id)
     return export_response(study, request.GET.get("what"), requested_format(request))
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def flag(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
+    """The flag form of a labelling page, every study type's (an htmx partial): GET shows
+    it for the task ``public_id``, POST flags the task's item through
+    ``core.services.flags.flag_item``. For the study's labellers only; a refusal is shown in
+    the form's place (it says no more than the API's)."""
+    from annotations.core.errors import DomainError
+    from annotations.core.models import ItemFlag, StudyMembership
+    from annotations.core.services.flags import flag_item, flaggable, worker_role
+
+    study = get_object_or_404(Study, pk=study_id)
+    if not StudyMembership.objects.filter(study=study, user=request.user,
+                                          role=worker_role(study)).exists():
+        raise PermissionDenied("Only the study's labellers flag its items.")
+    context = {"study": study, "public_id": public_id, "noun": flaggable(study.kind).noun,
+               "reasons": ItemFlag.Reason.choices, "form": {}}
+    if request.method == "POST":
+        try:
+            context["flag"], _ = flag_item(
+                study=study, user=request.user, public_id=public_id,
+                reason=request.POST.get("reason", ""), note=request.POST.get("note", ""))
+        except DomainError as exc:
+            context.update(error=exc.message, form=request.POST)
+    return render(request, "annotations/_flag.html", context)

@@ -1,7 +1,7 @@
 """What critique studies plug into the core (called from the app's ``ready``): their task
 kind (registered by ``services.assignment`` on import), their recompute, their opening,
 their dashboard (also at its own address, ``critique-dashboard``) and the roles their
-Members page offers."""
+Members page offers, and what a flag names (the question of a task)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from functools import partial
 
 from annotations.core.exports import export_register
 from annotations.core.models import Study, StudyMembership
+from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
 from annotations.core.views import (
@@ -17,7 +18,8 @@ from annotations.core.views import (
     study_page_register,
 )
 from annotations.critique import views
-from annotations.critique.services import assignment  # noqa: F401 - the tasks' kind
+from annotations.critique.models import CritiqueQuestion
+from annotations.critique.services import assignment  # the tasks' kind
 from annotations.critique.services.analysis import answered_counts, critique_recompute
 from annotations.critique.services.exports import critique_export
 from annotations.critique.services.studies import critique_study_open
@@ -39,3 +41,7 @@ def register() -> None:
     study_roles_register(Study.Kind.CRITIQUE,
                          (StudyMembership.Role.ANNOTATOR, "Annotator (answers and critiques)"))
     study_home_register(Study.Kind.CRITIQUE, "critique/_home_links.html")
+    # questions are never rewritten (imports refuse it): a broken one is withdrawn
+    flaggable_register(Study.Kind.CRITIQUE, Flaggable(
+        task_kind=assignment.CRITIQUE_KIND, item_model=CritiqueQuestion, noun="question",
+        text=lambda q: q.text))

@@ -1,12 +1,15 @@
 """What partitioned studies plug into the core (called from the app's ``ready``): their
 task kind (queries, registered by ``services.routing`` on import), their recompute, their
 opening, their dashboard, the two import-job kinds they own (items, AI predictions) and the
-roles their Members page offers."""
+roles their Members page offers, and what a flag names (the item a query asks about)."""
 
 from __future__ import annotations
 
+from django.urls import reverse
+
 from annotations.core.exports import export_register
-from annotations.core.models import ImportJob, Study, StudyMembership
+from annotations.core.models import ImportJob, Item, Study, StudyMembership
+from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.import_jobs import import_kind_register
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
@@ -16,7 +19,7 @@ from annotations.core.views import (
     study_page_register,
 )
 from annotations.partitioned import views
-from annotations.partitioned.services import routing  # noqa: F401 - the queries' task kind
+from annotations.partitioned.services import routing  # the queries' task kind
 from annotations.partitioned.services.estimates import answered_counts, study_recompute
 from annotations.partitioned.services.exports import labels_export
 from annotations.partitioned.services.imports import items_import
@@ -40,3 +43,6 @@ def register() -> None:
     study_roles_register(Study.Kind.PARTITIONED, (StudyMembership.Role.SPECIALIST,
                                                   "Specialist (answers one class's question)"))
     study_home_register(Study.Kind.PARTITIONED, "annotations/_home_links.html")
+    flaggable_register(Study.Kind.PARTITIONED, Flaggable(
+        task_kind=routing.QUERY_KIND, item_model=Item, noun="item", text=lambda i: i.text,
+        edit_url=lambda i: reverse("admin:annotations_item_change", args=[i.pk])))

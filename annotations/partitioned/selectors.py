@@ -11,7 +11,7 @@ import numpy as np
 from django.db import OperationalError, connection, transaction
 from django.db.models import Count, F, Q, QuerySet, Sum
 
-from annotations.core.models import Item, Study, StudyMembership, User
+from annotations.core.models import Item, ItemFlag, Study, StudyMembership, User
 from annotations.core.selectors import row_id_possible, study_classes
 from annotations.partitioned.models import Query, QuerySkip
 from assistants.models import Prediction
@@ -124,19 +124,24 @@ def specialist_progress(*, user: User, study: Study, since=None,
 
 
 def _class_counts(study: Study, k: int, user: User) -> tuple[int, int, int, int]:
-    """In one statement, of class k's queries: pending routed ones, checks leased or
-    answered, and the pending routed ones and pending checks ``user`` skipped."""
+    """In one statement, of class k's queries: pending routed ones (of items not withdrawn),
+    checks leased or answered, and the pending routed ones (not withdrawn) and pending
+    checks ``user`` skipped."""
     q = connection.ops.quote_name
     table, skips = Query._meta.db_table, QuerySkip._meta.db_table
     pending = Query.Status.PENDING
 
     def skipped(check: bool) -> str:
+        routed = "" if check else (
+            "NOT p.is_quality_check AND " + ItemFlag.not_withdrawn_sql("p.study_id", "p.item_id"))
         return (f"(SELECT COUNT(*) FROM {skips} s JOIN {table} p ON p.id = s.query_id "
                 f"WHERE s.user_id = %s AND p.study_id = %s AND p.k = %s AND p.status = %s "
-                f"AND {'' if check else 'NOT '}p.is_quality_check)")
+                f"AND {'p.is_quality_check' if check else routed})")
 
+    # a withdrawn item's pending queries are never handed out: not counted as remaining
+    live = ItemFlag.not_withdrawn_sql(f"{table}.{q('study_id')}", f"{table}.{q('item_id')}")
     sql = (f"SELECT COALESCE(SUM(CASE WHEN {q('status')} = %s AND NOT {q('is_quality_check')} "
-           "THEN 1 ELSE 0 END), 0), "
+           f"AND {live} THEN 1 ELSE 0 END), 0), "
            f"COALESCE(SUM(CASE WHEN {q('is_quality_check')} AND {q('status')} <> %s "
            f"THEN 1 ELSE 0 END), 0), {skipped(False)}, {skipped(True)} "
            f"FROM {table} WHERE {q('study_id')} = %s AND {q('k')} = %s")
@@ -170,6 +175,7 @@ def study_label_counts(*, study: Study, ordinals: list[int]) -> LabelCounts:
         aggregates[f"p{o}"] = Sum(F("present_mask").bitrightshift(o).bitand(1))
     rows = list(
         Query.objects.filter(study=study, status=Query.Status.ANSWERED, is_quality_check=False)
+        .exclude(item_id__in=ItemFlag.withdrawn_ids(study))
         .values("stratum", "k", "answer")
         .annotate(n=Count("id"), **aggregates)
         .order_by("stratum", "k", "answer")
@@ -253,9 +259,12 @@ def _banded_query(sql: str, params: list) -> list[tuple]:
 
 
 def _answered_sql() -> str:
+    """The answered routed queries of items not withdrawn (flags): FROM … WHERE."""
     q = connection.ops.quote_name
-    return (f"FROM {Query._meta.db_table} WHERE {q('study_id')} = %s AND {q('status')} = %s "
-            f"AND NOT {q('is_quality_check')}")
+    table = Query._meta.db_table
+    return (f"FROM {table} WHERE {q('study_id')} = %s AND {q('status')} = %s "
+            f"AND NOT {q('is_quality_check')} AND "
+            + ItemFlag.not_withdrawn_sql(f"{table}.{q('study_id')}", f"{table}.{q('item_id')}"))
 
 
 def _banded_grouped(study: Study, ordinals: list[int], banded: list[int],
@@ -596,12 +605,27 @@ def _item_labels_copied(study: Study, bands: bool) -> LabelRows:
             data.reshape(-1, len(columns)))
 
 
+def study_population(*, study: Study) -> dict[str, int]:
+    """Items per stratum that the estimates stand for (the stratified estimate's weights):
+    ``Study.stratum_sizes`` less the withdrawn items (flags); one query, none without
+    withdrawn items."""
+    sizes = dict(study.stratum_sizes)
+    for stratum, n in (Item.objects.filter(study=study, is_quality_check=False,
+                                           pk__in=ItemFlag.withdrawn_ids(study))
+                       .values("stratum").annotate(n=Count("id")).values_list("stratum", "n")
+                       .order_by()):
+        sizes[stratum] = max(0, sizes.get(stratum, 0) - n)
+    return sizes
+
+
 def study_first_query_answers(*, study: Study) -> dict[int, dict[str, int]]:
     """Per class: answers to the *first* query of each item (quality checks excluded) — the
-    queries whose class is drawn uniformly whatever came before (the yes-share check)."""
+    queries whose class is drawn uniformly whatever came before (the yes-share check);
+    withdrawn items left out, as in the estimates."""
     out: dict[int, dict[str, int]] = {}
     for row in (Query.objects.filter(study=study, status=Query.Status.ANSWERED,
                                      is_quality_check=False, sequence=0)
+                .exclude(item_id__in=ItemFlag.withdrawn_ids(study))
                 .values("k", "answer").annotate(n=Count("id")).order_by()):
         out.setdefault(row["k"], {})[row["answer"]] = row["n"]
     return out

@@ -44,7 +44,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 
 from annotations.assisted.models import Arm, Interaction, Rating, RatingSkip, Sentence
-from annotations.core.models import EstimateSnapshot, Study
+from annotations.core.models import EstimateSnapshot, ItemFlag, Study
 from annotations.core.words import counted
 from estimators.assisted.agreement import agreement_with_ai, krippendorff_alpha_nominal
 from estimators.assisted.calibration import reliability_bins
@@ -136,14 +136,18 @@ def _arm_keys(arms: list[Arm], used: set[tuple[int, int]]) -> dict[tuple[int, in
 
 def assisted_rows(*, study: Study) -> AssistedRows:
     """Five queries: sentences, arms, ratings (with their exposure's components), skips per
-    arm, interactions per task."""
-    sentences = list(Sentence.objects.filter(study=study).order_by("pk").values_list(
-        "pk", "gold", "ai_verdict", "ai_confidence"))
+    arm, interactions per task. Withdrawn sentences (flags) and their ratings and skips are
+    left out."""
+    withdrawn = ItemFlag.withdrawn_ids(study)
+    sentences = list(Sentence.objects.filter(study=study).exclude(pk__in=withdrawn)
+                     .order_by("pk").values_list("pk", "gold", "ai_verdict", "ai_confidence"))
     arms = list(Arm.objects.filter(study=study).order_by("position", "pk"))
-    ratings = list(Rating.objects.filter(study=study).order_by("pk").values_list(
+    ratings = list(Rating.objects.filter(study=study).exclude(sentence_id__in=withdrawn)
+                   .order_by("pk").values_list(
         "sentence_id", "arm_id", "arm_version", "rater_id", "label", "helpfulness",
         "time_on_task_ms", "task_id", "exposure_id"))
-    skips = dict(RatingSkip.objects.filter(sentence__study=study).values("arm_id")
+    skips = dict(RatingSkip.objects.filter(sentence__study=study)
+                 .exclude(sentence_id__in=withdrawn).values("arm_id")
                  .annotate(n=Count("pk")).values_list("arm_id", "n").order_by())
     engaged = {task: (e, o) for task, e, o in Interaction.objects.filter(task__study=study)
                .values("task_id").annotate(

@@ -48,7 +48,7 @@ from annotations.core.errors import (
     StudyNotOpen,
     UndoRefused,
 )
-from annotations.core.models import Study, StudyMembership, User
+from annotations.core.models import ItemFlag, Study, StudyMembership, User
 from annotations.core.services.recompute import study_recompute_schedule
 from annotations.core.words import counted
 
@@ -77,6 +77,7 @@ RATING_KIND = engine.task_kind_register(engine.TaskKind(
     name="rating", model=RatingTask, event_model=RatingTaskEvent, event_task_field="task",
     lease_for=lambda task: lease_length(task.study), noun="sentence",
     may_still_work=may_still_work, locked_related=("study", "arm"),
+    item_field="sentence",
 ))
 
 
@@ -293,7 +294,7 @@ def rating_undo(*, study: Study, user: User) -> RatingTask:
 
 def rater_progress(*, study: Study, user: User) -> dict[str, int]:
     """What the rating page counts: the rater's ratings and skips, and what remains in
-    their arm's pool (pending tasks of sentences they have not had)."""
+    their arm's pool (pending tasks of sentences they have not had, not withdrawn)."""
     assignment = RaterAssignment.objects.filter(study=study, user=user).first()
     rated = Rating.objects.filter(study=study, rater=user).count()
     skipped = RatingSkip.objects.filter(sentence__study=study, user=user).count()
@@ -304,5 +305,6 @@ def rater_progress(*, study: Study, user: User) -> dict[str, int]:
         remaining = (RatingTask.objects.filter(study=study, arm_id=assignment.arm_id,
                                                status=RatingTask.Status.PENDING)
                      .exclude(Exists(had)).exclude(Exists(skips))
+                     .exclude(sentence_id__in=ItemFlag.withdrawn_ids(study))
                      .values("sentence_id").distinct().count())
     return {"rated": rated, "skipped": skipped, "remaining": remaining}

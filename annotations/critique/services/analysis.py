@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from scipy import stats
 
-from annotations.core.models import EstimateSnapshot, Study
+from annotations.core.models import EstimateSnapshot, ItemFlag, Study
 from annotations.critique.models import (
     CritiqueOutput,
     CritiqueQuestion,
@@ -34,10 +34,12 @@ SEED_MASK = 2**63 - 1
 
 
 def study_records(study: Study) -> tuple[list[tuple], list[tuple]]:
-    """(questions, outputs) as the estimators' record tuples (module docstring)."""
-    questions = list(CritiqueQuestion.objects.filter(study=study)
+    """(questions, outputs) as the estimators' record tuples (module docstring); withdrawn
+    questions (flags) and their outputs are left out."""
+    withdrawn = ItemFlag.withdrawn_ids(study)
+    questions = list(CritiqueQuestion.objects.filter(study=study).exclude(pk__in=withdrawn)
                      .values_list("id", "gold", "domain"))
-    rows = (CritiqueOutput.objects.filter(study=study)
+    rows = (CritiqueOutput.objects.filter(study=study).exclude(question_id__in=withdrawn)
             .values_list("id", "question_id", "level", "first_id", "second_id", "final",
                          "choice", "confidence", "time_ms", "author_kind"))
     code = CHOICE_CODE.get
@@ -60,19 +62,22 @@ def _clean(value):
 
 
 def _progress(study: Study, settings: CritiqueSettings) -> list[dict]:
-    """Per level: who writes it, tasks by status, outputs by author kind, unparseable."""
+    """Per level: who writes it, tasks by status, outputs by author kind, unparseable —
+    of the questions not withdrawn (flags), which alone are planned."""
+    withdrawn = ItemFlag.withdrawn_ids(study)
     tasks = {row["level"]: row for row in CritiqueTask.objects.filter(study=study)
+             .exclude(question_id__in=withdrawn)
              .values("level").annotate(
                  pending=Count("id", filter=Q(status=CritiqueTask.Status.PENDING)),
                  leased=Count("id", filter=Q(status=CritiqueTask.Status.LEASED)),
                  answered=Count("id", filter=Q(status=CritiqueTask.Status.ANSWERED)))}
     outputs = {row["level"]: row for row in CritiqueOutput.objects.filter(study=study)
-               .values("level").annotate(
+               .exclude(question_id__in=withdrawn).values("level").annotate(
                    human=Count("id", filter=Q(author_kind="human")),
                    ai=Count("id", filter=Q(author_kind="ai")),
                    unparseable=Count("id", filter=Q(final__isnull=True)),
                    annotators=Count("author", distinct=True))}
-    n_questions = CritiqueQuestion.objects.filter(study=study).count()
+    n_questions = CritiqueQuestion.objects.filter(study=study).exclude(pk__in=withdrawn).count()
     rows = []
     for level in settings.levels:
         t, o = tasks.get(level, {}), outputs.get(level, {})
@@ -91,9 +96,10 @@ def _progress(study: Study, settings: CritiqueSettings) -> list[dict]:
 def _choices(study: Study) -> list[dict]:
     """Per level and author kind: how often a critique chose the input shown first, second,
     neither, or gave no parseable choice; the share of "first" among first/second with an
-    exact binomial test against ½ (position bias)."""
+    exact binomial test against ½ (position bias). Withdrawn questions left out."""
     rows = []
     counts = (CritiqueOutput.objects.filter(study=study, level__gt=0)
+              .exclude(question_id__in=ItemFlag.withdrawn_ids(study))
               .values("level", "author_kind").annotate(
                   first=Count("id", filter=Q(choice="first")),
                   second=Count("id", filter=Q(choice="second")),

@@ -74,7 +74,7 @@ CRITIQUE_KIND = engine.task_kind_register(engine.TaskKind(
     lease_for=_lease_for, noun="task", may_still_work=may_still_work,
     # nothing joined into the task's FOR UPDATE: locking the study row would make every
     # answer of a study wait for the others (the answer locks the task's question instead)
-    locked_related=(),
+    locked_related=(), item_field="question",
 ))
 
 

@@ -21,6 +21,7 @@ from annotations.partitioned.selectors import (
     study_item_labels,
     study_label_counts,
     study_label_counts_banded,
+    study_population,
 )
 from annotations.partitioned.services.band_estimates import (
     band_payload,
@@ -248,7 +249,8 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
             by_stratum[stratum] = (stats, _estimates_for(stats, k, interval, scope,
                                                          scope_effects),
                                    scope_effects.joint if scope_effects is not None else 1.0)
-        stratified = _stratified(by_stratum, strata, study.stratum_sizes, k, interval)
+        stratified = _stratified(by_stratum, strata, study_population(study=study), k,
+                                 interval)
         bands = (band_payload(systems=systems, counts=counts, band_counts=band_counts,
                               labels=labels, k=k, interval=interval)
                  if band_counts is not None else {})

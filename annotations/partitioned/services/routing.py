@@ -20,7 +20,7 @@ from django.utils import timezone
 from annotations.core import engine
 from annotations.core.engine import lease_length
 from annotations.core.errors import NotPermitted, StudyNotOpen
-from annotations.core.models import Item, Study, StudyMembership, User
+from annotations.core.models import Item, ItemFlag, Study, StudyMembership, User
 from annotations.core.services.bulk import rows_insert, rows_update
 from annotations.core.task_models import new_public_id
 from annotations.partitioned.models import Query, QueryEvent, QuerySkip
@@ -124,7 +124,7 @@ QUERY_KIND = engine.task_kind_register(engine.TaskKind(
     name="query", model=Query, event_model=QueryEvent, event_task_field="query",
     lease_for=lambda query: lease_length(query.study), noun="query",
     may_still_work=may_still_work, drop_on_return=Q(is_quality_check=True),
-    locked_related=("study",),
+    locked_related=("study",), item_field="item",
 ))
 
 
@@ -188,6 +188,7 @@ def _quality_check_lease(
         f"NULL, NULL, 1, 0, 0 FROM {items} i WHERE i.study_id = %s AND i.is_quality_check "
         f"AND NOT EXISTS (SELECT 1 FROM {table} q WHERE q.item_id = i.id "
         "AND (q.answered_by_id = %s OR q.holder_id = %s)) "
+        f"AND {ItemFlag.not_withdrawn_sql('i.study_id', 'i.id')} "
         f"AND NOT EXISTS (SELECT 1 FROM {table} q JOIN {skips} s ON s.query_id = q.id "
         "WHERE q.item_id = i.id AND s.user_id = %s) "
         # only while a routed query could be handed out instead: past the end of the

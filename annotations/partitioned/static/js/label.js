@@ -1,6 +1,6 @@
 // Labelling page: keyboard shortcuts (one key press, one action), the shortcuts overlay,
 // the lease countdown with a warning before it runs out (``data-warn-seconds`` on the lease
-// line) and a way on when it has, heartbeat while the specialist works.
+// line) and a way on when it has, heartbeat while the specialist works; the flag form's keys.
 (function () {
   "use strict";
   const HEARTBEAT_MS = 30000;
@@ -15,6 +15,29 @@
     if (!d) return;
     if (d.open) d.close(); else d.showModal();
   }
+
+  // The flag form (key !, every study type) keeps its keys: Esc closes it, Ctrl+Enter (or
+  // its button) sends it, and nothing typed there reaches the page's answer keys (this
+  // listener runs first, in the capture phase).
+  function flagClose() {
+    const box = document.getElementById("flag-box");
+    if (box) box.innerHTML = "";
+  }
+  document.addEventListener("keydown", function (event) {
+    const form = event.target.closest && event.target.closest("form.flag-form");
+    if (!form) return;
+    event.stopPropagation();
+    if (event.key === "Escape") { event.preventDefault(); flagClose(); }
+    else if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      form.requestSubmit();
+    } else if (event.key === "Enter" && event.target.tagName === "INPUT") {
+      event.preventDefault();  // a radio button's Enter would send the flag before the note
+    }
+  }, true);
+  document.addEventListener("click", function (event) {
+    if (event.target.closest && event.target.closest("[data-flag-cancel]")) flagClose();
+  });
 
   document.addEventListener("keydown", function (event) {
     lastActivity = Date.now();

@@ -6,6 +6,7 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
 from annotations.core.charts import line_chart_svg
+from estimators.partitioned.coverage import markdown, single_source_cells
 from estimators.partitioned.simulation import (
     CLUSTER_GRID,
     COVERAGE_BAND,
@@ -198,6 +199,9 @@ class Command(BaseCommand):
             "| the paper's plug-in Wald (IVW) | " + summary([c.coverage_wald for c in cells]),
             "",
         ]
+        single_started = time.perf_counter()
+        lines += markdown(single_source_cells(), time.perf_counter() - single_started
+                          ).splitlines() + [""]
         if cluster_reps:
             lines += self._clustered(cluster_reps, adjusted_reps, small_reps, seed)
         lines += [

@@ -136,6 +136,13 @@ def blaker(s, n, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     bisected between the last grid point outside and the first inside (to 1e-15 of the
     crossing found)."""
     s, n, alpha = _check(s, n, confidence)
+    if s.size > 1:  # each distinct outcome once (simulations repeat outcomes)
+        pairs, inverse = np.unique(np.stack([s.ravel(), n.ravel()], axis=1), axis=0,
+                                   return_inverse=True)
+        if len(pairs) < s.size:
+            lo, hi = blaker(pairs[:, 0], pairs[:, 1], confidence)
+            inverse = inverse.reshape(-1)
+            return lo[inverse].reshape(s.shape), hi[inverse].reshape(s.shape)
     cp_lo, cp_hi = clopper_pearson(s, n, confidence)
     with np.errstate(invalid="ignore", divide="ignore"):
         p_hat = np.where(n > 0, s / np.where(n > 0, n, 1), 0.5)

@@ -133,10 +133,11 @@ class EstimateFieldsSerializer(serializers.Serializer):
     se = serializers.FloatField(allow_null=True)
     ci_low = serializers.FloatField(
         allow_null=True,
-        help_text="95 % interval: likelihood ratio (IVW: Wald) where events are plentiful, "
-        "else the mid-p exact interval (the study's 'conservative' option: the conservative "
-        "one); the same counts always give the same interval (docs/estimators.md). A method "
-        "without data is null.")
+        help_text="95 % interval: ord and comp (one binomial each): Blaker's interval, at "
+        "least 95 % at every accuracy (the study's 'conservative' option: Clopper-Pearson); "
+        "the others: likelihood ratio (IVW: Wald) where events are plentiful, else the mid-p "
+        "exact interval (conservative option: the conservative one). The same counts always "
+        "give the same interval (docs/estimators.md). A method without data is null.")
     ci_high = serializers.FloatField(allow_null=True)
     bound = serializers.FloatField(allow_null=True)
     weight = serializers.FloatField(allow_null=True)

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from annotations.core.inputs import InputRejected, json_loads
+from estimators.assisted.factuality import label_key
 
 # The five-way scale; codes are those of estimators.assisted.factuality (m2stats).
 VERDICTS = ("inaccurate", "unsupported", "disputed", "accurate", "no_attribution")
@@ -125,7 +126,7 @@ def parse_verdict(value: object, path: str = "verdict") -> str:
     """A verdict code from its code or label (any case, curly apostrophes allowed)."""
     if not isinstance(value, str):
         raise TraceInvalid(path, f"must be one of {_scale()}, not {_kind(value)}")
-    key = " ".join(value.replace("\u2019", "'").lower().split())
+    key = label_key(value)
     code = _VERDICT_SPELLINGS.get(key)
     if code is None:
         raise TraceInvalid(path, f"'{short(value)}' is not one of {_scale()}")

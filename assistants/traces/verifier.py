@@ -8,12 +8,29 @@ from collections.abc import Sequence
 
 from assistants.traces.schema import Search, Trace, short
 
-_MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_RANGE = r"\d+(?:\s*[-\u2013]\s*\d+)?"  # 3, 1-2 or 1–2 (en dash)
+_MARKER = re.compile(rf"\[\s*({_RANGE}(?:\s*,\s*{_RANGE})*)\s*\]")
+_PART = re.compile(r"(\d+)(?:\s*[-\u2013]\s*(\d+))?")
 
 
-def cited_ids(text: str) -> set[int]:
-    """Evidence numbers cited in a text as ``[1]`` or ``[1, 3]``."""
-    return {int(n) for group in _MARKER.findall(text) for n in group.split(",")}
+def cited_ids(text: str, known: set[int] | frozenset[int] | None = None) -> set[int]:
+    """Evidence numbers cited in a text as ``[1]``, ``[1, 3]`` or a range ``[1-3]``
+    (``[1–3]``). With ``known`` (the trace's evidence ids) only those count: a bracketed
+    number that is not an evidence id (``data from [2019]``) is text, not a citation. A
+    range cites the known ids it spans (every number from its ends, when ``known`` is None
+    and it spans at most 100)."""
+    found: set[int] = set()
+    for group in _MARKER.findall(text):
+        for m in _PART.finditer(group):
+            lo = int(m.group(1))
+            hi = int(m.group(2)) if m.group(2) else lo
+            if lo > hi:
+                continue
+            if known is not None:
+                found |= {k for k in known if lo <= k <= hi}
+            elif hi - lo <= 100:
+                found |= set(range(lo, hi + 1))
+    return found if known is None else found & set(known)
 
 
 def normalise(text: str) -> str:
@@ -27,8 +44,10 @@ def verify(trace: Trace, *, given: Sequence[Search] | None = None,
     """The format verifier (METHODS M2; paper 001 A.2.2): the reasons a trace fails, in
     field order, empty when it passes.
 
-    A claim's citations are its ``evidence_ids`` plus the ``[n]`` markers in its reasoning.
-    1. every claim cites ≥ 1 evidence item, and only evidence ids that exist;
+    A claim's citations are its ``evidence_ids`` plus the markers in its reasoning that
+    name evidence ids (``[n]``, ``[n, m]``, a range ``[n-m]``; a bracketed number that is no
+    evidence id, such as a year, is text: :func:`cited_ids`).
+    1. every claim cites ≥ 1 evidence item, and ``evidence_ids`` lists only ids that exist;
     2. every evidence item is cited somewhere (a claim, or the overall reasoning's markers);
        evidence ids are unique;
     3. every quote appears verbatim (``normalise``) in a snippet of the search results —
@@ -49,16 +68,13 @@ def verify(trace: Trace, *, given: Sequence[Search] | None = None,
             first_at[item_id] = i
     cited: set[int] = set()
     for i, claim in enumerate(trace.claims):
-        cites = set(claim.evidence_ids) | cited_ids(claim.reasoning)
+        cites = set(claim.evidence_ids) | cited_ids(claim.reasoning, known)
         if not cites:
             reasons.append(f"claims[{i}]: cites no evidence")
         for missing in sorted(cites - known):
             reasons.append(f"claims[{i}]: cites evidence {missing}, which does not exist")
         cited |= cites
-    overall = cited_ids(trace.reasoning)
-    for missing in sorted(overall - known):
-        reasons.append(f"reasoning: cites evidence {missing}, which does not exist")
-    cited |= overall
+    cited |= cited_ids(trace.reasoning, known)
     for i, item in enumerate(trace.evidence):
         if item.id not in cited and first_at.get(item.id) == i:
             reasons.append(f"evidence[{i}]: evidence {item.id} is never cited")

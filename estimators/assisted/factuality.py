@@ -35,6 +35,8 @@ _VERDICT = {
     "disputed": INACCURATE,
     "no_attribution": INACCURATE,
     "doesn't require attribution": INACCURATE,
+    "does not require attribution": INACCURATE,
+    "no attribution": INACCURATE,
     "doesnt_require_attribution": INACCURATE,
     "cant_assess": CANT_ASSESS,
     "can't confidently assess": CANT_ASSESS,
@@ -45,12 +47,20 @@ _VERDICT = {
 RULES = ("majority", "individual")
 
 
+def label_key(label: str) -> str:
+    """How a label is looked up: lower case, curly apostrophes (’ ‘) as ', every run of
+    whitespace as one space, trimmed — "Can’t  confidently assess" is "can't confidently
+    assess". The trace parser (``assistants.traces``) reads verdicts the same way."""
+    return " ".join(label.replace("\u2019", "'").replace("\u2018", "'").lower().split())
+
+
 def verdicts(labels: ArrayLike, *, field: str = "labels") -> np.ndarray:
     """int8 verdict per label: ACCURATE 1, INACCURATE 0, CANT_ASSESS 2, SKIPPED −1.
 
-    Labels are the codes of :data:`LABELS` (case and surrounding spaces ignored; the
-    display names "Doesn't require attribution" and "Can't confidently assess" are
-    accepted). Raises ValueError naming the first unknown label and its index."""
+    Labels are the codes of :data:`LABELS` (read by :func:`label_key`: case, spacing and
+    curly apostrophes ignored; the display names "Doesn't require attribution" and "Can't
+    confidently assess" are accepted). Raises ValueError naming the first unknown label
+    and its index."""
     arr = np.asarray(labels, dtype=object)
     if arr.ndim != 1:
         raise ValueError(f"{field}: need a 1-D array, got shape {arr.shape}")
@@ -59,7 +69,7 @@ def verdicts(labels: ArrayLike, *, field: str = "labels") -> np.ndarray:
     uniq, inverse = np.unique(arr.astype(str), return_inverse=True)
     codes = np.empty(uniq.size, dtype=np.int8)
     for j, u in enumerate(uniq):
-        key = u.strip().lower()
+        key = label_key(u)
         if key not in _VERDICT:
             first = int(np.argmax(inverse == j))
             raise ValueError(f"{field}[{first}]: unknown factuality label {str(u)!r} "

@@ -11,6 +11,12 @@ the field and the problem):
 * a response has no parents and no choice; a critique of level l has two distinct parents,
   both outputs of level l − 1 of the same question, and — the protocol's "two outputs that
   share their ancestors" — the two parents share their own parent pair (siblings);
+* ``tree`` (optional, default None) numbers the repetitions of a question's sampling tree
+  when a study repeats whole trees per question (the paper's design): the outputs of one
+  tree share a number. A critique's inputs are of its own tree (a level-1 critique's two
+  responses carry the same ``tree``) and a critique's own ``tree``, if given, is its
+  responses'. Without numbers (None) all outputs of a question form one tree — the
+  platform's studies, which grow one tree per question;
 * ``final`` and ``gold`` are option indices ≥ 0 or None; ``choice`` is 0 (parent_a is
   better), 1 (parent_b) or None (neither); ``confidence`` is in [1, 5] or None;
   ``time_ms`` is finite and ≥ 0 or None; ``author`` is "human" or "ai".
@@ -41,7 +47,9 @@ class QuestionRecord(NamedTuple):
 
 class OutputRecord(NamedTuple):
     """A response or critique. ``choice`` indexes the stored pair (0 = parent_a, 1 =
-    parent_b, None = neither), not the order the inputs were shown in."""
+    parent_b, None = neither), not the order the inputs were shown in. ``tree``: which
+    repetition of the question's tree the output belongs to (None: the question's one
+    tree); records may omit it (ten fields)."""
 
     id: int
     question: int
@@ -53,46 +61,57 @@ class OutputRecord(NamedTuple):
     confidence: float | None
     time_ms: float | None
     author: str
+    tree: int | None = None
 
 
+OPTIONAL_FIELDS = ("tree",)  # trailing fields a record may omit (None)
 _INT_TYPES = (int, np.integer)
 _REAL_TYPES = (int, float, np.integer, np.floating)
 
 
-def _columns(records: Iterable[Any], names: tuple[str, ...], what: str) -> list[list[Any]]:
+def _columns(records: Iterable[Any], names: tuple[str, ...], what: str,
+             optional: tuple[str, ...] = ()) -> list[list[Any]]:
     """The records' fields as columns. Tuples (NamedTuples, ``values_list`` rows) take a
     fast path, mappings (``values`` rows) another; anything else is an error naming the
-    record."""
+    record. ``optional``: trailing names a record may omit (their value is then None)."""
     rows = list(records)
     if not rows:
         return [[] for _ in names]
+    required = len(names) - len(optional)
+    sizes = " or ".join(str(k) for k in range(required, len(names) + 1))
+
+    def wrong_size(i: int, r: Any) -> ValueError:
+        return ValueError(f"{what}[{i}]: expected {sizes} fields ({', '.join(names)}), got "
+                          f"{len(r)}")
+
     row_types = set(map(type, rows))
     if row_types == {dict}:  # the common mapping: fast path
         try:
-            return [[r[n] for r in rows] for n in names]
+            return [[r[n] for r in rows] if n not in optional else [r.get(n) for r in rows]
+                    for n in names]
         except KeyError:
             pass  # the loop below names the record
     elif all(issubclass(t, tuple) for t in row_types):
         lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-        bad = np.flatnonzero(lengths != len(names))
+        bad = np.flatnonzero((lengths < required) | (lengths > len(names)))
         if bad.size:
-            i = int(bad[0])
-            raise ValueError(f"{what}[{i}]: expected {len(names)} fields ({', '.join(names)}),"
-                             f" got {len(rows[i])}")
-        return [list(c) for c in zip(*rows, strict=True)]
+            raise wrong_size(int(bad[0]), rows[int(bad[0])])
+        if (lengths == len(names)).all():
+            return [list(c) for c in zip(*rows, strict=True)]
+        pad = (None,) * len(optional)
+        return [list(c) for c in zip(*((r + pad)[:len(names)] for r in rows), strict=True)]
     for i, r in enumerate(rows):
         if isinstance(r, Mapping):
-            missing = [n for n in names if n not in r]
+            missing = [n for n in names if n not in r and n not in optional]
             if missing:
                 raise ValueError(f"{what}[{i}]: missing field {missing[0]!r}")
         elif not (isinstance(r, Sequence) and not isinstance(r, str | bytes)):
             raise ValueError(f"{what}[{i}]: a record is a mapping or a tuple, got "
                              f"{type(r).__name__}")
-        elif len(r) != len(names):
-            raise ValueError(f"{what}[{i}]: expected {len(names)} fields ({', '.join(names)}),"
-                             f" got {len(r)}")
-    return [[r[n] if isinstance(r, Mapping) else r[k] for r in rows]
-            for k, n in enumerate(names)]
+        elif not required <= len(r) <= len(names):
+            raise wrong_size(i, r)
+    return [[r.get(n) if isinstance(r, Mapping) else (r[k] if k < len(r) else None)
+             for r in rows] for k, n in enumerate(names)]
 
 
 class _Where:
@@ -196,6 +215,7 @@ class CritiqueStudy:
     confidence: np.ndarray
     time_ms: np.ndarray
     is_ai: np.ndarray
+    tree: np.ndarray  # the record's tree number, −1 where not given
 
     @property
     def n_questions(self) -> int:
@@ -214,7 +234,7 @@ class CritiqueStudy:
     def chains(self) -> Chains:
         """Parents, sibling groups and ancestor pairs (computed once per study)."""
         return chains(self.output_id, self.output_question, self.level, self.parent_a,
-                      self.parent_b)
+                      self.parent_b, self.tree)
 
     @classmethod
     def from_records(cls, questions: Iterable[Any], outputs: Iterable[Any]) -> CritiqueStudy:
@@ -237,7 +257,8 @@ class CritiqueStudy:
         _first_duplicate(question_id, "questions")
 
         (o_id, o_question, o_level, o_pa, o_pb, o_final, o_choice, o_conf, o_time,
-         o_author) = _columns(outputs, OutputRecord._fields, "outputs")
+         o_author, o_tree) = _columns(outputs, OutputRecord._fields, "outputs",
+                                      OPTIONAL_FIELDS)
         output_id = _int_column(o_id, _Where("outputs"), "id", optional=False)
         where = _Where("outputs", o_id)
         question = _int_column(o_question, where, "question", optional=False)
@@ -253,6 +274,7 @@ class CritiqueStudy:
         choice = _int_column(o_choice, where, "choice", optional=True, allowed=(0, 1))
         confidence = _real_column(o_conf, where, "confidence", 1.0, 5.0)
         time_ms = _real_column(o_time, where, "time_ms", 0.0, math.inf)
+        tree = _int_column(o_tree, where, "tree", optional=True)
         if not set(o_author) <= set(AUTHORS):
             i = next(i for i, a in enumerate(o_author) if a not in AUTHORS)
             raise ValueError(f"{where(i)}: field 'author' must be 'human' or 'ai', got "
@@ -274,12 +296,14 @@ class CritiqueStudy:
                     domains=domains, output_id=output_id,
                     output_question=q_row.astype(np.int64), level=level, parent_a=parent_a,
                     parent_b=parent_b, final=final, choice=choice, confidence=confidence,
-                    time_ms=time_ms, is_ai=is_ai)
+                    time_ms=time_ms, is_ai=is_ai, tree=tree)
         _first_duplicate(study.output_id, "outputs")
         _check_tree(study)
+        _check_tree_numbers(study)
         _readonly(study.question_id, study.gold, study.domain_index, study.output_id,
                   study.output_question, study.level, study.parent_a, study.parent_b,
-                  study.final, study.choice, study.confidence, study.time_ms, study.is_ai)
+                  study.final, study.choice, study.confidence, study.time_ms, study.is_ai,
+                  study.tree)
         return study
 
     def question_records(self) -> list[QuestionRecord]:
@@ -295,11 +319,12 @@ class CritiqueStudy:
             return None if math.isnan(x) else float(x)
 
         return [OutputRecord(int(o), int(self.question_id[q]), int(lv), opt(a), opt(b),
-                             opt(f), opt(c), num(cf), num(t), "ai" if ai else "human")
-                for o, q, lv, a, b, f, c, cf, t, ai in zip(
+                             opt(f), opt(c), num(cf), num(t), "ai" if ai else "human",
+                             opt(tr))
+                for o, q, lv, a, b, f, c, cf, t, ai, tr in zip(
                     self.output_id, self.output_question, self.level, self.parent_a,
                     self.parent_b, self.final, self.choice, self.confidence, self.time_ms,
-                    self.is_ai, strict=True)]
+                    self.is_ai, self.tree, strict=True)]
 
 
 def _first_duplicate(ids: np.ndarray, what: str) -> None:
@@ -344,3 +369,30 @@ def _check_tree(s: CritiqueStudy) -> None:
         raise ValueError(f"outputs[{i}] (id {int(s.output_id[i])}): field 'parent_b': "
                          f"outputs {int(s.parent_a[i])} and {int(s.parent_b[i])} do not share "
                          "their inputs (a critique compares two siblings)")
+
+
+def _check_tree_numbers(s: CritiqueStudy) -> None:
+    """A critique is of its responses' tree: a level-1 critique's two responses carry the
+    same ``tree`` (both None or one number), and a critique's own ``tree``, if given, is
+    theirs. (Higher critiques compare siblings, so their chains stay in one tree.)"""
+    crit = np.flatnonzero(s.level > 0)
+    if not crit.size or not (s.tree >= 0).any():
+        return
+    first = s.chains.ancestors[crit, 0]  # the level-0 pair of each critique (rows)
+    ta, tb = s.tree[first[:, 0]], s.tree[first[:, 1]]
+    bad = ta != tb
+    if bad.any():
+        k = int(np.argmax(bad))
+        i = int(crit[k])
+        shown = ["None" if t < 0 else str(int(t)) for t in (ta[k], tb[k])]
+        raise ValueError(f"outputs[{i}] (id {int(s.output_id[i])}): field 'tree': its responses "
+                         f"{int(s.output_id[first[k, 0]])} and {int(s.output_id[first[k, 1]])} "
+                         f"are of trees {shown[0]} and {shown[1]} (a critique stays in one tree)")
+    own = s.tree[crit]
+    bad = (own >= 0) & (own != ta)
+    if bad.any():
+        k = int(np.argmax(bad))
+        i = int(crit[k])
+        theirs = "None" if ta[k] < 0 else str(int(ta[k]))
+        raise ValueError(f"outputs[{i}] (id {int(s.output_id[i])}): field 'tree': {int(own[k])}"
+                         f", but its responses are of tree {theirs}")

@@ -143,7 +143,8 @@ def _level_accuracy(u: np.ndarray, means: tuple[float, ...], spread: float) -> n
 class _Builder:
     def __init__(self, n_questions: int) -> None:
         self.next_id = 1
-        self.cols: dict[str, list[np.ndarray]] = {k: [] for k in OutputRecord._fields}
+        self.cols: dict[str, list[np.ndarray]] = {k: [] for k in OutputRecord._fields
+                                             if k != "tree"}
         self.n_questions = n_questions
 
     def add(self, level: int, finals: np.ndarray, choice: np.ndarray, parents: np.ndarray,

@@ -16,7 +16,9 @@ The effort-matched vote of a level-t critique c at level j < t (the exact rule):
    this is always one pair.
 2. The *eligible* level-j outputs: those sharing the same lower levels as the pair — the
    level-j outputs with the same parent pair (in either order); for j = 0 every response
-   of c's question. With ``author`` given, only outputs of that author kind are eligible.
+   of c's tree (the paper repeats whole trees per question: a level's vote uses the
+   outputs of its own tree; records without ``tree`` numbers make a question one tree).
+   With ``author`` given, only outputs of that author kind are eligible.
 3. The *voters*, in this order: the pair's eligible members (by output id), then the other
    eligible outputs by ascending output id, until there are voters(t, j). (In the
    sampling tree of paper Figure 4 — 7 R, 5 C¹ on R₁R₂, 3 C² on C¹₁C¹₂, 1 C³ on C²₁C²₂, ids

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from estimators.partitioned.accuracy import NO_DATA_SE, Estimate, estimate
+from estimators.partitioned.intervals import RANDOMISED, confidence_interval
 
 
 def ipw_class_weights(answered, routed) -> np.ndarray:
@@ -95,14 +96,20 @@ def stratified_estimate(accuracy, n_equivalent, population_weights, k: int,
         n_star = np.where(var > 0, combined * (1 - combined) / np.where(var > 0, var, 1.0),
                           np.where(kish > 0, 1 / kish, 0.0))
     n_star = np.where(np.isfinite(n_star), n_star, 0.0)
-    est = estimate(n_star, combined * n_star, 0.0, 0.0, k, "ord", confidence,
-                   interval=interval)
     no_data = n_star <= 0
+    if interval in RANDOMISED:
+        est = estimate(n_star, combined * n_star, 0.0, 0.0, k, "ord", confidence,
+                       interval=interval)
+        lo, hi = est.ci_low, est.ci_high
+    else:  # the joint likelihood's interval of n* trials (not the single-source columns')
+        lo, hi = confidence_interval(np.where(no_data, 1.0, n_star),
+                                     np.where(no_data, 0.5, combined * n_star), 0.0, 0.0, k,
+                                     confidence, mle=combined, method=interval)
     return Estimate(method="stratified", k=int(k), confidence=confidence,
                     accuracy=_out(combined), accuracy_clipped=_out(combined),
                     se=_out(np.sqrt(var)),
-                    ci_low=_out(np.where(no_data, 0.0, np.minimum(est.ci_low, combined))),
-                    ci_high=_out(np.where(no_data, 1.0, np.maximum(est.ci_high, combined))),
+                    ci_low=_out(np.where(no_data, 0.0, np.minimum(lo, combined))),
+                    ci_high=_out(np.where(no_data, 1.0, np.maximum(hi, combined))),
                     weight=None, bound=None)
 
 

@@ -27,6 +27,7 @@ from assistants.traces import (
     MAX_CLAIMS,
     VERDICTS,
     TraceInvalid,
+    cited_ids,
     parse_trace,
     parse_verdict,
     read_trace_file,
@@ -160,11 +161,10 @@ def test_citation_rules():
     data["claims"][0]["evidence_ids"] = []
     data["claims"][0]["reasoning"] = "No source."  # claim 0 cites nothing; evidence 1 uncited
     data["claims"][1]["evidence_ids"] = [2, 3, 9]  # 9 does not exist
-    data["reasoning"] = "See [7]."
+    data["reasoning"] = "See [7]."  # no evidence 7: text, not a citation (nor of 1)
     assert verify(parse_trace(data)) == (
         "claims[0]: cites no evidence",
         "claims[1]: cites evidence 9, which does not exist",
-        "reasoning: cites evidence 7, which does not exist",
         "evidence[0]: evidence 1 is never cited",
     )
 
@@ -422,3 +422,35 @@ def test_band_percent_is_half_up_and_labels_follow_cutoffs_for_every_fraction():
 def test_band_refuses_impossible_input(args, message):
     with pytest.raises(ValueError, match=message):
         confidence_band(*args)
+
+
+def test_a_bracketed_number_that_is_no_evidence_id_is_text_not_a_citation():
+    # given a valid trace whose reasoning also mentions a year in brackets
+    data = good_trace()
+    data["claims"][0]["reasoning"] += " USDA [1] data from [2019]."
+    data["reasoning"] += " (figures as of [2024])"
+    # then it still passes: [2019] and [2024] are not citations of evidence
+    assert verify(parse_trace(data)) == ()
+    # and a claim whose only bracket is a year cites nothing
+    data["claims"][0]["evidence_ids"] = []
+    data["claims"][0]["reasoning"] = "USDA data from [2019]."
+    assert "claims[0]: cites no evidence" in verify(parse_trace(data))
+
+
+@pytest.mark.parametrize("marker", ["[1-3]", "[1–3]", "[1 - 3]", "[3, 1-2]"])
+def test_range_citations_cite_every_evidence_item_they_span(marker):
+    # given a trace whose claims cite nothing but one range in the overall reasoning
+    data = good_trace()
+    for claim in data["claims"]:
+        claim.pop("evidence_ids")
+        claim["reasoning"] = f"See {marker}."
+    data["reasoning"] = "Overall."
+    # then every evidence item 1..3 is cited and the trace passes
+    assert verify(parse_trace(data)) == ()
+
+
+def test_cited_ids_reads_lists_ranges_and_leaves_other_brackets():
+    text = "USDA [1] data from [2019], see [2-3], [4, 6–7] and [a] or [1.5]"
+    assert cited_ids(text) == {1, 2, 3, 4, 6, 7, 2019}
+    assert cited_ids(text, {1, 2, 3, 5, 7}) == {1, 2, 3, 7}
+    assert cited_ids("[9-2]") == set()  # a backwards range cites nothing

@@ -198,6 +198,34 @@ def test_validate_estimators_command_prints_the_table_and_writes_the_figure(tmp_
     assert svg.startswith("<svg") and svg.count("<polyline") == 5
 
 
+def test_validate_estimators_table1_preset_prints_the_papers_figures_beside_simulated_ones():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from estimators.partitioned.simulation import TABLE1
+
+    out = StringIO()
+    call_command("validate_estimators", "--preset", "table1", "--reps", "200", stdout=out,
+                 stderr=StringIO())
+    text = out.getvalue()
+    assert text.startswith("The paper's Table 1 settings, simulated (reps=200")
+    lines = text.splitlines()
+    for b in TABLE1:
+        # each benchmark: its K, Ord-Eval accuracy and n_o = 300 (GPQA 120), n_c = (K−1)·n_o
+        head = lines.index(f"{b.name} (K={b.k}, Ord-Eval A={b.accuracy}, n_o={b.n_ord}, "
+                           f"n_c={(b.k - 1) * b.n_ord})")
+        rows = {line.split()[0]: line.split() for line in lines[head + 2:head + 9]}
+        assert list(rows) == ["Ord", "Comp-n_o", "Comp-(K-1)", "Comp-Var", "IVW-0.5", "IVW",
+                              "ML"]
+        assert rows["Comp-(K-1)"][-1] == "—"  # not a row of the paper's table
+        for name, (mean, sd_seeds, per_run) in b.paper.items():
+            row = rows[name]
+            # simulated mean, SD, (SE), then the paper's mean ± SD (per-run SD)
+            assert row[-4:] == [f"{mean:.2f}", "±", f"{sd_seeds:.2f}", f"({per_run:.2f})"]
+            assert abs(float(row[4]) - per_run) < 0.35 * per_run  # 200 replicates
+
+
 def test_api_imports_are_atomic_and_name_the_bad_record():
     from django.test import Client
     from django.urls import reverse

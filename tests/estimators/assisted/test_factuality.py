@@ -105,3 +105,12 @@ def test_item_index_out_of_range_is_named():
         item_human_correct([0, 7], [ACCURATE, ACCURATE], np.ones(5, bool), n_items=5)
     with pytest.raises(ValueError, match="rule"):
         item_human_correct([0], [ACCURATE], np.ones(5, bool), n_items=5, rule="mean")
+
+
+def test_curly_apostrophes_and_spacing_read_as_the_trace_parser_reads_them():
+    # given the spellings the trace parser accepts (curly apostrophes, extra spaces)
+    labels = ["Can\u2019t confidently assess", "Doesn\u2019t  require attribution",
+              "can\u2018t confidently assess", "Does not require attribution", "No attribution"]
+    # then the factuality scale reads them too
+    assert verdicts(labels).tolist() == [CANT_ASSESS, INACCURATE, CANT_ASSESS, INACCURATE,
+                                         INACCURATE]

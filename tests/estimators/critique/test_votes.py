@@ -246,7 +246,7 @@ def _reference_votes(questions, outputs, seed, author):
 
     def siblings(o):
         if o.level == 0:
-            return ("q", o.question)
+            return ("q", o.question, o.tree)
         return tuple(sorted((o.parent_a, o.parent_b)))
 
     out = {}
@@ -601,3 +601,72 @@ def test_estimators_critique_does_not_import_django():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+# A question (gold 0) asked with three whole trees, the paper's (7 R, 5 C¹ on R₁R₂, 3 C² on
+# C¹₁C¹₂, 1 C³ on C²₁C²₂), ids tree by tree: tree t holds ids 16t + 1 … 16t + 16. Tree 0's
+# responses are all correct; trees 1 and 2 have a correct chain pair and five wrong
+# responses (final 2 in tree 1, final 1 in tree 2). Every critique answers 0.
+def _three_trees(numbered=True):
+    outputs = []
+    for t in range(3):
+        base = 16 * t
+        wrong = (0, 2, 1)[t]
+
+        def add(oid, level, parents=(None, None), final=0, _t=t):
+            outputs.append(output(oid, 1, level, parents, final=final,
+                                  choice=None if level == 0 else 0)._replace(
+                tree=_t if numbered else None))
+
+        for k in range(1, 8):
+            add(base + k, 0, final=0 if k <= 2 else wrong)
+        for k in range(8, 13):
+            add(base + k, 1, (base + 1, base + 2))
+        for k in range(13, 16):
+            add(base + k, 2, (base + 8, base + 9))
+        add(base + 16, 3, (base + 13, base + 14))
+    return [QuestionRecord(1, 0, "math")], outputs
+
+
+def test_effort_matched_votes_of_a_tree_use_only_that_trees_outputs():
+    # given one question asked with three whole trees
+    questions, outputs = _three_trees()
+    study = CritiqueStudy.from_records(questions, outputs)
+    votes = effort_matched_votes(study, seed=3)
+    # then the third tree's C³ (48) is matched by 7 of its own responses, not by 33, 34,
+    # 1, 2, 3, 4, 5; its C¹ and C² votes stay in its tree too
+    assert votes.members_of(48, 0) == (33, 34, 35, 36, 37, 38, 39)
+    assert votes.members_of(48, 1) == (40, 41, 42, 43, 44)
+    assert votes.members_of(48, 2) == (45, 46, 47)
+    assert votes.members_of(32, 0) == (17, 18, 19, 20, 21, 22, 23)
+    assert votes.members_of(24, 0) == (17, 18, 19)  # a C¹ of tree 1: 3 of its responses
+    # and the 7-response votes, by hand: tree 0 → 0 (right), tree 1 → 2 and tree 2 → 1
+    # (five wrong of seven), so the level-0 majority matched with C³ is right on 1 of 3
+    rows = {int(a): i for i, a in enumerate(votes.anchor) if votes.voted_level[i] == 0}
+    assert [int(votes.result[rows[a]]) for a in (16, 32, 48)] == [0, 2, 1]
+    report = critique_report(study, seed=3)
+    r0 = next(r for r in report.levels if r.domain is None and r.level == 0)
+    cell = next(m for m in r0.majority if m.target_level == 3)
+    assert (cell.n_votes, cell.n_incomplete) == (3, 0)
+    assert cell.accuracy.value == pytest.approx(1 / 3)
+    assert cell.target_minus_majority.value == pytest.approx(2 / 3)
+
+
+def test_without_tree_numbers_a_question_is_one_tree():
+    # the platform's studies grow one tree per question and give no numbers: all the
+    # question's responses are then eligible (by id after the pair), as documented
+    questions, outputs = _three_trees(numbered=False)
+    votes = effort_matched_votes(CritiqueStudy.from_records(questions, outputs), seed=3)
+    assert votes.members_of(48, 0) == (33, 34, 1, 2, 3, 4, 5)
+
+
+def test_a_critique_whose_inputs_are_of_two_trees_is_refused():
+    questions, outputs = _three_trees()
+    bad = outputs + [output(99, 1, 1, (1, 17), final=0, choice=0)._replace(tree=0)]
+    with pytest.raises(ValueError, match=r"outputs\[48\] \(id 99\): field 'tree': its "
+                                         r"responses 1 and 17 are of trees 0 and 1"):
+        CritiqueStudy.from_records(questions, bad)
+    bad = outputs + [output(99, 1, 1, (1, 2), final=0, choice=0)._replace(tree=2)]
+    with pytest.raises(ValueError, match=r"id 99\): field 'tree': 2, but its responses are "
+                                         r"of tree 0"):
+        CritiqueStudy.from_records(questions, bad)

@@ -67,3 +67,36 @@ def test_bad_arguments_are_named():
         validation_study(k=4, accuracy=1.2, n_ord=10, n_comp=10)
     with pytest.raises(ValueError, match="estimators"):
         validation_study(k=4, accuracy=0.5, n_ord=10, n_comp=10, estimators=("Nope",))
+
+
+def test_table1_preset_reproduces_the_papers_per_run_standard_deviations():
+    """The paper's Table 1 settings (its K, Ord-Eval accuracy, n_o = 300 / 120, n_c =
+    (K − 1)·n_o), simulated: each estimator's SD across replicates against the paper's
+    mean per-run SD. Tolerance: 3 × √(MC² + R²), MC = SD/√(2(reps − 1)) the Monte-Carlo SE
+    of a simulated SD, R = (SD of one run's SE across replicates)/√3 the spread of the
+    paper's figure, an average of three runs' plug-in SEs. The paper's runs sat at their
+    own accuracies (its row means; GPQA's about 65 % against Ord-Eval 59.5 %), so the
+    paper's figure must lie between the SDs simulated at Ord-Eval and at the paper's row
+    mean, widened by the tolerance."""
+    import math
+
+    from estimators.partitioned.simulation import TABLE1, table1_study, validation_study
+
+    reps = 4000
+    at_eval = table1_study(reps=reps, seed=11)
+    assert [b for b, _ in at_eval] == list(TABLE1)
+    relative = []
+    for b, found in at_eval:
+        rows = {r.estimator: r for r in found}
+        assert b.n_ord == (120 if b.name == "GPQA" else 300) and b.n_comp == (b.k - 1) * b.n_ord
+        for name, (mean, _, per_run) in b.paper.items():
+            r0 = rows[name]
+            r1 = validation_study(k=b.k, accuracy=mean / 100, n_ord=b.n_ord, n_comp=b.n_comp,
+                                  reps=reps, seed=12, estimators=(name,))[0]
+            tol = max(3 * math.hypot(r.sd / math.sqrt(2 * (reps - 1)), r.se_sd / math.sqrt(3))
+                      for r in (r0, r1))
+            low, high = min(r0.sd, r1.sd) - tol, max(r0.sd, r1.sd) + tol
+            assert low <= per_run / 100 <= high, (b.name, name, r0.sd, r1.sd, per_run, tol)
+            relative.append(tol / r0.sd)
+    assert len(relative) == 30
+    assert np.median(relative) < 0.1  # the check is not vacuous

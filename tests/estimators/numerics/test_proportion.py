@@ -1,0 +1,96 @@
+"""One binomial proportion (estimators.numerics.proportion): the intervals against
+outside references and brute-force definitions, and the exact coverage against direct
+enumeration."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from estimators.numerics.proportion import (
+    BLAKER_TOLERANCE,
+    blaker,
+    blaker_acceptability,
+    clopper_pearson,
+    exact_coverage,
+    mid_p,
+)
+
+
+def _brute_acceptability(p, s, n):
+    """Blaker's definition written out: P_p(γ(X) ≤ γ(s)), γ(x) = min(P(X ≤ x), P(X ≥ x))."""
+    x = np.arange(n + 1)
+    gamma = np.minimum(stats.binom.cdf(x, n, p), stats.binom.sf(x - 1, n, p))
+    return stats.binom.pmf(x, n, p)[gamma <= gamma[s] * (1 + BLAKER_TOLERANCE)].sum()
+
+
+def test_acceptability_equals_its_definition():
+    rng = np.random.default_rng(4)
+    for _ in range(400):
+        n = int(rng.integers(1, 80))
+        s = int(rng.integers(0, n + 1))
+        p = float(rng.random())
+        assert blaker_acceptability(p, s, n) == pytest.approx(_brute_acceptability(p, s, n),
+                                                              abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 5, 20, 37, 60, 150])
+def test_blaker_interval_is_the_hull_of_the_acceptable_p_on_a_fine_grid(n):
+    # given every outcome of Bin(n, ·) and a grid of 20 001 values of p (acceptability as
+    # checked against its definition above)
+    grid = np.linspace(0, 1, 20001)
+    lo, hi = blaker(np.arange(n + 1), n)
+    for s in range(n + 1):
+        acceptable = grid[blaker_acceptability(grid, s, n) > 0.05]
+        # then no acceptable grid point lies outside the interval, and its ends are
+        # acceptable themselves: it is the hull (n = 60, s = 0 and n = 150, s = 34 have
+        # narrow islands of acceptable p just inside Clopper–Pearson's end)
+        assert lo[s] <= acceptable.min() + 1e-12 and hi[s] >= acceptable.max() - 1e-12
+        for end, edge in ((lo[s], s == 0), (hi[s], s == n)):
+            assert edge or blaker_acceptability(end, s, n) > 0.05
+
+
+def test_clopper_pearson_matches_scipy_and_contains_blaker():
+    for n, s in itertools.product((1, 7, 40, 300), range(0, 41, 3)):
+        if s > n:
+            continue
+        ref = stats.binomtest(s, n).proportion_ci(0.95, method="exact")
+        lo, hi = clopper_pearson(s, n)
+        assert (float(lo), float(hi)) == pytest.approx((ref.low, ref.high), abs=1e-12)
+        b_lo, b_hi = blaker(s, n)
+        assert lo - 1e-12 <= b_lo <= s / n <= b_hi <= hi + 1e-12
+
+
+def test_mid_p_solves_its_tail_equations():
+    # a perfect score of 100: ½ p¹⁰⁰ = 2.5 %, so the lower end is 0.05^(1/100) = 0.9705
+    lo, hi = mid_p(100, 100)
+    assert float(lo) == pytest.approx(0.05 ** (1 / 100), abs=1e-12) and float(hi) == 1.0
+    lo, hi = mid_p(7, 30)
+    assert stats.binom.sf(7, 30, lo) + 0.5 * stats.binom.pmf(7, 30, lo) == pytest.approx(0.025)
+    assert stats.binom.cdf(6, 30, hi) + 0.5 * stats.binom.pmf(7, 30, hi) == pytest.approx(0.025)
+
+
+def test_exact_coverage_equals_enumeration():
+    # given intervals for every outcome, coverage is the sum of the outcomes' probabilities
+    for n, p in ((12, 0.3), (40, 0.97), (100, 0.5)):
+        lo, hi = blaker(np.arange(n + 1), n)
+        brute = sum(stats.binom.pmf(s, n, p) for s in range(n + 1) if lo[s] <= p <= hi[s])
+        assert exact_coverage(n, [p], blaker)[0] == pytest.approx(brute, abs=1e-13)
+    # the figures of issue 18 for the former mid-p default: 92.1 % at A = 0.97, n_o = 100
+    assert exact_coverage(100, [0.97], mid_p)[0] == pytest.approx(0.921, abs=5e-4)
+
+
+def test_blaker_covers_at_least_nominal_at_every_p():
+    for n in (5, 20, 60, 150):
+        ps = np.linspace(0.001, 0.999, 999)
+        assert exact_coverage(n, ps, blaker).min() >= 0.95 - 1e-9
+
+
+def test_bad_counts_are_refused():
+    with pytest.raises(ValueError, match="0 ≤ s ≤ n"):
+        blaker(5, 3)
+    with pytest.raises(ValueError, match="confidence"):
+        mid_p(1, 3, confidence=1.5)

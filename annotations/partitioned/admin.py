@@ -52,6 +52,7 @@ from annotations.core.services.studies import (
     invitation_path,
     member_password_reset,
     members_add,
+    membership_remove,
     researchers_staff_ensure,
     study_close,
     study_insert,
@@ -271,7 +272,22 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                                prefix="bulk")
         created, error = [], ""
         reset = request.POST.get("reset", "")
-        if request.method == "POST" and reset:
+        remove = request.POST.get("remove", "")
+        if request.method == "POST" and remove:
+            if not remove.isdigit():
+                raise Http404
+            try:
+                gone = membership_remove(study=study, membership_id=int(remove),
+                                         by=request.user)
+            except DomainError as exc:
+                error = f"Nobody was removed: {exc.message}"
+            else:
+                self.log_change(request, study, f"Member removed: {gone.user} "
+                                                f"({gone.get_role_display()}).")
+                self.message_user(request, f"{gone.user} is no longer "
+                                           f"{gone.get_role_display().lower()} of this study.")
+                return redirect(request.path)
+        elif request.method == "POST" and reset:
             if not reset.isdigit():
                 raise Http404
             member = get_object_or_404(StudyMembership, study=study, pk=int(reset))
@@ -290,7 +306,7 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                 added = members_add(study=study, by=request.user, members=(
                     bulk.members() if bulk_posted else formset.members()))
             except DomainError as exc:
-                error = exc.message
+                error = f"Nobody was added: {exc.message}"
             else:
                 names = ", ".join(a.membership.user.username for a in added)
                 if added:

@@ -357,3 +357,37 @@ def study_class_delete(*, study_class: StudyClass) -> None:
     study = Study.objects.select_for_update().get(pk=study_class.study_id)
     study_classes_change_check(study=study, deleting=1)
     study_class.delete()
+
+
+@transaction.atomic
+def membership_remove(*, study: Study, membership_id: int, by: User) -> StudyMembership:
+    """Take one role of one person off ``study`` (the Members page's *Remove*); returns the
+    removed membership (unsaved). ``by`` must research the study; the study keeps at least
+    one researcher. Their answers stay (the study's record); tasks they hold of the study go
+    back to the pool at once (``engine.leases_return``, reason "removed from the study")
+    when they keep no worker role in it. To change a role or class: remove, then add."""
+    from annotations.core.engine import leases_return, task_kinds
+    from annotations.core.task_models import TaskStatus
+
+    if not researcher_may_configure(user=by, study=study):
+        raise NotPermitted("Only the study's researchers may remove its members.")
+    membership = (StudyMembership.objects.select_for_update()
+                  .filter(study=study, pk=membership_id).select_related("user").first())
+    if membership is None:
+        raise InvalidStudy("That person is no longer a member of this study.",
+                           field="membership")
+    researcher = StudyMembership.Role.RESEARCHER
+    if membership.role == researcher and not StudyMembership.objects.filter(
+            study=study, role=researcher).exclude(pk=membership.pk).exists():
+        raise InvalidStudy("A study keeps at least one researcher: add another first.",
+                           field="membership")
+    membership.delete()
+    workers = (StudyMembership.Role.SPECIALIST, StudyMembership.Role.ANNOTATOR)
+    if not StudyMembership.objects.filter(study=study, user=membership.user,
+                                          role__in=workers).exists():
+        for kind in task_kinds():
+            if any(f.name == "study" for f in kind.model._meta.fields):
+                leases_return(kind, kind.model.objects.select_for_update().filter(
+                    study=study, holder=membership.user, status=TaskStatus.LEASED),
+                    reason="removed from the study")
+    return membership

@@ -106,3 +106,53 @@ def test_the_shared_dashboard_link_shows_a_critique_studys_own_dashboard(client)
     response = client.get(reverse("dashboard", args=[study.pk]))
     assert "critique/dashboard.html" in [t.name for t in response.templates]
     assert "n ord / n comp" not in response.content.decode()
+
+
+def test_the_members_page_removes_someone_in_every_type_and_their_held_task_goes_back(client):
+    """A dead end before: the page sent researchers to a Members table that only the
+    partitioned study page has. Now *Remove* is on the Members page of every type; the
+    answers stay and a task the person holds returns to the pool at once."""
+    from annotations.assisted.services.rating import rating_lease_next
+    from annotations.core.task_models import TaskStatus
+    from annotations.models import RatingTask
+    from tests.annotations.assisted.helpers import add_rater
+
+    for kind, study in _studies().items():
+        researcher = _researcher(study)
+        [added] = members_add(study=study, by=researcher,
+                              members=[NewMember(f"gone-{kind}", "manager")])
+        client.force_login(researcher)
+        url = reverse("admin:annotations_study_members", args=[study.pk])
+        page = client.get(url).content.decode()
+        assert f'data-testid="remove-gone-{kind}-manager"' in page, kind
+        assert "Members table on the" not in page
+        done = client.post(url, {"remove": added.membership.pk}, follow=True)
+        assert done.status_code == 200
+        assert not StudyMembership.objects.filter(pk=added.membership.pk).exists(), kind
+        assert User.objects.filter(username=f"gone-{kind}").exists()  # the account stays
+
+    study = make_assisted_study(n_sentences=2)
+    rater = add_rater(study)
+    task = rating_lease_next(study=study, user=rater)
+    assert task.status == TaskStatus.LEASED
+    membership = StudyMembership.objects.get(study=study, user=rater, role="annotator")
+    client.force_login(_researcher(study))
+    client.post(reverse("admin:annotations_study_members", args=[study.pk]),
+                {"remove": membership.pk})
+    task = RatingTask.objects.get(pk=task.pk)
+    assert task.status == TaskStatus.PENDING and task.holder is None
+
+
+def test_the_last_researcher_stays():
+    from annotations.core.errors import NotPermitted
+    from annotations.core.services.studies import membership_remove
+
+    study = make_study(k=3, n_items=2, open_=False, seed=8)
+    researcher = role_user(study, "researcher")
+    only = StudyMembership.objects.get(study=study, role="researcher")
+    with pytest.raises(InvalidStudy, match="at least one researcher"):
+        membership_remove(study=study, membership_id=only.pk, by=researcher)
+    outsider = UserFactory(is_staff=True)
+    with pytest.raises(NotPermitted):
+        membership_remove(study=study, membership_id=only.pk, by=outsider)
+    assert StudyMembership.objects.filter(pk=only.pk).exists()

@@ -669,12 +669,14 @@ class ClassProgress:
 
 def study_class_progress(*, study: Study) -> list[ClassProgress]:
     """Per class: ordinary (yes), complementary (no), abstained, pending and leased queries,
-    and skips (quality checks excluded throughout)."""
+    and skips (quality checks and withdrawn items excluded throughout, as in the
+    estimates)."""
     classes = {
         c.index: ClassProgress(index=c.index, name=c.name) for c in study_classes(study=study)
     }
     rows = (
         Query.objects.filter(study=study, is_quality_check=False)
+        .exclude(item_id__in=ItemFlag.withdrawn_ids(study))
         .values("k", "status", "answer")
         .annotate(n=Count("id"))
         .order_by()

@@ -234,6 +234,14 @@ def test_partitioned_withdrawn_item_is_not_handed_out_and_leaves_the_estimates(s
     labels = study_item_labels(study=study, ordinals=[])
     assert labels.n_items == answered.exclude(item_id=q.item_id).values("item_id").distinct(
     ).count()
+    # the dashboard's per-class table agrees: no pending query of the withdrawn item
+    from annotations.partitioned.selectors import study_class_progress
+
+    rows = study_class_progress(study=study)
+    assert sum(r.pending for r in rows) == Query.objects.filter(
+        study=study, status="pending", is_quality_check=False).exclude(
+        item_id=q.item_id).count()
+    assert sum(r.yes + r.no + r.unsure for r in rows) == answered.count() - 1
 
 
 def test_assisted_withdrawn_sentence_is_not_handed_out_and_leaves_the_estimates():

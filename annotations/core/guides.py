@@ -17,7 +17,8 @@ GUIDES = {"manager": "manager.md", "estimators": "estimators.md", "coverage": "c
           "rater": "rater.md", "assisted-studies": "assisted-studies.md",
           "critique-studies": "critique-studies.md", "annotator-critique": "annotator-critique.md",
           "manager-assisted": "manager-assisted.md", "assisted-analysis": "assisted-analysis.md",
-          "confidence-bands": "confidence-bands.md", "audit": "audit.md"}
+          "confidence-bands": "confidence-bands.md", "audit": "audit.md",
+          "nodata": "nodata.md"}
 IMAGE_NAME = re.compile(r"^[\w-]+\.(png|svg)$")
 _GUIDE_LINK = re.compile(r'href="(?P<page>[\w-]+)\.md(?P<anchor>#[\w-]*)?"')
 _IMAGE_SRC = re.compile(r'src="img/(?P<name>[\w-]+\.(?:png|svg))"')

@@ -183,3 +183,13 @@ def test_another_studys_researcher_does_not_see_the_rubric_in_the_admin(client):
                       ).status_code in (302, 404)
     listing = client.get(reverse("admin:annotations_rubric_changelist")).content.decode()
     assert rubric.name not in listing
+
+
+def test_the_audit_guide_is_a_page_of_the_site_with_its_links(client):
+    _, researcher = make_audit_study()
+    client.force_login(researcher)
+    html = client.get(reverse("help-page", args=["audit"])).content.decode()
+    assert "What the success rate means" in html
+    assert f'href="{reverse("help-page", args=["nodata"])}' in html
+    assert f'href="{reverse("help-page", args=["coverage"])}' in html
+    assert client.get(reverse("help-page", args=["nodata"])).status_code == 200

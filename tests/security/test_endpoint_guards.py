@@ -177,6 +177,7 @@ UPLOADS = {
     "critique-manage": (_critique, {"action": "questions"}),
     "critique-manage ai outputs": (_critique, {"action": "outputs"}),
     "api-import-jobs": (_partitioned, {"kind": "items"}),
+    "audits": (_partitioned, {"action": "rubric", "name": "r", "aggregator": "majority"}),
 }
 BAD_FILES = [
     ("nul", b'{"note": "a\x00b"}\n', f"bad.jsonl:1: note: {NUL_MESSAGE}"),

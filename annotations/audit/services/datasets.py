@@ -6,7 +6,7 @@ Datapoints file (JSONL, one datapoint per line, blank lines skipped):
 
 ``item`` — the datapoint's id, a non-empty string or an integer (read as its decimal
 string), distinct; ``datapoint`` — any JSON value but null. No other fields. Reading is
-atomic: every problem is reported together as "file, line n, field f: message".
+atomic: every problem is reported together as "file:line: field: message".
 
 The study's items are read as (external id, text) — the core's ``Item`` rows (partitioned
 studies' items); the audit stores them as the same JSONL when it starts, so a later edit of
@@ -17,62 +17,41 @@ from __future__ import annotations
 
 import json
 
+from annotations.audit.services.files import jsonl_records
 from annotations.core.errors import ImportFailed
 from annotations.core.models import Item, Study
+from annotations.core.services.records import KeysSeen, unknown_field
 
 FIELDS = ("item", "datapoint")
 
 
 def parse_datapoints(data: bytes, *, source: str) -> list[tuple[str, object]]:
-    """[(item, datapoint)] in file order, or ImportFailed naming file, line and field."""
+    """[(item, datapoint)] in file order, or ImportFailed naming file, line and field
+    ("file:line: field: message", ``services.files.jsonl_records`` first)."""
     problems: list[str] = []
     out: list[tuple[str, object]] = []
-    first: dict[str, int] = {}
-    for n, raw in enumerate(data.splitlines(), start=1):
-        def bad(field: str, msg: str, n: int = n) -> None:
-            problems.append(f"{source}, line {n}, field {field}: {msg}")
-
-        try:
-            text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
-        except UnicodeDecodeError as exc:
-            bad("(line)", f"not UTF-8 ({exc.reason} at byte {exc.start})")
-            continue
-        if not text.strip():
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            bad("(line)", f"not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not isinstance(obj, dict):
-            bad("(line)", f"expected a JSON object, got {type(obj).__name__}")
-            continue
-        for extra in sorted(set(obj) - set(FIELDS)):
-            bad(extra, f"unknown field (allowed: {', '.join(FIELDS)})")
-        ok = True
-        for f in FIELDS:
-            if f not in obj:
-                bad(f, "missing")
-                ok = False
-        item = obj.get("item")
+    seen = KeysSeen()
+    for line, record in jsonl_records(data, name=source, problems=problems):
+        where = f"{source}:{line}"
+        extra = unknown_field(record, FIELDS)
+        if extra:
+            problems.append(f"{where}: {extra}")
+        item = record.get("item")
         if isinstance(item, int) and not isinstance(item, bool):
             item = str(item)
-        if "item" in obj and (not isinstance(item, str) or not item.strip()):
-            bad("item", f"expected a non-empty string or an integer, got {item!r}")
-            ok = False
-        elif "item" in obj and len(item) > 200:
-            bad("item", "at most 200 characters")
-            ok = False
-        if "datapoint" in obj and obj["datapoint"] is None:
-            bad("datapoint", "expected a datapoint, got null")
-            ok = False
-        if not ok:
+        if item is not None and (not isinstance(item, str) or not item.strip()
+                                 or len(item) > 200):
+            problems.append(f"{where}: item: a non-empty text of at most 200 characters or "
+                            f"an integer, got {item!r}")
             continue
-        if item in first:
-            bad("item", f"{item!r} already on line {first[item]}")
+        repeated = seen.problem(item, line, field="item")
+        if repeated:
+            problems.append(f"{where}: {repeated}")
             continue
-        first[item] = n
-        out.append((item, obj["datapoint"]))
+        if record.get("datapoint") is None:
+            problems.append(f"{where}: datapoint: missing (any JSON value but null)")
+            continue
+        out.append((item, record["datapoint"]))
     if not out and not problems:
         problems.append(f"{source}: no datapoints (one JSON object per line)")
     if problems:

@@ -15,14 +15,14 @@ parameters ``text``, ``number``, ``field``, ``value`` (``checks`` module docstri
 
 from __future__ import annotations
 
-import json
-
 from django.db import IntegrityError, transaction
 
 from annotations.audit.models import Criterion, Rubric
 from annotations.audit.services.checks import build_criterion, criterion_problems
+from annotations.audit.services.files import jsonl_records
 from annotations.core.errors import ImportFailed
 from annotations.core.models import Study
+from annotations.core.services.records import KeysSeen, unknown_field
 from estimators.nodata.aggregators import AllOf, AnyOf, MajorityVote
 from estimators.nodata.rubrics import Rubric as CoreRubric
 
@@ -33,46 +33,29 @@ AGGREGATORS = {Rubric.Aggregator.MAJORITY: MajorityVote(tie=1),
 
 def parse_rubric(data: bytes, *, source: str) -> list[dict]:
     """The criteria of a rubric file (module docstring), or ImportFailed listing every
-    problem as "file, line n, field f: message"."""
+    problem as "file:line: field: message" (``services.files.jsonl_records`` first)."""
     problems: list[str] = []
     rows: list[dict] = []
-    first: dict[str, int] = {}
-    for n, raw in enumerate(data.splitlines(), start=1):
-        def bad(field: str, msg: str, n: int = n) -> None:
-            problems.append(f"{source}, line {n}, field {field}: {msg}")
-
-        try:
-            text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
-        except UnicodeDecodeError as exc:
-            bad("(line)", f"not UTF-8 ({exc.reason} at byte {exc.start})")
-            continue
-        if not text.strip():
-            continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            bad("(line)", f"not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not isinstance(obj, dict):
-            bad("(line)", f"expected a JSON object, got {type(obj).__name__}")
-            continue
-        for extra in sorted(set(obj) - set(FIELDS)):
-            bad(extra, f"unknown field (allowed: {', '.join(FIELDS)})")
-        row = {"name": obj.get("name", ""), "kind": obj.get("check", ""),
-               "text": obj.get("text", ""), "number": obj.get("number"),
-               "field": obj.get("field", ""), "value": obj.get("value")}
-        if "check" not in obj:
-            bad("check", "missing")
+    names = KeysSeen()
+    for line, record in jsonl_records(data, name=source, problems=problems):
+        where = f"{source}:{line}"
+        extra = unknown_field(record, FIELDS)
+        if extra:
+            problems.append(f"{where}: {extra}")
+        row = {"name": record.get("name", ""), "kind": record.get("check", ""),
+               "text": record.get("text", ""), "number": record.get("number"),
+               "field": record.get("field", ""), "value": record.get("value")}
+        if "check" not in record:
+            problems.append(f"{where}: check: missing")
             continue
         found = criterion_problems(**row)
-        for field, msg in found:
-            bad(field, msg)
+        problems += [f"{where}: {field}: {msg}" for field, msg in found]
         if found:
             continue
-        if row["name"] in first:
-            bad("name", f"{row['name']!r} already used on line {first[row['name']]}")
+        repeated = names.problem(row["name"], line, field="name")
+        if repeated:
+            problems.append(f"{where}: {repeated}")
             continue
-        first[row["name"]] = n
         rows.append(row)
     if not rows and not problems:
         problems.append(f"{source}: no criteria (one JSON object per line)")

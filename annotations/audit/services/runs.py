@@ -30,9 +30,9 @@ from annotations.audit.services.datasets import (
     parse_datapoints,
     study_datapoints,
 )
+from annotations.audit.services.files import jsonl_records
 from annotations.audit.services.rubrics import core_rubric, rubric_problems, rubric_snapshot
 from annotations.core.errors import DomainError, ImportFailed
-from annotations.core.inputs import file_too_large_message
 from annotations.core.models import Study, User
 from annotations.core.queue import task
 from estimators.nodata.algorithm import no_data_algorithm, theorem1_bound
@@ -55,11 +55,6 @@ class AuditRefused(DomainError):
 
 class _Cancelled(Exception):
     pass
-
-
-def _check_size(name: str, data: bytes) -> None:
-    if len(data) > settings.OVERSIGHT_IMPORT_MAX_BYTES:
-        raise ImportFailed([file_too_large_message(name, len(data))])
 
 
 def _parameters(rounds, phi, seed) -> tuple[int, float, int]:
@@ -101,7 +96,6 @@ def audit_start(*, study: Study, rubric: Rubric, commitments: bytes, commitments
     if problems:
         raise ImportFailed([f"rubric {rubric.name}: {p}" for p in problems])
     commitments_name = (commitments_name or "commitments.jsonl")[:255]
-    _check_size(commitments_name, commitments)
     if datapoints is None:
         rows = study_datapoints(study)
         if not rows:
@@ -110,12 +104,12 @@ def audit_start(*, study: Study, rubric: Rubric, commitments: bytes, commitments
         datapoints = datapoints_jsonl(rows)
     else:
         datapoints_name = (datapoints_name or "datapoints.jsonl")[:255]
-        _check_size(datapoints_name, datapoints)
         rows = parse_datapoints(datapoints, source=datapoints_name)
         dataset, dataset_name = Audit.Dataset.UPLOAD, datapoints_name
     if len(rows) > MAX_OUTCOMES:
         raise ImportFailed([f"{dataset_name}: {len(rows):,} datapoints; at most "
                             f"{MAX_OUTCOMES:,} per audit"])
+    jsonl_records(commitments, name=commitments_name)  # what cannot be stored, as every import
     try:
         parse_commitments(commitments, source=commitments_name, rounds=rounds,
                           items=[item for item, _ in rows])

@@ -111,12 +111,13 @@ def test_a_rubric_file_with_errors_changes_nothing_and_names_file_line_and_field
     with pytest.raises(ImportFailed) as caught:
         rubric_import(study=study, name="r", aggregator="majority", data=data, source="r.jsonl")
     errors = caught.value.errors
-    assert any(e.startswith("r.jsonl, line 2, field text: refused") for e in errors)
-    assert "r.jsonl, line 3, field name: 'a' already used on line 1" in errors
-    assert any(e.startswith("r.jsonl, line 4, field code: unknown field") for e in errors)
-    assert any(e.startswith("r.jsonl, line 4, field check: unknown check 'exec'") for e in errors)
-    assert any(e.startswith("r.jsonl, line 5, field (line): not valid JSON") for e in errors)
-    assert any(e.startswith("r.jsonl, line 6, field number:") for e in errors)
+    assert any(e.startswith("r.jsonl:2: text: refused") for e in errors)
+    assert "r.jsonl:3: name: 'a' repeats line 1" in errors
+    assert any(e.startswith("r.jsonl:4: code: unknown field") for e in errors)
+    assert any(e.startswith("r.jsonl:4: check: unknown check 'exec'") for e in errors)
+    assert any(e.startswith("r.jsonl:5: invalid JSON") for e in errors)
+    assert any(e.startswith("r.jsonl:6: number:") for e in errors)
+    assert len(errors) == 6
     assert not Rubric.objects.filter(study=study).exists()
     assert not Criterion.objects.exists()
 
@@ -147,9 +148,34 @@ def test_a_bad_datapoints_file_changes_nothing_and_names_file_line_and_field():
         audit_start(study=study, rubric=rubric, commitments=commitments_file(honest),
                     commitments_name="c.jsonl", datapoints=bad, datapoints_name="d.jsonl",
                     by=researcher)
-    assert caught.value.errors == ["d.jsonl, line 2, field item: 'd0' already on line 1",
-                                   "d.jsonl, line 3, field datapoint: missing"]
+    assert caught.value.errors == ["d.jsonl:2: item: 'd0' repeats line 1",
+                                   "d.jsonl:3: datapoint: missing (any JSON value but null)"]
     assert not Audit.objects.exists()
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b'{"item": "d0", "round": 1, "label": 1, "similar": "a\\u0000b"}\n',
+     "c.jsonl:1: similar: contains a NUL character"),
+    (b'{"item": "d0", "round": 1, "label": 1, "similar": ' + b"[" * 100 + b"]" * 100 + b"}\n",
+     "c.jsonl:1: JSON nested deeper than 64 levels"),
+    (b"\xff\xfe", "c.jsonl: not UTF-8 text"),
+])
+def test_commitments_that_cannot_be_stored_are_refused_as_every_import_does(content, message):
+    study, _ = make_audit_study()
+    with pytest.raises(ImportFailed) as caught:
+        audit_start(study=study, rubric=make_rubric(study), commitments=content,
+                    commitments_name="c.jsonl", datapoints=datapoints_file())
+    assert caught.value.errors[0].startswith(message), caught.value.errors
+    assert not Audit.objects.exists()
+
+
+def test_a_file_over_the_size_limit_is_refused(settings):
+    settings.OVERSIGHT_IMPORT_MAX_BYTES = 100
+    study, _ = make_audit_study()
+    with pytest.raises(ImportFailed, match="d.jsonl: .* bytes; at most 100"):
+        audit_start(study=study, rubric=make_rubric(study), commitments=b"",
+                    commitments_name="c.jsonl", datapoints=datapoints_file(),
+                    datapoints_name="d.jsonl")
 
 
 def test_bad_parameters_and_a_foreign_rubric_are_refused():

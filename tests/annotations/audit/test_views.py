@@ -121,7 +121,7 @@ def test_a_bad_rubric_file_on_the_page_changes_nothing(client):
         "action": "rubric", "name": "r", "aggregator": "majority",
         "file": SimpleUploadedFile("r.jsonl", b'{"name": "a", "check": "regex", "text": "(a*)*"}\n')})
     assert response.status_code == 400
-    assert "r.jsonl, line 1, field text: refused" in response.content.decode()
+    assert "r.jsonl:1: text: refused" in response.content.decode()
     assert not Rubric.objects.exists()
 
 

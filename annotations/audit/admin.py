@@ -14,11 +14,16 @@ from django.utils.html import format_html
 from annotations.audit.models import Audit, Criterion, Rubric
 from annotations.audit.services.checks import criterion_problems
 from annotations.core.admin import ResearcherScopedAdmin, is_researcher, study_allowed
+from annotations.core.inputs import StorableJSONFormField
 
 FORM_FIELD = {"check": "kind"}  # the problems' field names → the form's
 
 
 class CriterionForm(forms.ModelForm):
+    # JSON that cannot be stored (NUL, NaN, deep nesting) is a form error, not a 500
+    value = StorableJSONFormField(required=False,
+                                  help_text="The value the field must equal (JSON).")
+
     class Meta:
         model = Criterion
         fields = ["position", "name", "kind", "text", "number", "field", "value"]

@@ -72,6 +72,10 @@ class RubricAdmin(ResearcherScopedAdmin):
     list_display = ["name", "study", "aggregator", "n_criteria", "audits_link"]
     list_select_related = ["study"]
     fields = ["study", "name", "aggregator", "description"]
+    readonly_fields = ["audits_link"]
+
+    def get_fields(self, request, obj=None):
+        return [*self.fields, "audits_link"] if obj is not None else list(self.fields)
     inlines = [CriterionInline]
     search_fields = ["name"]
 
@@ -81,14 +85,14 @@ class RubricAdmin(ResearcherScopedAdmin):
 
     @admin.display(description="audits")
     def audits_link(self, obj: Rubric) -> str:
-        return format_html('<a href="{}">Audits of {}</a>',
-                           reverse("audits", args=[obj.study_id]), obj.study)
+        return format_html('<a href="{}?rubric={}">Start an audit with it</a>',
+                           reverse("audits", args=[obj.study_id]), obj.pk)
 
     def response_add(self, request, obj, post_url_continue=None):
         if "_addanother" in request.POST or "_continue" in request.POST:
             return super().response_add(request, obj, post_url_continue)
         messages.success(request, f"Rubric {obj.name} saved: start an audit with it here.")
-        return HttpResponseRedirect(reverse("audits", args=[obj.study_id]))
+        return HttpResponseRedirect(f"{reverse('audits', args=[obj.study_id])}?rubric={obj.pk}")
 
 
 @admin.register(Audit)

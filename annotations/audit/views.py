@@ -44,7 +44,7 @@ def audits(request: HttpRequest, study_id: int) -> HttpResponse:
     if request.method == "GET" and request.htmx and request.GET.get("list"):
         return render(request, "audit/_audits.html", _list_context(study))
     errors: list[str] = []
-    form = request.POST
+    form = request.POST if request.method == "POST" else request.GET  # ?rubric= preselects
     if request.method == "POST":
         action = form.get("action", "")
         try:

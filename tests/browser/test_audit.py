@@ -41,7 +41,7 @@ def test_a_researcher_defines_a_rubric_runs_an_audit_with_progress_and_reads_the
     page.select_option("select[name='criteria-1-kind']", "regex")
     page.fill("input[name='criteria-1-text']", "^0")
     page.locator("input[name=_save]").click()
-    page.wait_for_url(f"{live_server.url}/studies/{study.pk}/audits/")
+    page.wait_for_url(f"{live_server.url}/studies/{study.pk}/audits/?rubric=*")
 
     # start the audit: the evaluator's commitments and a file of datapoints
     (tmp_path / "commitments.jsonl").write_bytes(commitments_file(liar))

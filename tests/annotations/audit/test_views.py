@@ -169,7 +169,11 @@ def test_the_rubric_admin_saves_two_programmatic_criteria_and_refuses_unsafe_one
     assert refused.status_code == 200 and "refused" in refused.content.decode()
     assert not Rubric.objects.exists()
     saved = post("^0")
-    assert saved.status_code == 302 and saved["Location"] == reverse("audits", args=[study.pk])
+    rubric = Rubric.objects.get(study=study)
+    assert saved.status_code == 302
+    assert saved["Location"] == f"{reverse('audits', args=[study.pk])}?rubric={rubric.pk}"
+    page = client.get(saved["Location"]).content.decode()
+    assert f'<option value="{rubric.pk}" selected>' in page
     assert list(Criterion.objects.values_list("name", "kind")) == [("a", "contains"),
                                                                   ("b", "regex")]
 

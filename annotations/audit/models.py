@@ -150,7 +150,8 @@ class AuditFile(models.Model):
 
 class AuditOutcome(models.Model):
     """One datapoint's result: success, the evaluator's label, the label after φ's flip, the
-    challenge failed and why, and every round played (label, x′, challenge, passed)."""
+    challenge failed and why, every round played (label, x′, challenge, passed), and a
+    person's label when the data set gave one."""
 
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="outcomes")
     position = models.PositiveIntegerField()
@@ -163,6 +164,8 @@ class AuditOutcome(models.Model):
     criterion = models.CharField(max_length=60, blank=True, default="")
     reason = models.TextField(blank=True, default="")
     rounds = models.JSONField(default=list)
+    reference = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="A person's label of the datapoint, when given.")
 
     class Meta:
         ordering = ["audit", "position"]

@@ -117,6 +117,13 @@ def _detail_context(audit: Audit) -> dict:
              "factor": f"{s.get('error_factor', 0):.4f}",
              "theorem1": [(f"{a:.1f}", f"{1 - a:.2f}", f"{(1 - a) * s.get('error_factor', 0):.4f}",
                            _pct(b)) for a, b in s.get("theorem1", [])]}
+    for key in ("kappa", "kappa_final"):
+        k = s.get(key)
+        if k:
+            shown[key] = {"value": "—" if k["kappa"] is None else f"{k['kappa']:.3f}",
+                          "lo": "—" if k["lower"] is None else f"{k['lower']:.3f}",
+                          "hi": "—" if k["upper"] is None else f"{k['upper']:.3f}",
+                          "observed": _pct(k["observed"]), "n": k["n"]}
     return {"study": audit.study, "audit": audit, "progress": audit_progress(audit),
             "active": audit.status in ACTIVE, "s": s, "shown": shown,
             "by_challenge": [(CHALLENGE_NAMES.get(k, k), v) for k, v in by_challenge.items()],

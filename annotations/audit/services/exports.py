@@ -13,7 +13,7 @@ from annotations.core.exports import rows_write
 WHATS = ("outcomes", "rounds", "summary", "commitments", "datapoints")
 RAW = ("commitments", "datapoints")
 OUTCOME_FIELDS = ["item", "success", "label", "final_label", "flipped", "challenge",
-                  "criterion", "reason", "rounds_played"]
+                  "criterion", "reason", "rounds_played", "reference"]
 ROUND_FIELDS = ["item", "round", "label", "similar", "challenge", "passed", "criterion",
                 "reason"]
 
@@ -22,7 +22,8 @@ def _outcomes(audit: Audit):
     for o in outcomes_of(audit).iterator(chunk_size=2000):
         yield {"item": o.item, "success": o.success, "label": o.label,
                "final_label": o.final_label, "flipped": o.flipped, "challenge": o.challenge,
-               "criterion": o.criterion, "reason": o.reason, "rounds_played": len(o.rounds)}
+               "criterion": o.criterion, "reason": o.reason, "rounds_played": len(o.rounds),
+               "reference": o.reference}
 
 
 def _rounds(audit: Audit):
@@ -44,7 +45,11 @@ def _summary(audit: Audit):
            "interval_high": (s.get("interval") or [None, None])[1],
            "flips": s.get("flips"), "error_factor": s.get("error_factor"),
            "failures_by_challenge": s.get("failures_by_challenge"),
-           "failures_by_criterion": s.get("failures_by_criterion")}
+           "failures_by_criterion": s.get("failures_by_criterion"),
+           "kappa": (s.get("kappa") or {}).get("kappa"),
+           "kappa_low": (s.get("kappa") or {}).get("lower"),
+           "kappa_high": (s.get("kappa") or {}).get("upper"),
+           "kappa_pairs": (s.get("kappa") or {}).get("n")}
 
 
 def audit_export(*, audit: Audit, what: str, out: IO[str], fmt: str) -> int:

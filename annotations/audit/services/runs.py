@@ -38,6 +38,7 @@ from annotations.core.queue import task
 from estimators.nodata.algorithm import no_data_algorithm, theorem1_bound
 from estimators.nodata.commitments import CommitmentsError, parse_commitments
 from estimators.nodata.evaluators import CommitmentsEvaluator
+from estimators.nodata.kappa import cohen_kappa
 from estimators.nodata.verifiers import ProgrammaticVerifier
 
 # the run task's registered name (annotations/audit/tasks.py; core.queue)
@@ -112,7 +113,7 @@ def audit_start(*, study: Study, rubric: Rubric, commitments: bytes, commitments
     jsonl_records(commitments, name=commitments_name)  # what cannot be stored, as every import
     try:
         parse_commitments(commitments, source=commitments_name, rounds=rounds,
-                          items=[item for item, _ in rows])
+                          items=[r.item for r in rows])
     except CommitmentsError as exc:
         raise ImportFailed(exc.problems) from None
     audit = Audit.objects.create(
@@ -189,10 +190,19 @@ def _round_row(r) -> dict:
             "passed": r.passed, "criterion": r.criterion, "reason": r.reason}
 
 
-def audit_summary(result, rounds: int, phi: float) -> dict:
-    """What the result page shows, from a ``NoDataResult``."""
+def audit_summary(result, rounds: int, phi: float,
+                  references: list[int | None] | None = None) -> dict:
+    """What the result page shows, from a ``NoDataResult``; with people's labels of some
+    datapoints (``references``), Cohen's κ of the evaluator's labels (before any flip) and
+    of the algorithm's labels (after) against them."""
     lo, hi = result.success_interval(0.95)
-    return {"n": result.n, "successes": result.successes, "success_rate": result.success_rate,
+    agreement = {}
+    if references and any(r is not None for r in references):
+        agreement = {
+            "kappa": cohen_kappa([o.label for o in result.outcomes], references).as_dict(),
+            "kappa_final": cohen_kappa(list(result.labels), references).as_dict()}
+    return {**agreement, "n": result.n, "successes": result.successes,
+            "success_rate": result.success_rate,
             "interval": [lo, hi], "flips": result.flips, "flip_rate": result.flip_rate,
             "lie_pass_bound": result.lie_pass_bound, "error_factor": result.error_factor,
             "theorem1": [[a, theorem1_bound(a, phi, rounds)] for a in ALPHAS],
@@ -212,12 +222,12 @@ def audit_run(*, audit_id: int) -> None:
     try:
         files = AuditFile.objects.get(audit_id=audit_id)
         rows = parse_datapoints(bytes(files.datapoints), source=audit.dataset_name)
-        items = [item for item, _ in rows]
+        items = [r.item for r in rows]
         commitments = parse_commitments(bytes(files.commitments), source=audit.evaluator_name,
                                         rounds=audit.rounds, items=items)
         verifier = ProgrammaticVerifier(core_rubric(audit.rubric_snapshot))
         evaluator = CommitmentsEvaluator(commitments, source=audit.evaluator_name)
-        result = no_data_algorithm([x for _, x in rows], evaluator, verifier,
+        result = no_data_algorithm([r.x for r in rows], evaluator, verifier,
                                    rounds=audit.rounds, phi=audit.phi, seed=audit.seed,
                                    items=items, progress=_progress(audit_id))
     except _Cancelled:
@@ -240,10 +250,13 @@ def audit_run(*, audit_id: int) -> None:
                 label=o.label, final_label=result.labels[i], flipped=bool(result.flipped[i]),
                 challenge=None if o.challenge is None else int(o.challenge),
                 criterion=o.failure.criterion if o.failure else "", reason=o.reason,
+                reference=rows[i].reference,
                 rounds=[_round_row(r) for r in o.rounds])
              for i, o in enumerate(result.outcomes)), batch_size=1000)
         _finish(audit_id, Audit.Status.SUCCEEDED, done=result.n, successes=result.successes,
-                flips=result.flips, summary=audit_summary(result, audit.rounds, audit.phi))
+                flips=result.flips,
+                summary=audit_summary(result, audit.rounds, audit.phi,
+                                      references=[r.reference for r in rows]))
 
 
 def audit_progress(audit: Audit) -> str:

@@ -332,3 +332,42 @@ def test_a_run_whose_file_is_gone_fails_and_is_never_a_success():
     audit.refresh_from_db()
     assert audit.status == Audit.Status.FAILED and audit.successes is None
     assert "DoesNotExist" in audit.errors[0]
+
+
+def test_peoples_labels_give_cohens_kappa_beside_the_success_rate(
+        django_capture_on_commit_callbacks):
+    import json
+
+    from sklearn.metrics import cohen_kappa_score
+
+    study, _ = make_audit_study()
+    people = [int(x.count("1") >= 2) for x in DATA]
+    people[0] = None  # a datapoint nobody labelled
+    evaluator = [int("11" in x) for x in DATA]
+    datapoints = "".join(json.dumps({"item": f"d{i}", "datapoint": x,
+                                     **({} if people[i] is None else {"reference": people[i]})})
+                         + "\n" for i, x in enumerate(DATA)).encode()
+    commitments = "".join(json.dumps({"item": f"d{i}", "round": k, "label": evaluator[i],
+                                      "similar": x}) + "\n"
+                          for i, x in enumerate(DATA) for k in (1, 2, 3)).encode()
+    with django_capture_on_commit_callbacks(execute=True):
+        audit = audit_start(study=study, rubric=make_rubric(study), commitments=commitments,
+                            commitments_name="c.jsonl", datapoints=datapoints,
+                            datapoints_name="d.jsonl", phi=0.0)
+    audit.refresh_from_db()
+    kappa = audit.summary["kappa"]
+    assert kappa["n"] == len(DATA) - 1
+    assert kappa["kappa"] == pytest.approx(cohen_kappa_score(evaluator[1:], people[1:]))
+    assert kappa["lower"] < kappa["kappa"] < kappa["upper"]
+    assert list(AuditOutcome.objects.filter(audit=audit).order_by("position")
+                .values_list("reference", flat=True)) == people
+
+
+def test_a_reference_that_is_not_a_label_is_named():
+    study, _ = make_audit_study()
+    with pytest.raises(ImportFailed) as caught:
+        audit_start(study=study, rubric=make_rubric(study), commitments=b"",
+                    commitments_name="c.jsonl",
+                    datapoints=b'{"item": "a", "datapoint": "1", "reference": "yes"}\n',
+                    datapoints_name="d.jsonl")
+    assert caught.value.errors[0].startswith("d.jsonl:1: reference: the integer 0 or 1")

@@ -59,6 +59,7 @@ def test_a_researcher_starts_an_audit_and_reads_its_result(client, finished):
     assert "Clopper–Pearson" in html and "Theorem 1" in html
     assert 'data-testid="failed"' in html
     assert "hx-get" not in html  # an ended audit no longer polls
+    assert 'data-testid="kappa"' not in html  # nobody labelled these datapoints
 
 
 def test_a_running_audit_polls_and_shows_its_progress(client):
@@ -197,3 +198,24 @@ def test_the_audit_guide_is_a_page_of_the_site_with_its_links(client):
     assert f'href="{reverse("help-page", args=["nodata"])}' in html
     assert f'href="{reverse("help-page", args=["coverage"])}' in html
     assert client.get(reverse("help-page", args=["nodata"])).status_code == 200
+
+
+def test_the_result_shows_kappa_where_people_labelled_the_datapoints(
+        client, django_capture_on_commit_callbacks):
+    study, researcher = make_audit_study()
+    rubric = make_rubric(study)
+    client.force_login(researcher)
+    datapoints = "".join(json.dumps({"item": f"d{i}", "datapoint": x, "reference": i % 2})
+                         + "\n" for i, x in enumerate(DATA)).encode()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("audits", args=[study.pk]), {
+            "action": "start", "rubric": rubric.pk, "dataset": "upload", "rounds": 3,
+            "phi": 0.5, "seed": 4, "commitments": SimpleUploadedFile("c.jsonl",
+                                                                     commitments_file(liar)),
+            "datapoints": SimpleUploadedFile("d.jsonl", datapoints)})
+    audit = Audit.objects.get(study=study)
+    html = client.get(reverse("audit-detail", args=[study.pk, audit.pk])).content.decode()
+    assert 'data-testid="kappa"' in html
+    assert f"labels of {len(DATA)} datapoints" in html
+    plain = client.get(reverse("audit-detail", args=[study.pk, audit.pk]))
+    assert plain.status_code == 200

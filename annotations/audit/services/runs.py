@@ -86,9 +86,11 @@ def _parameters(rounds, phi, seed) -> tuple[int, float, int]:
 @transaction.atomic
 def audit_start(*, study: Study, rubric: Rubric, commitments: bytes, commitments_name: str,
                 datapoints: bytes | None = None, datapoints_name: str = "",
-                rounds=3, phi=0.5, seed=0, by: User | None = None) -> Audit:
+                rounds=3, phi=0.5, seed=0, by: User | None = None,
+                enqueue: bool = True) -> Audit:
     """Check everything, then store and queue an audit (module docstring). ``datapoints``
-    None means the study's items."""
+    None means the study's items; ``enqueue=False`` leaves the run to the caller
+    (``audit_run``: the demo's seeding runs it in its own process)."""
     if rubric.study_id != study.pk:
         raise AuditRefused("The rubric belongs to another study.")
     rounds, phi, seed = _parameters(rounds, phi, seed)
@@ -122,7 +124,8 @@ def audit_start(*, study: Study, rubric: Rubric, commitments: bytes, commitments
         rounds=rounds, phi=phi, seed=seed, rubric_snapshot=snapshot, total=len(rows),
         created_by=by)
     AuditFile.objects.create(audit=audit, commitments=commitments, datapoints=datapoints)
-    transaction.on_commit(lambda: run_enqueue(audit.pk))
+    if enqueue:
+        transaction.on_commit(lambda: run_enqueue(audit.pk))
     return audit
 
 

@@ -28,6 +28,7 @@ class Command(BaseCommand):
         for role, user, password in accounts.credentials:
             self.stdout.write(f"  {role:28s} {user} / {password}")
         self._critique_demo()
+        self._audit_demo(study)
 
     def _critique_demo(self) -> None:
         """The recursive-critique demo studies (issue 10)."""
@@ -55,3 +56,13 @@ class Command(BaseCommand):
                    roles.ANNOTATOR: [rater]}
         self.stderr.write("Seeding the assisted demo study…")
         return assisted_demo_seed(members=members)
+
+    def _audit_demo(self, study) -> None:
+        """Two audited AI raters of the partitioned demo study, one passing, one failing
+        (issue 19; once)."""
+        from annotations.audit.services.demo import audit_demo_seed
+
+        for audit in audit_demo_seed(study):
+            self.stdout.write(self.style.SUCCESS(
+                f"Demo audit #{audit.pk}: {audit.evaluator_name} — {audit.successes}/"
+                f"{audit.total} successes"))

@@ -17,6 +17,7 @@ urlpatterns = [
     path("", include("annotations.partitioned.urls")),
     path("", include("annotations.critique.urls")),
     path("", include("annotations.assisted.urls")),
+    path("", include("annotations.audit.urls")),
     path("healthz", healthz, name="healthz"),
     # browsers ask for /favicon.ico on pages without a <link rel="icon"> (the admin's)
     path("favicon.ico", favicon),

@@ -177,6 +177,7 @@ UPLOADS = {
     "admin:annotations_critiquesettings_import_questions": (_critique, {}),
     "admin:annotations_critiquesettings_import_outputs": (_critique, {}),
     "api-import-jobs": (_partitioned, {"kind": "items"}),
+    "audits": (_partitioned, {"action": "rubric", "name": "r", "aggregator": "majority"}),
 }
 BAD_FILES = [
     ("nul", b'{"note": "a\x00b"}\n', f"bad.jsonl:1: note: {NUL_MESSAGE}"),

@@ -88,6 +88,7 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Demo study #{assisted.pk}: {assisted.name}"))
         rows += assisted_rows
         rows += self._critique_demo()
+        self._audit_demo(study)
         block = accounts_block(rows, opts["base_url"])
         if opts["accounts_file"]:
             opts["accounts_file"].write_text(block, encoding="utf-8")
@@ -133,3 +134,13 @@ class Command(BaseCommand):
                     rows.append(DemoAccount(study, user, password,
                                             f"{role}, level {level} ({words})", work))
         return rows
+
+    def _audit_demo(self, study) -> None:
+        """Two audited AI raters of the partitioned demo study, one passing, one failing
+        (issue 19; once)."""
+        from annotations.audit.services.demo import audit_demo_seed
+
+        for audit in audit_demo_seed(study):
+            self.stdout.write(self.style.SUCCESS(
+                f"Demo audit #{audit.pk}: {audit.evaluator_name} — {audit.successes}/"
+                f"{audit.total} successes"))

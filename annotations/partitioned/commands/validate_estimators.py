@@ -204,6 +204,9 @@ class Command(BaseCommand):
                           ).splitlines() + [""]
         if cluster_reps:
             lines += self._clustered(cluster_reps, adjusted_reps, small_reps, seed)
+        from estimators.nodata.coverage import coverage_markdown  # the audits' interval
+
+        lines += coverage_markdown()
         lines += [
             "## Every cell (one query per item)",
             "",

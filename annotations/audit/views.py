@@ -1,0 +1,176 @@
+"""Audit pages (htmx): a study's audits (start one, import a rubric file), one audit's
+progress and result, and its downloads. For the study's researchers only: anyone else gets
+404 (``selectors.audit_study``). Views parse, call one service or selector, render."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from annotations.audit.models import Audit, Rubric
+from annotations.audit.selectors import (
+    audit_of,
+    audit_study,
+    audits_of,
+    failed_outcomes,
+    rubrics_of,
+)
+from annotations.audit.services.runs import ACTIVE, audit_progress
+from annotations.core.errors import DomainError, ImportFailed
+from annotations.core.inputs import accepts_upload
+
+
+def _list_context(study) -> dict:
+    audits = audits_of(study)
+    return {"study": study, "rubrics": rubrics_of(study),
+            "audits": [(a, audit_progress(a)) for a in audits],
+            "active": any(a.status in ACTIVE for a in audits),
+            "aggregators": Rubric.Aggregator.choices}
+
+
+@accepts_upload  # the commitments, datapoints and rubric files
+@login_required
+@require_http_methods(["GET", "POST"])
+def audits(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The study's audits: start one (rubric, commitments file, data set, r, φ, seed) or
+    import a rubric file. A file with problems changes nothing; the page lists every one."""
+    from annotations.audit.services.rubrics import rubric_import
+    from annotations.audit.services.runs import audit_start
+
+    study = audit_study(user=request.user, study_id=study_id)
+    if request.method == "GET" and request.htmx and request.GET.get("list"):
+        return render(request, "audit/_audits.html", _list_context(study))
+    errors: list[str] = []
+    form = request.POST if request.method == "POST" else request.GET  # ?rubric= preselects
+    if request.method == "POST":
+        action = form.get("action", "")
+        try:
+            if action == "start":
+                rubric = Rubric.objects.filter(study=study, pk=_int(form.get("rubric"))).first()
+                commitments = request.FILES.get("commitments")
+                upload = request.FILES.get("datapoints")
+                if rubric is None:
+                    errors = ["Choose a rubric (define one in the admin or import a file)."]
+                elif commitments is None:
+                    errors = ["Choose the evaluator's commitments file (JSONL)."]
+                elif form.get("dataset") == "upload" and upload is None:
+                    errors = ["Choose a file of datapoints, or audit the study's items."]
+                else:
+                    use_upload = form.get("dataset") == "upload"
+                    audit = audit_start(
+                        study=study, rubric=rubric, commitments=commitments.read(),
+                        commitments_name=commitments.name,
+                        datapoints=upload.read() if use_upload else None,
+                        datapoints_name=upload.name if use_upload else "",
+                        rounds=form.get("rounds", ""), phi=form.get("phi", ""),
+                        seed=form.get("seed", ""), by=request.user)
+                    messages.info(request, f"Audit #{audit.pk} started.")
+                    return redirect("audit-detail", study_id=study.pk, audit_id=audit.pk)
+            elif action == "rubric":
+                upload = request.FILES.get("file")
+                if upload is None:
+                    errors = ["Choose a rubric file (JSONL)."]
+                else:
+                    rubric = rubric_import(study=study, name=form.get("name", ""),
+                                           aggregator=form.get("aggregator", ""),
+                                           data=upload.read(), source=upload.name)
+                    messages.success(request, f"Rubric {rubric.name} imported "
+                                              f"({rubric.criteria.count()} criteria).")
+                    return redirect("audits", study_id=study.pk)
+            else:
+                errors = ["Unknown action."]
+        except ImportFailed as exc:
+            errors = exc.errors
+        except DomainError as exc:
+            errors = [exc.message]
+    return render(request, "audit/audits.html",
+                  {**_list_context(study), "errors": errors, "form": form},
+                  status=400 if errors else 200)
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _pct(x) -> str:
+    return "—" if x is None else f"{100 * x:.1f} %"
+
+
+CHALLENGE_NAMES = {"1": "1 — equality up to permutation (total rubric)",
+                   "2": "2 — equality up to isomorphism (C(x′) = C(x))",
+                   "none": "none — the evaluator had no usable commitment"}
+
+
+def _detail_context(audit: Audit) -> dict:
+    s = audit.summary or {}
+    by_challenge = s.get("failures_by_challenge", {})
+    lo, hi = s.get("interval") or (None, None)
+    shown = {"rate": _pct(s.get("success_rate")), "lo": _pct(lo), "hi": _pct(hi),
+             "flip_rate": _pct(s.get("flip_rate")),
+             "lie": f"{s.get('lie_pass_bound', 0):.4g}",
+             "factor": f"{s.get('error_factor', 0):.4f}",
+             "theorem1": [(f"{a:.1f}", f"{1 - a:.2f}", f"{(1 - a) * s.get('error_factor', 0):.4f}",
+                           _pct(b)) for a, b in s.get("theorem1", [])]}
+    for key in ("kappa", "kappa_final"):
+        k = s.get(key)
+        if k:
+            shown[key] = {"value": "—" if k["kappa"] is None else f"{k['kappa']:.3f}",
+                          "lo": "—" if k["lower"] is None else f"{k['lower']:.3f}",
+                          "hi": "—" if k["upper"] is None else f"{k['upper']:.3f}",
+                          "observed": _pct(k["observed"]), "n": k["n"]}
+    return {"study": audit.study, "audit": audit, "progress": audit_progress(audit),
+            "active": audit.status in ACTIVE, "s": s, "shown": shown,
+            "by_challenge": [(CHALLENGE_NAMES.get(k, k), v) for k, v in by_challenge.items()],
+            "by_criterion": sorted(s.get("failures_by_criterion", {}).items(),
+                                   key=lambda kv: -kv[1]),
+            "failed": failed_outcomes(audit) if audit.status == Audit.Status.SUCCEEDED else [],
+            "criteria": audit.rubric_snapshot.get("criteria", []),
+            "downloads": [("outcomes", "Outcomes per datapoint"), ("rounds", "Every round"),
+                          ("summary", "Summary")]}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def audit_detail(request: HttpRequest, study_id: int, audit_id: int) -> HttpResponse:
+    """One audit: progress while it runs (the live region polls ``?progress=1`` every
+    second), cancel, and the result when it has succeeded."""
+    from annotations.audit.services.runs import audit_cancel
+
+    study = audit_study(user=request.user, study_id=study_id)
+    audit = audit_of(study=study, audit_id=audit_id)
+    if request.method == "POST":
+        if request.POST.get("action") == "cancel":
+            try:
+                audit_cancel(audit=audit)
+                messages.info(request, f"Audit #{audit.pk}: cancel requested.")
+            except DomainError as exc:
+                messages.error(request, exc.message)
+        return redirect("audit-detail", study_id=study.pk, audit_id=audit.pk)
+    if request.htmx and request.GET.get("progress"):
+        return render(request, "audit/_result.html", _detail_context(audit))
+    return render(request, "audit/audit.html", _detail_context(audit))
+
+
+@require_GET
+@login_required
+def audit_download(request: HttpRequest, study_id: int, audit_id: int) -> HttpResponse:
+    """``?what=`` outcomes, rounds, summary (``?format=csv|jsonl``), commitments or
+    datapoints (the files as uploaded, JSONL)."""
+    from annotations.audit.services.exports import RAW, WHATS, audit_export
+    from annotations.core.exports import download, requested_format
+
+    study = audit_study(user=request.user, study_id=study_id)
+    audit = audit_of(study=study, audit_id=audit_id)
+    what = request.GET.get("what", "outcomes")
+    if what not in WHATS:
+        raise Http404("No such download.")
+    fmt = "jsonl" if what in RAW else requested_format(request)
+    response = download(f"study-{study.pk}-audit-{audit.pk}-{what}.{fmt}", fmt)
+    audit_export(audit=audit, what=what, out=response, fmt=fmt)
+    return response

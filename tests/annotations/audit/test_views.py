@@ -1,0 +1,221 @@
+"""Audit pages through the client: who may start and read audits (another study's researcher
+and the study's manager get 404), a bad file through the page changes nothing, the result
+page, the downloads (CSV and JSONL through core.exports), the rubric admin."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from annotations.audit.models import Audit, AuditOutcome, Criterion, Rubric
+from annotations.core.models import StudyMembership
+from tests.annotations.audit.helpers import (
+    DATA,
+    commitments_file,
+    datapoints_file,
+    expected_successes,
+    liar,
+    make_audit_study,
+    make_rubric,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def _post_start(client, study, rubric, commitments: bytes, **extra):
+    return client.post(reverse("audits", args=[study.pk]), {
+        "action": "start", "rubric": rubric.pk, "dataset": "upload", "rounds": 3, "phi": 0.5,
+        "seed": 4,
+        "commitments": SimpleUploadedFile("c.jsonl", commitments),
+        "datapoints": SimpleUploadedFile("d.jsonl", datapoints_file()), **extra})
+
+
+@pytest.fixture
+def finished(client, django_capture_on_commit_callbacks):
+    study, researcher = make_audit_study()
+    rubric = make_rubric(study)
+    client.force_login(researcher)
+    with django_capture_on_commit_callbacks(execute=True):  # the task runs in process
+        response = _post_start(client, study, rubric, commitments_file(liar))
+    audit = Audit.objects.get(study=study)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("audit-detail", args=[study.pk, audit.pk])
+    return study, researcher, audit
+
+
+def test_a_researcher_starts_an_audit_and_reads_its_result(client, finished):
+    study, _, audit = finished
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.SUCCEEDED
+    html = client.get(reverse("audit-detail", args=[study.pk, audit.pk])).content.decode()
+    n, k = len(DATA), sum(expected_successes(liar))
+    assert f"{k} of {n} datapoints" in html
+    assert f"{100 * k / n:.1f} %" in html
+    assert "Clopper–Pearson" in html and "Theorem 1" in html
+    assert 'data-testid="failed"' in html
+    assert "hx-get" not in html  # an ended audit no longer polls
+    assert 'data-testid="kappa"' not in html  # nobody labelled these datapoints
+
+
+def test_a_running_audit_polls_and_shows_its_progress(client):
+    study, researcher = make_audit_study()
+    audit = Audit.objects.create(study=study, rubric=make_rubric(study), total=10, done=4,
+                                 status=Audit.Status.RUNNING)
+    client.force_login(researcher)
+    url = reverse("audit-detail", args=[study.pk, audit.pk])
+    html = client.get(url).content.decode()
+    assert f'hx-get="{url}?progress=1"' in html and "Running: 4/10 datapoints" in html
+    part = client.get(url + "?progress=1", HTTP_HX_REQUEST="true").content.decode()
+    assert part.startswith('<div id="audit-result"') and "<html" not in part
+    client.post(url, {"action": "cancel"})
+    audit.refresh_from_db()
+    assert audit.cancel_requested
+
+
+@pytest.mark.parametrize("role", ["other_researcher", "manager", "specialist"])
+def test_nobody_but_the_studys_researchers_runs_or_reads_its_audits(client, finished, role):
+    study, _, audit = finished
+    other, other_researcher = make_audit_study("other")
+    user = {"other_researcher": other_researcher,
+            "manager": study.memberships.get(role=StudyMembership.Role.MANAGER).user,
+            "specialist": study.memberships.filter(
+                role=StudyMembership.Role.SPECIALIST).first().user}[role]
+    client.force_login(user)
+    for url in (reverse("audits", args=[study.pk]),
+                reverse("audit-detail", args=[study.pk, audit.pk]),
+                reverse("audit-download", args=[study.pk, audit.pk]) + "?what=outcomes",
+                reverse("audit-download", args=[study.pk, audit.pk]) + "?what=commitments"):
+        assert client.get(url).status_code == 404, url
+    assert client.post(reverse("audit-detail", args=[study.pk, audit.pk]),
+                       {"action": "cancel"}).status_code == 404
+    before = Audit.objects.count()
+    response = _post_start(client, study, Rubric.objects.get(study=study),
+                           commitments_file(liar))
+    assert response.status_code == 404 and Audit.objects.count() == before
+    # nor through their own study's address
+    if role == "other_researcher":
+        assert client.get(reverse("audit-detail", args=[other.pk, audit.pk])).status_code == 404
+
+
+def test_a_bad_commitments_file_on_the_page_changes_nothing_and_is_listed(client):
+    study, researcher = make_audit_study()
+    rubric = make_rubric(study)
+    client.force_login(researcher)
+    response = _post_start(client, study, rubric,
+                           b'{"item": "d0", "round": 1, "label": "yes", "similar": "0"}\n')
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "Nothing was changed." in html
+    assert "c.jsonl, line 1, field label: expected the integer 0 or 1, got &#x27;yes&#x27;" in html
+    assert not Audit.objects.exists()
+
+
+def test_a_bad_rubric_file_on_the_page_changes_nothing(client):
+    study, researcher = make_audit_study()
+    client.force_login(researcher)
+    response = client.post(reverse("audits", args=[study.pk]), {
+        "action": "rubric", "name": "r", "aggregator": "majority",
+        "file": SimpleUploadedFile("r.jsonl", b'{"name": "a", "check": "regex", "text": "(a*)*"}\n')})
+    assert response.status_code == 400
+    assert "r.jsonl:1: text: refused" in response.content.decode()
+    assert not Rubric.objects.exists()
+
+
+def test_downloads_carry_every_outcome_and_round_as_csv_and_jsonl(client, finished):
+    study, _, audit = finished
+    url = reverse("audit-download", args=[study.pk, audit.pk])
+    stored = list(AuditOutcome.objects.filter(audit=audit).order_by("position"))
+    jsonl = client.get(url + "?what=outcomes&format=jsonl")
+    assert jsonl["Content-Type"] == "application/jsonl"
+    rows = [json.loads(line) for line in jsonl.content.decode().splitlines()]
+    assert [(r["item"], r["success"], r["final_label"]) for r in rows] == [
+        (o.item, o.success, o.final_label) for o in stored]
+    table = list(csv.DictReader(io.StringIO(
+        client.get(url + "?what=outcomes&format=csv").content.decode())))
+    assert [r["item"] for r in table] == [o.item for o in stored]
+    assert [r["success"] for r in table] == [str(o.success) for o in stored]
+    rounds = list(csv.DictReader(io.StringIO(
+        client.get(url + "?what=rounds&format=csv").content.decode())))
+    assert len(rounds) == sum(len(o.rounds) for o in stored)
+    summary = json.loads(client.get(url + "?what=summary&format=jsonl").content)
+    assert summary["successes"] == audit.successes and summary["criteria"] == ["has_11",
+                                                                               "starts_0"]
+    assert client.get(url + "?what=commitments").content == commitments_file(liar)
+    assert client.get(url + "?what=datapoints").content == datapoints_file()
+    assert client.get(url + "?what=secrets").status_code == 404
+
+
+def test_the_rubric_admin_saves_two_programmatic_criteria_and_refuses_unsafe_ones(client):
+    study, researcher = make_audit_study()
+    client.force_login(researcher)
+    url = reverse("admin:annotations_rubric_add")
+    assert client.get(url).status_code == 200
+
+    def post(second_pattern: str):
+        return client.post(url, {
+            "study": study.pk, "name": "r", "aggregator": "all", "description": "",
+            "criteria-TOTAL_FORMS": 2, "criteria-INITIAL_FORMS": 0,
+            "criteria-MIN_NUM_FORMS": 1, "criteria-MAX_NUM_FORMS": 1000,
+            "criteria-0-position": 0, "criteria-0-name": "a", "criteria-0-kind": "contains",
+            "criteria-0-text": "11", "criteria-0-value": "null",
+            "criteria-1-position": 1, "criteria-1-name": "b", "criteria-1-kind": "regex",
+            "criteria-1-text": second_pattern, "criteria-1-value": "null", "_save": "Save"})
+
+    refused = post("(a+)+$")
+    assert refused.status_code == 200 and "refused" in refused.content.decode()
+    assert not Rubric.objects.exists()
+    saved = post("^0")
+    rubric = Rubric.objects.get(study=study)
+    assert saved.status_code == 302
+    assert saved["Location"] == f"{reverse('audits', args=[study.pk])}?rubric={rubric.pk}"
+    page = client.get(saved["Location"]).content.decode()
+    assert f'<option value="{rubric.pk}" selected>' in page
+    assert list(Criterion.objects.values_list("name", "kind")) == [("a", "contains"),
+                                                                  ("b", "regex")]
+
+
+def test_another_studys_researcher_does_not_see_the_rubric_in_the_admin(client):
+    study, _ = make_audit_study()
+    rubric = make_rubric(study)
+    _, other = make_audit_study("other")
+    client.force_login(other)
+    assert client.get(reverse("admin:annotations_rubric_change", args=[rubric.pk])
+                      ).status_code in (302, 404)
+    listing = client.get(reverse("admin:annotations_rubric_changelist")).content.decode()
+    assert rubric.name not in listing
+
+
+def test_the_audit_guide_is_a_page_of_the_site_with_its_links(client):
+    _, researcher = make_audit_study()
+    client.force_login(researcher)
+    html = client.get(reverse("help-page", args=["audit"])).content.decode()
+    assert "What the success rate means" in html
+    assert f'href="{reverse("help-page", args=["nodata"])}' in html
+    assert f'href="{reverse("help-page", args=["coverage"])}' in html
+    assert client.get(reverse("help-page", args=["nodata"])).status_code == 200
+
+
+def test_the_result_shows_kappa_where_people_labelled_the_datapoints(
+        client, django_capture_on_commit_callbacks):
+    study, researcher = make_audit_study()
+    rubric = make_rubric(study)
+    client.force_login(researcher)
+    datapoints = "".join(json.dumps({"item": f"d{i}", "datapoint": x, "reference": i % 2})
+                         + "\n" for i, x in enumerate(DATA)).encode()
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("audits", args=[study.pk]), {
+            "action": "start", "rubric": rubric.pk, "dataset": "upload", "rounds": 3,
+            "phi": 0.5, "seed": 4, "commitments": SimpleUploadedFile("c.jsonl",
+                                                                     commitments_file(liar)),
+            "datapoints": SimpleUploadedFile("d.jsonl", datapoints)})
+    audit = Audit.objects.get(study=study)
+    html = client.get(reverse("audit-detail", args=[study.pk, audit.pk])).content.decode()
+    assert 'data-testid="kappa"' in html
+    assert f"labels of {len(DATA)} datapoints" in html
+    plain = client.get(reverse("audit-detail", args=[study.pk, audit.pk]))
+    assert plain.status_code == 200

@@ -1,0 +1,75 @@
+"""Audits in Chromium: a researcher defines a rubric with two programmatic criteria in the
+admin, starts an audit of an evaluator's commitments, follows its progress (the run is in a
+thread, the page polls) and reads the result; the pages do not scroll sideways at 390 px."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from annotations.audit.models import Audit
+from tests.annotations.audit.helpers import (
+    DATA,
+    commitments_file,
+    datapoints_file,
+    expected_successes,
+    liar,
+    make_audit_study,
+)
+from tests.browser.conftest import login
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+expect.set_options(timeout=15_000)
+
+
+def test_a_researcher_defines_a_rubric_runs_an_audit_with_progress_and_reads_the_result(
+        page, live_server, settings, tmp_path):
+    settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.2  # the run goes to a thread, as embedded
+    study, researcher = make_audit_study("browser-audit")
+    login(page, live_server, researcher.username)
+    page.locator(f'a[href="/studies/{study.pk}/audits/"]').click()
+    expect(page.get_by_role("heading", name=f"Evaluator audits · {study.name}")).to_be_visible()
+    page.get_by_role("link", name="define one in the admin").click()
+
+    # the admin: a rubric with two programmatic criteria (a check and its parameters each)
+    page.fill("input[name=name]", "has 11, starts with 0")
+    page.select_option("select[name=aggregator]", "any")
+    page.fill("input[name='criteria-0-name']", "has_11")
+    page.select_option("select[name='criteria-0-kind']", "contains")
+    page.fill("input[name='criteria-0-text']", "11")
+    page.fill("input[name='criteria-1-name']", "starts_0")
+    page.select_option("select[name='criteria-1-kind']", "regex")
+    page.fill("input[name='criteria-1-text']", "^0")
+    page.locator("input[name=_save]").click()
+    page.wait_for_url(f"{live_server.url}/studies/{study.pk}/audits/?rubric=*")
+
+    # start the audit: the evaluator's commitments and a file of datapoints
+    (tmp_path / "commitments.jsonl").write_bytes(commitments_file(liar))
+    (tmp_path / "datapoints.jsonl").write_bytes(datapoints_file())
+    start = page.get_by_test_id("start")
+    start.locator("input[name=commitments]").set_input_files(str(tmp_path / "commitments.jsonl"))
+    start.locator("input[name=datapoints]").set_input_files(str(tmp_path / "datapoints.jsonl"))
+    start.locator("input[name=phi]").fill("1")
+    start.get_by_role("button", name="Start the audit").click()
+    audit = Audit.objects.get(study=study)
+    page.wait_for_url(f"{live_server.url}/studies/{study.pk}/audits/{audit.pk}/")
+    progress = page.get_by_test_id("progress")
+    expect(progress).to_be_visible()
+    # the page polls until the thread has stored every outcome
+    n, k = len(DATA), sum(expected_successes(liar))
+    expect(progress).to_have_text(f"Succeeded: {n}/{n} datapoints, {k} successes")
+    rate = page.get_by_test_id("success-rate")
+    expect(rate).to_contain_text(f"{100 * k / n:.1f} %")
+    expect(rate).to_contain_text(f"{k} of {n} datapoints")
+    expect(rate).to_contain_text("Clopper–Pearson")
+    expect(page.get_by_test_id("flips")).to_contain_text(f"{n - k} of {n} labels flipped")
+    expect(page.get_by_test_id("failures")).to_contain_text("has_11")
+    expect(page.get_by_test_id("failed").locator("tbody tr")).to_have_count(n - k)
+    with page.expect_download() as got:
+        page.get_by_test_id("downloads").get_by_role("link", name="CSV").first.click()
+    assert got.value.suggested_filename == f"study-{study.pk}-audit-{audit.pk}-outcomes.csv"
+
+    for path in (f"/studies/{study.pk}/audits/{audit.pk}/", f"/studies/{study.pk}/audits/"):
+        page.set_viewport_size({"width": 390, "height": 800})
+        page.goto(f"{live_server.url}{path}")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, path

@@ -47,7 +47,7 @@ class Study(models.Model):
 
     # estimators.partitioned.accuracy.estimate(interval=…)
     class IntervalMethod(models.TextChoices):
-        AUTO = "auto", "Standard 95 % (mid-p exact where labels are few)"
+        AUTO = "auto", "Standard 95 % (exact where labels are few)"
         CONSERVATIVE = "conservative", "Conservative for audits (at least 95 %, wider)"
 
     # Unique among one creator's studies only: a global uniqueness would tell a researcher
@@ -102,11 +102,14 @@ class Study(models.Model):
     seed = models.BigIntegerField(default=_new_seed, help_text="Seed of every random draw.")
     interval_method = models.CharField(
         max_length=12, choices=IntervalMethod.choices, default=IntervalMethod.AUTO,
-        help_text="How the 95 % intervals are made where a system has few errors, few correct "
-        "answers or few complementary hits (elsewhere: the likelihood-ratio interval). "
-        "Standard: the mid-p exact interval, about 95 % on average, narrower. Conservative: "
-        "at least 95 % whatever the true accuracy, often over 99 % on small samples — for "
-        "audits. Both give the same interval for the same data. Fixed once the study opens.",
+        help_text="How the 95 % intervals are made. Ordinary-only and complementary-only "
+        "columns: Standard — Blaker's interval, at least 95 % whatever the true accuracy; "
+        "Conservative — Clopper–Pearson, wider. Other columns, where a system has few errors, "
+        "few correct answers or few complementary hits (elsewhere: the likelihood-ratio "
+        "interval): Standard — the mid-p exact interval, about 95 % on average, narrower; "
+        "Conservative — at least 95 % whatever the true accuracy, often over 99 % on small "
+        "samples — for audits. Both give the same interval for the same data. Fixed once the "
+        "study opens.",
     )
     routing_batches = models.PositiveIntegerField(default=0, editable=False)
     # Items per stratum (quality checks excluded), kept by the item services: the

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from annotations.audit.services.files import jsonl_records
 from annotations.core.errors import ImportFailed
 from annotations.core.models import Item, Study
-from annotations.core.services.records import KeysSeen, unknown_field
+from annotations.core.services.records import KeysSeen, unknown_fields
 
 FIELDS = ("item", "datapoint", "reference")
 
@@ -42,9 +42,7 @@ def parse_datapoints(data: bytes, *, source: str) -> list[Datapoint]:
     seen = KeysSeen()
     for line, record in jsonl_records(data, name=source, problems=problems):
         where = f"{source}:{line}"
-        extra = unknown_field(record, FIELDS)
-        if extra:
-            problems.append(f"{where}: {extra}")
+        problems += [f"{where}: {p}" for p in unknown_fields(record, FIELDS)]
         item = record.get("item")
         if isinstance(item, int) and not isinstance(item, bool):
             item = str(item)

@@ -22,7 +22,7 @@ from annotations.audit.services.checks import build_criterion, criterion_problem
 from annotations.audit.services.files import jsonl_records
 from annotations.core.errors import ImportFailed
 from annotations.core.models import Study
-from annotations.core.services.records import KeysSeen, unknown_field
+from annotations.core.services.records import KeysSeen, unknown_fields
 from estimators.nodata.aggregators import AllOf, AnyOf, MajorityVote
 from estimators.nodata.rubrics import Rubric as CoreRubric
 
@@ -39,9 +39,7 @@ def parse_rubric(data: bytes, *, source: str) -> list[dict]:
     names = KeysSeen()
     for line, record in jsonl_records(data, name=source, problems=problems):
         where = f"{source}:{line}"
-        extra = unknown_field(record, FIELDS)
-        if extra:
-            problems.append(f"{where}: {extra}")
+        problems += [f"{where}: {p}" for p in unknown_fields(record, FIELDS)]
         row = {"name": record.get("name", ""), "kind": record.get("check", ""),
                "text": record.get("text", ""), "number": record.get("number"),
                "field": record.get("field", ""), "value": record.get("value")}

@@ -6,6 +6,7 @@ offers."""
 from __future__ import annotations
 
 from annotations.assisted import views
+from annotations.assisted.dashboard import FIGURES
 from annotations.assisted.services import rating  # noqa: F401 - the rating tasks' kind
 from annotations.assisted.services.analysis import (
     answered_counts,
@@ -14,7 +15,7 @@ from annotations.assisted.services.analysis import (
 )
 from annotations.assisted.services.exports import ratings_export
 from annotations.assisted.services.routing import assisted_study_open
-from annotations.core.exports import export_register
+from annotations.core.exports import export_register, figures_register
 from annotations.core.models import Study, StudyMembership
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
@@ -25,6 +26,7 @@ def register() -> None:
     connect_signals()  # the analysis recomputes after each rating
     recompute_kind_register(Study.Kind.ASSISTED, assisted_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.ASSISTED, assisted_study_open)
+    figures_register(Study.Kind.ASSISTED, FIGURES)
     dashboard_register(Study.Kind.ASSISTED, views.assisted_dashboard_page)
     export_register(Study.Kind.ASSISTED, "ratings", "Ratings with comments, what each rater "
                     "was shown and what they opened", ratings_export)

@@ -49,3 +49,12 @@ def downloads(study) -> dict:
     from annotations.core.exports import exports_of
 
     return {"study": study, "exports": exports_of(study.kind)}
+
+
+@register.simple_tag
+def figure_csv(study, name: str, label: str = "Download CSV") -> str:
+    """The link to the CSV of the dashboard figure ``name`` (``core.exports`` figures)."""
+    from django.urls import reverse
+
+    return format_html('<p class="csv"><a href="{}" download data-testid="csv-{}">{}</a></p>',
+                       reverse("figure-csv", args=[study.pk, name]), name, label)

@@ -98,3 +98,13 @@ def study_export(request: HttpRequest, study_id: int) -> HttpResponse:
 
     study = dashboard_study(request, study_id)
     return export_response(study, request.GET.get("what"), requested_format(request))
+
+
+@require_GET
+@login_required
+def figure_csv(request: HttpRequest, study_id: int, figure: str) -> HttpResponse:
+    """The CSV of one figure (or table) of any study type's dashboard, from its latest
+    snapshot (``core.exports.figure_response``), for those who may read the dashboard."""
+    from annotations.core.exports import figure_response
+
+    return figure_response(dashboard_study(request, study_id), figure)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from functools import partial
 
-from annotations.core.exports import export_register
+from annotations.core.exports import export_register, figures_register
 from annotations.core.models import Study, StudyMembership
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
 from annotations.core.views import dashboard_register, study_page_register
 from annotations.critique import views
+from annotations.critique.dashboard import FIGURES
 from annotations.critique.services import assignment  # noqa: F401 - the tasks' kind
 from annotations.critique.services.analysis import answered_counts, critique_recompute
 from annotations.critique.services.exports import critique_export
@@ -22,6 +23,7 @@ from annotations.critique.services.studies import critique_study_open
 def register() -> None:
     recompute_kind_register(Study.Kind.CRITIQUE, critique_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.CRITIQUE, critique_study_open)
+    figures_register(Study.Kind.CRITIQUE, FIGURES)
     dashboard_register(Study.Kind.CRITIQUE, views.critique_dashboard_page)
     for what, title in (("outputs", "Outputs: every response and critique"),
                         ("tasks", "Tasks and their timing"),

@@ -5,13 +5,14 @@ roles their Members page offers."""
 
 from __future__ import annotations
 
-from annotations.core.exports import export_register
+from annotations.core.exports import export_register, figures_register
 from annotations.core.models import ImportJob, Study, StudyMembership
 from annotations.core.services.import_jobs import import_kind_register
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
 from annotations.core.views import dashboard_register, study_page_register
 from annotations.partitioned import views
+from annotations.partitioned.dashboard import FIGURES
 from annotations.partitioned.services import routing  # noqa: F401 - the queries' task kind
 from annotations.partitioned.services.estimates import answered_counts, study_recompute
 from annotations.partitioned.services.exports import labels_export
@@ -23,6 +24,7 @@ from annotations.partitioned.services.studies import partitioned_study_open
 def register() -> None:
     recompute_kind_register(Study.Kind.PARTITIONED, study_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.PARTITIONED, partitioned_study_open)
+    figures_register(Study.Kind.PARTITIONED, FIGURES)
     dashboard_register(Study.Kind.PARTITIONED, views.dashboard_page)
     import_kind_register(ImportJob.Kind.ITEMS, items_import)
     import_kind_register(ImportJob.Kind.PREDICTIONS, predictions_import)

@@ -302,3 +302,21 @@ def assisted_figure_csv(request: HttpRequest, study_id: int, figure: str) -> Htt
     figure CSVs of every dashboard (``core.exports.figure_response``), at the address the
     assisted dashboard has always linked."""
     return figure_response(_assisted_study(request, study_id), figure)
+
+
+COMMENTS_PER_PAGE = 25
+
+
+@require_GET
+@login_required
+def rater_comments(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The raters' comments on their ratings, newest first, ``COMMENTS_PER_PAGE`` a page
+    (``?page=``), for the study's researchers and managers (as the dashboard)."""
+    from django.core.paginator import Paginator
+
+    from annotations.assisted.selectors import rating_comments
+
+    study = _assisted_study(request, study_id)
+    page = Paginator(rating_comments(study=study), COMMENTS_PER_PAGE).get_page(
+        request.GET.get("page"))
+    return render(request, "assisted_dashboard/comments.html", {"study": study, "page": page})

@@ -22,7 +22,7 @@ from annotations.models import Arm, StudyMembership
 from annotations.partitioned.services.estimates import study_recompute
 from annotations.partitioned.services.simulation import study_simulate
 from estimators.assisted.simulation import AssistedDesign, simulate_assisted
-from tests.annotations.assisted.helpers import add_rater
+from tests.annotations.assisted.helpers import add_rater, make_assisted_study
 from tests.annotations.critique.helpers import answer_next, make_critique_study
 from tests.browser.conftest import login, watch_csp
 from tests.factories import UserFactory, make_study, specialist
@@ -83,10 +83,25 @@ def _studies(settings):
         membership_add(study=study, user=manager, role=StudyMembership.Role.MANAGER)
         membership_add(study=study, user=researcher, role=StudyMembership.Role.RESEARCHER)
     admin = UserFactory(username="phone-admin", is_staff=True, is_superuser=True)
+    # the labellers work on studies with tasks left (the ones above are fully answered)
+    to_label = make_study(k=3, n_items=12, seed=92, name="Phone: labelling")
+    to_rate = make_assisted_study(n_sentences=4, arms={"Evidence": ["search", "evidence"]})
+    rater = next(u for u in (add_rater(to_rate) for _ in range(4))
+                 if u.rater_assignments.get(study=to_rate).arm.name != "Baseline")
     return {"partitioned": part, "assisted": assisted, "critique": crit,
-            "specialist": specialist(part, 0), "rater": add_rater(assisted),
+            "to_label": to_label, "to_rate": to_rate,
+            "specialist": specialist(to_label, 0), "rater": rater,
             "annotator": annotators[7], "manager": manager, "researcher": researcher,
             "admin": admin}
+
+
+def _show_task(page) -> None:
+    """On a labelling page: ask for the next task unless one is shown, and wait for it."""
+    ask = page.locator("button.primary.big:visible", has_text="Get the next")
+    if ask.count():
+        ask.first.click()
+    expect(page.locator("main .query.card").first).to_be_visible()
+    page.wait_for_load_state("networkidle")
 
 
 def _context(browser, viewport, **kw):
@@ -105,9 +120,9 @@ def _pages(s) -> dict[str, list[str]]:
                reverse("swagger-ui")]
     arm = Arm.objects.filter(study=assisted).first()
     return {
-        "specialist": ["/", reverse("label", args=[part.pk]), "next",
+        "specialist": ["/", reverse("label", args=[s["to_label"].pk]), "next",
                        reverse("swagger-ui")],
-        "rater": ["/", reverse("rate", args=[assisted.pk]), "next"],
+        "rater": ["/", reverse("rate", args=[s["to_rate"].pk]), "next"],
         "annotator": ["/", reverse("critique-work", args=[crit.pk]), "next"],
         "manager": readers,
         "researcher": readers + [reverse("help-page", args=[g]) for g in GUIDES] + [
@@ -137,8 +152,7 @@ def test_no_page_of_any_role_scrolls_sideways_at_390px(browser, live_server, set
             login(page, live_server, s[role].username)
             for url in urls:
                 if url == "next":  # the labelling page with a task on it
-                    page.locator("button.primary.big").first.click()
-                    page.wait_for_load_state("networkidle")
+                    _show_task(page)
                     url = page.url.removeprefix(live_server.url) + " (a task shown)"
                 else:
                     response = page.goto(f"{live_server.url}{url}")
@@ -226,8 +240,8 @@ SHOW_STATES = """() => { for (const el of document.querySelectorAll(".lease-warn
 def test_labelling_pages_follow_a_dark_system_setting_with_legible_text(browser, live_server,
                                                                         settings, shots):
     s = _studies(settings)
-    pages = {"specialist": reverse("label", args=[s["partitioned"].pk]),
-             "rater": reverse("rate", args=[s["assisted"].pk]),
+    pages = {"specialist": reverse("label", args=[s["to_label"].pk]),
+             "rater": reverse("rate", args=[s["to_rate"].pk]),
              "annotator": reverse("critique-work", args=[s["critique"].pk])}
     problems, violations = [], []
     for role, url in pages.items():
@@ -238,8 +252,7 @@ def test_labelling_pages_follow_a_dark_system_setting_with_legible_text(browser,
                 page.goto(f"{live_server.url}{url}")
                 states = ["waiting"]
                 problems += [f"{role} {scheme} waiting: {p}" for p in page.evaluate(LOW_CONTRAST)]
-                page.locator("button.primary.big").first.click()
-                page.wait_for_load_state("networkidle")
+                _show_task(page)
                 page.evaluate(SHOW_STATES)  # the lease warning and every hidden notice
                 states.append("task")
                 problems += [f"{role} {scheme} task: {p}" for p in page.evaluate(LOW_CONTRAST)]

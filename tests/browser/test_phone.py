@@ -250,12 +250,15 @@ def test_labelling_pages_follow_a_dark_system_setting_with_legible_text(browser,
             try:
                 login(page, live_server, s[role].username)
                 page.goto(f"{live_server.url}{url}")
-                states = ["waiting"]
                 problems += [f"{role} {scheme} waiting: {p}" for p in page.evaluate(LOW_CONTRAST)]
                 _show_task(page)
                 page.evaluate(SHOW_STATES)  # the lease warning and every hidden notice
-                states.append("task")
                 problems += [f"{role} {scheme} task: {p}" for p in page.evaluate(LOW_CONTRAST)]
+                if role == "annotator":  # an empty answer: the form's errors
+                    page.locator("button.submit").click()
+                    expect(page.locator("main .error").first).to_be_visible()
+                    problems += [f"{role} {scheme} errors: {p}"
+                                 for p in page.evaluate(LOW_CONTRAST)]
                 background = page.evaluate("getComputedStyle(document.body).backgroundColor")
                 dark = sum(int(v) for v in re.findall(r"\d+", background)[:3]) < 3 * 60
                 assert dark == (scheme == "dark"), (role, scheme, background)

@@ -134,6 +134,7 @@ def _pages(s) -> dict[str, list[str]]:
             reverse("admin:annotations_assistedstudy_import_sentences", args=[assisted.pk]),
             reverse("admin:annotations_assistedstudy_import_traces", args=[assisted.pk]),
             reverse("admin:annotations_assistedstudy_progress", args=[assisted.pk]),
+            reverse("admin:annotations_assistedstudy_routing", args=[assisted.pk]),
             reverse("admin:annotations_assistedstudy_preview", args=[assisted.pk, arm.pk]),
             *[study_page_url(x) for x in (part, assisted, crit)],
             *[reverse("admin:annotations_study_members", args=[x.pk])

@@ -144,7 +144,8 @@ def _pages(s) -> dict[str, list[str]]:
     }
 
 
-def test_no_page_of_any_role_scrolls_sideways_at_390px(browser, live_server, settings):
+def test_no_page_of_any_role_scrolls_sideways_at_390px(browser, live_server, settings,
+                                                       shots):
     s = _studies(settings)
     wide, violations = [], []
     for role, urls in _pages(s).items():
@@ -166,6 +167,9 @@ def test_no_page_of_any_role_scrolls_sideways_at_390px(browser, live_server, set
                 scroll, client = page.evaluate(SIDEWAYS)
                 if scroll > client:
                     wide.append(f"{role} {url}: {scroll} > {client}: " + page.evaluate(WIDEST))
+                if role == "researcher":
+                    name = re.sub(r"\W+", "-", url.strip("/")) or "home"
+                    page.screenshot(path=str(shots / f"390-{name}.png"))
         finally:
             context.close()
         violations += seen

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 
 from annotations.core import selectors
-from annotations.core.charts import SYSTEM_PALETTE, bar_chart, xy_chart
+from annotations.core.charts import SYSTEM_PALETTE, bar_chart, headline, xy_chart
 from annotations.core.exports import rows_write
 from annotations.core.models import Study
 from annotations.core.words import counted
@@ -245,29 +245,33 @@ def assisted_dashboard_context(study: Study, rule: str = "individual") -> dict:
         curves=figures.get("curves", []),
         band_rows=_band_rows(figures.get("bands")),
         held_out=_held_out_rows(figures.get("held_out") or []),
+        headline=headline("Raters' accuracy per arm",
+                          [(r["arm"], r.get("accuracy"), r.get("accuracy_lower"),
+                            r.get("accuracy_upper"))
+                           for r in (payload.get("reliance") or {}).get("rows", [])]),
     )
     return context
 
 
 # --- CSV downloads -----------------------------------------------------------------------
-def _rows_curves(payload: dict) -> list[dict]:
+def _rows_curves(payload: dict, study: Study | None = None) -> list[dict]:
     return [{"rule": rule, "source": c["source"], **row}
             for rule, fig in (payload.get("rules") or {}).items()
             for c in fig.get("curves", []) for row in c["rows"]]
 
 
-def _rows_held_out(payload: dict) -> list[dict]:
+def _rows_held_out(payload: dict, study: Study | None = None) -> list[dict]:
     return [{"rule": rule, **row} for rule, fig in (payload.get("rules") or {}).items()
             for row in fig.get("held_out", [])]
 
 
-def _rows_results(payload: dict) -> list[dict]:
+def _rows_results(payload: dict, study: Study | None = None) -> list[dict]:
     return [{"rule": rule, "threshold_source": fig["overall"]["threshold_source"], **row}
             for rule, fig in (payload.get("rules") or {}).items() if fig.get("overall")
             for row in fig["overall"]["rows"]]
 
 
-def _rows_bands(payload: dict) -> list[dict]:
+def _rows_bands(payload: dict, study: Study | None = None) -> list[dict]:
     out = []
     for rule, fig in (payload.get("rules") or {}).items():
         bands = fig.get("bands")
@@ -278,7 +282,7 @@ def _rows_bands(payload: dict) -> list[dict]:
     return out
 
 
-def _rows_calibration(payload: dict) -> list[dict]:
+def _rows_calibration(payload: dict, study: Study | None = None) -> list[dict]:
     cal = payload.get("calibration") or {}
     rows = [{"who": "ai", "rule": "", **r} for r in cal.get("rows", [])]
     for rule, humans in (cal.get("humans") or {}).items():
@@ -286,25 +290,25 @@ def _rows_calibration(payload: dict) -> list[dict]:
     return rows
 
 
-def _rows_reliance(payload: dict) -> list[dict]:
+def _rows_reliance(payload: dict, study: Study | None = None) -> list[dict]:
     return list((payload.get("reliance") or {}).get("rows", []))
 
 
-def _rows_regression(payload: dict) -> list[dict]:
+def _rows_regression(payload: dict, study: Study | None = None) -> list[dict]:
     fit = payload.get("regression") or {}
     return [{**row, "baseline": fit.get("baseline"), "tau": fit.get("tau"),
              "converged": fit.get("converged")} for row in fit.get("rows", [])]
 
 
-def _rows_agreement(payload: dict) -> list[dict]:
+def _rows_agreement(payload: dict, study: Study | None = None) -> list[dict]:
     return list(payload.get("agreement") or [])
 
 
-def _rows_arms(payload: dict) -> list[dict]:
+def _rows_arms(payload: dict, study: Study | None = None) -> list[dict]:
     return [{**a, "components": " ".join(a["components"])} for a in payload.get("arms", [])]
 
 
-# name: (title, rows of the payload)
+# name: (title, rows(payload, study)): core.exports figures (registered in hooks)
 FIGURES = {
     "curves": ("Accuracy against the threshold (Figure 1)", _rows_curves),
     "held-out": ("Best threshold on held-out sentences", _rows_held_out),

@@ -6,6 +6,7 @@ offers, and what a flag names (the sentence a rater rates)."""
 from __future__ import annotations
 
 from annotations.assisted import views
+from annotations.assisted.dashboard import FIGURES
 from annotations.assisted.models import Sentence
 from annotations.assisted.services import rating  # the rating tasks' kind
 from annotations.assisted.services.analysis import (
@@ -15,7 +16,7 @@ from annotations.assisted.services.analysis import (
 )
 from annotations.assisted.services.exports import ratings_export
 from annotations.assisted.services.routing import assisted_study_open
-from annotations.core.exports import export_register
+from annotations.core.exports import export_register, figures_register
 from annotations.core.models import Study, StudyMembership
 from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.recompute import recompute_kind_register
@@ -31,6 +32,7 @@ def register() -> None:
     connect_signals()  # the analysis recomputes after each rating
     recompute_kind_register(Study.Kind.ASSISTED, assisted_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.ASSISTED, assisted_study_open)
+    figures_register(Study.Kind.ASSISTED, FIGURES)
     dashboard_register(Study.Kind.ASSISTED, views.assisted_dashboard_page)
     export_register(Study.Kind.ASSISTED, "ratings", "Ratings with comments, what each rater "
                     "was shown and what they opened", ratings_export)

@@ -117,3 +117,11 @@ def rater_bonuses(*, study: Study) -> list[BonusRow]:
                     and accuracy is not None and accuracy >= settings.bonus_min_accuracy)
         out.append(BonusRow(name, arm, n, scored, correct, accuracy, eligible))
     return out
+
+
+def rating_comments(*, study: Study):
+    """The ratings of ``study`` that carry a rater's comment, newest first, with the
+    sentence, arm and rater they concern (for the study's researchers and managers only:
+    ``views.rater_comments`` checks who reads them)."""
+    return (Rating.objects.filter(study=study).exclude(comment="")
+            .select_related("sentence", "arm", "rater").order_by("-created_at", "-id"))

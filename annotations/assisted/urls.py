@@ -18,6 +18,8 @@ urlpatterns = [
          name="rate-event"),
     path("studies/<int:study_id>/assisted/dashboard/", views.assisted_dashboard,
          name="assisted-dashboard"),
+    path("studies/<int:study_id>/assisted/comments/", views.rater_comments,
+         name="assisted-comments"),
     path("studies/<int:study_id>/assisted/dashboard/<slug:figure>.csv",
          views.assisted_figure_csv, name="assisted-figure-csv"),
 ]

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from annotations.assisted.dashboard import FIGURES, assisted_dashboard_context, figure_csv
+from annotations.assisted.dashboard import assisted_dashboard_context
 from annotations.assisted.models import Exposure, Rating, RatingTask
 from annotations.assisted.services.design import (
     assisted_warning_of,
@@ -38,9 +38,8 @@ from annotations.assisted.services.rating import (
     rating_submit,
     rating_undo,
 )
-from annotations.core import selectors
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
-from annotations.core.exports import download
+from annotations.core.exports import figure_response
 from annotations.core.guidelines import guidelines_html
 from annotations.core.inputs import BodyRejected, int_or_none, request_json
 from annotations.core.live import live_dashboard
@@ -299,13 +298,25 @@ def assisted_dashboard_page(request: HttpRequest, study: Study) -> HttpResponse:
 @require_GET
 @login_required
 def assisted_figure_csv(request: HttpRequest, study_id: int, figure: str) -> HttpResponse:
-    """One figure's data as CSV, from the latest snapshot (404 before the first one)."""
+    """One figure's data as CSV, from the latest snapshot (404 before the first one): the
+    figure CSVs of every dashboard (``core.exports.figure_response``), at the address the
+    assisted dashboard has always linked."""
+    return figure_response(_assisted_study(request, study_id), figure)
+
+
+COMMENTS_PER_PAGE = 25
+
+
+@require_GET
+@login_required
+def rater_comments(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The raters' comments on their ratings, newest first, ``COMMENTS_PER_PAGE`` a page
+    (``?page=``), for the study's researchers and managers (as the dashboard)."""
+    from django.core.paginator import Paginator
+
+    from annotations.assisted.selectors import rating_comments
+
     study = _assisted_study(request, study_id)
-    if figure not in FIGURES:
-        raise Http404("No such figure.")
-    snapshot = selectors.study_latest_snapshot(study=study)
-    if snapshot is None or snapshot.payload.get("kind") != "assisted":
-        raise Http404("No analysis yet: it appears once the first rating arrives.")
-    response = download(f"study-{study.pk}-{figure}-snapshot-{snapshot.pk}.csv")
-    response.write(figure_csv(snapshot.payload, figure))
-    return response
+    page = Paginator(rating_comments(study=study), COMMENTS_PER_PAGE).get_page(
+        request.GET.get("page"))
+    return render(request, "assisted_dashboard/comments.html", {"study": study, "page": page})

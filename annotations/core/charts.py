@@ -269,3 +269,16 @@ def bar_chart(groups: list[dict], *, legend: list[dict], x_label: str,
                       for v in _ticks(lo, hi)],
             "reference": ({"x": sx(reference["value"]), "title": reference.get("title", "")}
                           if reference and reference.get("value") is not None else None)}
+
+
+def headline(title: str, figures: list[tuple[str, float | None, float | None, float | None]]
+             ) -> dict | None:
+    """The figure a dashboard leads with (``templates/annotations/_headline.html``): one
+    value per AI system, arm or level with its 95 % interval, as ``(name, value, low,
+    high)``; a value None is "no data", a missing bound "no interval yet". None without
+    figures."""
+    if not figures:
+        return None
+    return {"title": title,
+            "figures": [{"name": name, "value": value, "low": low, "high": high}
+                        for name, value, low, high in figures]}

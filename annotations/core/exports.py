@@ -102,3 +102,41 @@ def export_response(study, what: str | None, fmt: str) -> HttpResponse:
     response = download(f"study-{study.pk}-{what}.{fmt}", fmt)
     export_write(study, what, response, fmt)
     return response
+
+
+# The CSV of every figure and table a dashboard draws, registered by each type's ``hooks``:
+# kind → name → (title, rows(payload, study) → rows). ``payload`` is the latest snapshot's;
+# the rows are the numbers the figure draws. Served by ``core.views.figure_csv`` to the
+# study's researchers and managers (as they may read the dashboard) and linked by
+# ``{% figure_csv study name %}`` under each figure.
+_FIGURES: dict[str, dict[str, tuple[str, Callable[..., list[dict]]]]] = {}
+
+
+def figures_register(kind: str, figures: dict[str, tuple[str, Callable[..., list[dict]]]]
+                     ) -> None:
+    _FIGURES.setdefault(kind, {}).update(figures)
+
+
+def figures_of(kind: str) -> list[tuple[str, str]]:
+    """(name, title) of every figure whose CSV a dashboard of ``kind`` offers."""
+    return [(name, title) for name, (title, _) in _FIGURES.get(kind, {}).items()]
+
+
+def figure_rows(study, name: str, payload: dict) -> list[dict]:
+    """The rows of ``study``'s figure ``name`` (KeyError for a figure its type lacks)."""
+    return _FIGURES[study.kind][name][1](payload, study)
+
+
+def figure_response(study, name: str) -> HttpResponse:
+    """The CSV download of ``study``'s figure ``name`` from its latest snapshot; 404 for a
+    figure its type does not draw, or before the first snapshot."""
+    from annotations.core.selectors import study_latest_snapshot
+
+    if name not in _FIGURES.get(study.kind, {}):
+        raise Http404("No such figure.")
+    snapshot = study_latest_snapshot(study=study)
+    if snapshot is None:
+        raise Http404("No figures yet: they appear once the first answer is analysed.")
+    response = download(f"study-{study.pk}-{name}-snapshot-{snapshot.pk}.csv")
+    rows_write(figure_rows(study, name, snapshot.payload), out=response)
+    return response

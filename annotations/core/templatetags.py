@@ -73,3 +73,11 @@ def flagged(context, study) -> dict:
                       in user_roles(user=user, study=study))
     return {"study": study, "counts": study_flag_counts(study=study),
             "noun": flaggable(study.kind).noun, "researcher": researcher}
+
+
+def figure_csv(study, name: str, label: str = "Download CSV") -> str:
+    """The link to the CSV of the dashboard figure ``name`` (``core.exports`` figures)."""
+    from django.urls import reverse
+
+    return format_html('<p class="csv"><a href="{}" download data-testid="csv-{}">{}</a></p>',
+                       reverse("figure-csv", args=[study.pk, name]), name, label)

@@ -167,3 +167,13 @@ def flag(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
         except DomainError as exc:
             context.update(error=exc.message, form=request.POST)
     return render(request, "annotations/_flag.html", context)
+
+
+@require_GET
+@login_required
+def figure_csv(request: HttpRequest, study_id: int, figure: str) -> HttpResponse:
+    """The CSV of one figure (or table) of any study type's dashboard, from its latest
+    snapshot (``core.exports.figure_response``), for those who may read the dashboard."""
+    from annotations.core.exports import figure_response
+
+    return figure_response(dashboard_study(request, study_id), figure)

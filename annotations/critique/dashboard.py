@@ -8,6 +8,7 @@ placeholder."""
 from __future__ import annotations
 
 from annotations.core import selectors
+from annotations.core.charts import headline
 from annotations.core.models import Study
 from annotations.critique.models import CritiqueSettings
 from annotations.critique.services.task_view import level_name
@@ -226,5 +227,32 @@ def dashboard_context(study: Study, *, domain: str = "", author: str = "all") ->
                   for p in payload.get("progress") or []],
         choices=[{**c, "name": level_name(c["level"], plural=True)}
                  for c in payload.get("choices") or []],
-        chart=level_chart(table, top) if table else None)
+        chart=level_chart(table, top) if table else None,
+        headline=headline(
+            f"Accuracy per level · {AUTHOR_LABELS.get(author, author)}"
+            + (f" · {domain}" if domain else ""),
+            [(f"{r['level']} · {r['name']}",
+              *((r["accuracy"]["value"], r["accuracy"]["lower"], r["accuracy"]["upper"])
+                if r["accuracy"] else (None, None, None))) for r in table]))
     return context
+
+
+# --- the CSV of every figure and table (core.exports figures; registered in hooks) --------
+def _payload_rows(key: str):
+    """The snapshot's rows under ``key``, every domain and author (the columns say which),
+    with each level's name."""
+    def rows(payload: dict, study: Study | None = None) -> list[dict]:
+        return [{**({"level_name": level_name(r["level"], plural=True)} if "level" in r
+                    else {}), **r} for r in payload.get(key) or []]
+    return rows
+
+
+# name: (title, rows(payload, study))
+FIGURES = {
+    "progress": ("Progress by level", _payload_rows("progress")),
+    "levels": ("Accuracy by level, majority and naive votes, effort-matched gains "
+               "(chart and tables)", _payload_rows("levels")),
+    "human-ai": ("Annotators against the AI", _payload_rows("human_ai")),
+    "input-pairs": ("By the inputs a critique compared", _payload_rows("input_pairs")),
+    "choices": ("Position of the chosen input", _payload_rows("choices")),
+}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from annotations.core.exports import export_register
+from annotations.core.exports import export_register, figures_register
 from annotations.core.models import Study, StudyMembership
 from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.recompute import recompute_kind_register
@@ -18,6 +18,7 @@ from annotations.core.views import (
     study_page_register,
 )
 from annotations.critique import views
+from annotations.critique.dashboard import FIGURES
 from annotations.critique.models import CritiqueQuestion
 from annotations.critique.services import assignment  # the tasks' kind
 from annotations.critique.services.analysis import answered_counts, critique_recompute
@@ -28,6 +29,7 @@ from annotations.critique.services.studies import critique_study_open
 def register() -> None:
     recompute_kind_register(Study.Kind.CRITIQUE, critique_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.CRITIQUE, critique_study_open)
+    figures_register(Study.Kind.CRITIQUE, FIGURES)
     dashboard_register(Study.Kind.CRITIQUE, views.critique_dashboard_page)
     for what, title in (("outputs", "Outputs: every response and critique"),
                         ("tasks", "Tasks and their timing"),

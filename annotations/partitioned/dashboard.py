@@ -8,7 +8,13 @@ older snapshots stored for it."""
 from __future__ import annotations
 
 from annotations.core import selectors
-from annotations.core.charts import SYSTEM_PALETTE, convergence_chart, interval_chart, xy_chart
+from annotations.core.charts import (
+    SYSTEM_PALETTE,
+    convergence_chart,
+    headline,
+    interval_chart,
+    xy_chart,
+)
 from annotations.core.models import Study
 from annotations.partitioned.selectors import quality_check_summary
 
@@ -184,6 +190,12 @@ def band_context(systems: list[dict], method: str, k: int | None) -> dict | None
     return {"tables": tables, "chart": chart}
 
 
+def _headline_values(cell: dict | None) -> tuple:
+    if cell is None:
+        return (None, None, None)
+    return (cell["accuracy"], cell.get("ci_low"), cell.get("ci_high"))
+
+
 def dashboard_context(study: Study, method: str = "ml") -> dict:
     """Everything the dashboard template needs, from the latest snapshot and the recompute
     health."""
@@ -214,6 +226,9 @@ def dashboard_context(study: Study, method: str = "ml") -> dict:
                         for h, v in (s.get("strata") or {}).items()]}
             for s in systems
         ]
+        context["headline"] = headline(
+            "Estimated accuracy (maximum likelihood)",
+            [(s["name"], *_headline_values(estimate_cell(s, "ml", k))) for s in systems])
         context["bands"] = band_context(systems, method, k)
         context["yes_share"] = payload.get("yes_share")
         context["has_skips"] = any("skipped" in c for c in payload.get("classes", []))
@@ -227,3 +242,127 @@ def dashboard_context(study: Study, method: str = "ml") -> dict:
     qc_users, qc_classes = quality_check_summary(study=study)
     context.update(qc_users=qc_users, qc_classes=qc_classes)
     return context
+
+
+# --- the CSV of every figure and table (core.exports figures; registered in hooks) --------
+def _cell_values(cell: dict | None) -> dict:
+    cell = cell or {}
+    return {"accuracy": cell.get("accuracy"), "se": cell.get("se"),
+            "ci_low": cell.get("ci_low"), "ci_high": cell.get("ci_high")}
+
+
+def _rows_estimates(payload: dict, study: Study | None = None) -> list[dict]:
+    """The interval chart and the estimates tables: every system × estimator (empty cells
+    where there is no data), with its counts, gold-subset accuracy and labels to target."""
+    k = payload.get("k")
+    rows = []
+    for s in payload.get("systems") or []:
+        counts, ref = s.get("counts") or {}, s.get("reference") or {}
+        for method, label in ESTIMATOR_CHOICES:
+            cell = estimate_cell(s, method, k)
+            rows.append({"system": s["name"], "estimator": label, **_cell_values(cell),
+                         "bound": (cell or {}).get("bound"),
+                         "bound_valid": (cell or {}).get("bound_valid"),
+                         "n_ord": counts.get("n_ord"), "n_comp": counts.get("n_comp"),
+                         "gold_accuracy": ref.get("accuracy"), "gold_n": ref.get("n"),
+                         "labels_needed": s.get("labels_needed")})
+    return rows
+
+
+def _rows_corrections(payload: dict, study: Study | None = None) -> list[dict]:
+    """The corrections table: IPW-corrected and stratified ML, flags, design effect."""
+    rows = []
+    for s in payload.get("systems") or []:
+        ipw, strat = s.get("ipw") or {}, s.get("stratified") or {}
+        rows.append({"system": s["name"], "ipw_accuracy": ipw.get("accuracy"),
+                     "ipw_ci_low": ipw.get("ci_low"), "ipw_ci_high": ipw.get("ci_high"),
+                     "stratified_accuracy": strat.get("accuracy"),
+                     "stratified_ci_low": strat.get("ci_low"),
+                     "stratified_ci_high": strat.get("ci_high"),
+                     "flags": " ".join(s.get("flags") or []),
+                     "design_effect": s.get("design_effect")})
+    return rows
+
+
+def _rows_strata(payload: dict, study: Study | None = None) -> list[dict]:
+    k = payload.get("k")
+    return [{"system": s["name"], "stratum": h, "estimator": label,
+             **_cell_values(_stratum_cell(v, method, k))}
+            for s in payload.get("systems") or [] for h, v in (s.get("strata") or {}).items()
+            for method, label in ESTIMATOR_CHOICES]
+
+
+def _rows_convergence(payload: dict, study: Study) -> list[dict]:
+    """The convergence chart: each snapshot's ML estimate of each system."""
+    rows = []
+    for snap in selectors.study_snapshot_history(study=study):
+        k = snap.payload.get("k")
+        for s in snap.payload.get("systems") or []:
+            rows.append({"answered": snap.n_answered, "computed_at": snap.computed_at.isoformat(),
+                         "system": s["name"], **_cell_values(estimate_cell(s, "ml", k))})
+    return rows
+
+
+def _rows_bands(payload: dict, study: Study | None = None) -> list[dict]:
+    """The confidence-band tables and curve: per system, band or threshold, estimator."""
+    k = payload.get("k")
+    rows = []
+    for s in payload.get("systems") or []:
+        bands = s.get("bands") or {}
+        for r in bands.get("rows") or []:
+            counts = r.get("counts") or {}
+            for method, label in ESTIMATOR_CHOICES:
+                rows.append({"system": s["name"], "part": "band", "band": r.get("label"),
+                             "n_items": r.get("n_items"), "share": r.get("share"),
+                             "mean_confidence": r.get("mean_confidence"),
+                             "n_ord": counts.get("n_ord"), "n_comp": counts.get("n_comp"),
+                             "estimator": label, **_cell_values(_band_cell(r, method, k))})
+        for p in bands.get("curve") or []:
+            for method, label in ESTIMATOR_CHOICES:
+                rows.append({"system": s["name"], "part": "curve",
+                             "threshold": p.get("threshold"),
+                             "human_share": p.get("human_share"), "estimator": label,
+                             **_cell_values(_band_cell(p, method, k))})
+    return rows
+
+
+def _rows_yes_share(payload: dict, study: Study | None = None) -> list[dict]:
+    share = payload.get("yes_share") or {}
+    if not share:
+        return []
+    overall = {"class": "(all classes)", "yes": share.get("yes"),
+               "answered": share.get("answered"), "share": share.get("share"),
+               "expected": share.get("expected"), "p_value": share.get("p_value"),
+               "flag": share.get("flag")}
+    return [overall] + [{"class": c.get("name"), "yes": c.get("yes"),
+                         "answered": c.get("answered"), "share": c.get("share"),
+                         "expected": share.get("expected"), "p_value": c.get("p_value"),
+                         "flag": c.get("flag")} for c in share.get("classes") or []]
+
+
+def _rows_classes(payload: dict, study: Study | None = None) -> list[dict]:
+    return [{"class": c.get("name"), **{key: v for key, v in c.items() if key != "name"}}
+            for c in payload.get("classes") or []]
+
+
+def _rows_quality_checks(payload: dict, study: Study) -> list[dict]:
+    per_user, per_class = quality_check_summary(study=study)
+    return ([{"per": "class", "class": r.label, "specialist": "", "correct": r.correct,
+              "wrong": r.wrong, "unsure": r.unsure, "accuracy": r.accuracy}
+             for r in per_class]
+            + [{"per": "specialist", "class": r.extra.get("class", ""), "specialist": r.label,
+                "correct": r.correct, "wrong": r.wrong, "unsure": r.unsure,
+                "accuracy": r.accuracy} for r in per_user])
+
+
+# name: (title, rows(payload, study))
+FIGURES = {
+    "estimates": ("Estimated accuracy, every estimator (chart and tables)", _rows_estimates),
+    "corrections": ("Corrections: IPW, stratified, flags", _rows_corrections),
+    "convergence": ("Convergence of the ML estimate", _rows_convergence),
+    "bands": ("Accuracy by the AI's own confidence", _rows_bands),
+    "yes-share": ("Share of \"yes\" answers", _rows_yes_share),
+    "classes": ("Labels by class", _rows_classes),
+    "strata": ("Accuracy by stratum", _rows_strata),
+    "quality-checks": ("Quality checks", _rows_quality_checks),
+}

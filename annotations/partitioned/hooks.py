@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from annotations.core.exports import export_register
+from annotations.core.exports import export_register, figures_register
 from annotations.core.models import ImportJob, Item, Study, StudyMembership
 from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.import_jobs import import_kind_register
@@ -19,6 +19,7 @@ from annotations.core.views import (
     study_page_register,
 )
 from annotations.partitioned import views
+from annotations.partitioned.dashboard import FIGURES
 from annotations.partitioned.services import routing  # the queries' task kind
 from annotations.partitioned.services.estimates import answered_counts, study_recompute
 from annotations.partitioned.services.exports import labels_export
@@ -30,6 +31,7 @@ from annotations.partitioned.services.studies import partitioned_study_open
 def register() -> None:
     recompute_kind_register(Study.Kind.PARTITIONED, study_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.PARTITIONED, partitioned_study_open)
+    figures_register(Study.Kind.PARTITIONED, FIGURES)
     dashboard_register(Study.Kind.PARTITIONED, views.dashboard_page)
     import_kind_register(ImportJob.Kind.ITEMS, items_import)
     import_kind_register(ImportJob.Kind.PREDICTIONS, predictions_import)

@@ -172,3 +172,49 @@ def test_a_blind_arm_rating_on_the_page_records_that_nothing_was_shown(client):
     exposure = rating.exposure
     assert exposure is not None and exposure.via == "page"
     assert (exposure.components, exposure.trace_ids, exposure.arm.name) == ([], [], "Baseline")
+
+
+def test_researchers_and_managers_read_the_raters_comments_paged_raters_never(client,
+                                                                              monkeypatch):
+    """Issue 17: the raters' comments on their ratings, newest first, a page at a time, for
+    the study's researchers and managers; a rater (or an outsider) gets 403 and the rating
+    page shows no other rater's comment."""
+    from annotations.assisted import views
+    from annotations.assisted.services.rating import RatingInput, rating_submit
+    from annotations.core.services.studies import membership_add
+    from tests.factories import UserFactory
+
+    monkeypatch.setattr(views, "COMMENTS_PER_PAGE", 2)
+    study = make_assisted_study(n_sentences=4, arms={"E": ["search", "evidence"]})
+    raters = [rater_in_arm(study, "E"), rater_in_arm(study, "Baseline")]
+    written = []
+    for i in range(3):
+        rater = raters[i % 2]
+        task = rating_lease_next(study=study, user=rater)
+        comment = f"<b>note {i}</b> from {rater.username}" if i != 1 else ""
+        rating_submit(user=rater, public_id=task.public_id,
+                      data=RatingInput("accurate", 2, 1 if i % 2 == 0 else None, comment))
+        if comment:
+            written.append(comment)
+    url = reverse("assisted-comments", args=[study.pk])
+    for role in ("manager", "researcher"):
+        reader = UserFactory()
+        membership_add(study=study, user=reader, role=role)
+        client.force_login(reader)
+        dashboard = client.get(reverse("dashboard", args=[study.pk])).content.decode()
+        assert f'href="{url}"' in dashboard
+        first = client.get(url).content.decode()
+        # newest first, escaped, the empty comment left out
+        assert html.escape(written[1]) in first and html.escape(written[0]) in first
+        assert first.index(html.escape(written[1])) < first.index(html.escape(written[0]))
+        assert first.count('data-testid="comment"') == 2 and "<b>note" not in first
+        assert "Page 1 of 1" not in first  # 2 comments fit one page of 2
+    monkeypatch.setattr(views, "COMMENTS_PER_PAGE", 1)
+    second = client.get(url, {"page": 2}).content.decode()
+    assert second.count('data-testid="comment"') == 1 and html.escape(written[0]) in second
+    assert "Page 2 of 2" in second
+    for user in (raters[0], UserFactory()):
+        client.force_login(user)
+        assert client.get(url).status_code == 403
+    client.force_login(raters[1])
+    assert "note 0" not in client.get(reverse("rate", args=[study.pk])).content.decode()

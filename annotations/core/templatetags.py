@@ -75,6 +75,7 @@ def flagged(context, study) -> dict:
             "noun": flaggable(study.kind).noun, "researcher": researcher}
 
 
+@register.simple_tag
 def figure_csv(study, name: str, label: str = "Download CSV") -> str:
     """The link to the CSV of the dashboard figure ``name`` (``core.exports`` figures)."""
     from django.urls import reverse

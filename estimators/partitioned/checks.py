@@ -24,10 +24,22 @@ shows the warning on at most about 1 % of its snapshots; a test is only made wit
 extreme split could reject, and a warning would come and go as answers arrive) raise no
 flag. The exact test keeps its level at any sample size; the minimum is about what a
 manager can act on, not about validity.
+
+**What the check can detect** (``detectable_shares``). At the study's current number of
+answered first queries n the overall test rejects when the yes count falls in its
+rejection region R = {x : p(x) < level} (the exact test's two-sided p-value, as
+scipy's ``binomtest`` computes it: the total probability under 1/K of the outcomes no
+more likely than x). Its power against a true share p is P_p(X ∈ R) = Σ_{x∈R} C(n,x)
+p^x (1−p)^{n−x} (exact: a sum over the outcomes). The dashboard states the shares below
+and above 1/K detected with probability ``POWER`` = 80 % — e.g. with K = 4 and 1 000
+answers, at the level of the overall test (1 %/5): a share under 19.8 % or over 30.6 %
+instead of 25 % — so a manager reads a
+missing warning as "no departure at least this large", not as "no departure".
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +47,7 @@ from scipy import stats
 
 FAMILY_ALPHA = 0.01
 MIN_ANSWERED = 30
+POWER = 0.8
 
 
 @dataclass(frozen=True)
@@ -89,4 +102,58 @@ def yes_share_test(yes, answered, k: int, uniform_classes: bool = True,
     return YesShare(expected=expected, level=level, overall=overall, classes=classes)
 
 
-__all__ = ["FAMILY_ALPHA", "MIN_ANSWERED", "ShareTest", "YesShare", "yes_share_test"]
+def rejection_region(n: int, expected: float, level: float) -> np.ndarray:
+    """bool[x] for x = 0…n: does the exact two-sided test of share = ``expected`` reject a
+    yes count x at ``level``? The p-value of x is the total Bin(n, expected) probability of
+    the outcomes y with pmf(y) ≤ pmf(x)·(1 + 1e−7) — scipy's ``binomtest`` rule — found for
+    every x at once from the sorted probabilities. Only the outcomes within 12 standard
+    deviations of the mean are summed (outside, pmf < 1e−30: they are rejected and add
+    nothing a float can hold to any p-value), so a million answers cost milliseconds."""
+    sd = math.sqrt(n * expected * (1 - expected))
+    lo = max(0, math.floor(n * expected - 12 * sd - 1))
+    hi = min(n, math.ceil(n * expected + 12 * sd + 1))
+    pmf = stats.binom.pmf(np.arange(lo, hi + 1), n, expected)
+    order = np.sort(pmf)
+    cumulative = np.cumsum(order)
+    upto = np.searchsorted(order, pmf * (1 + 1e-7), side="right")
+    region = np.ones(n + 1, dtype=bool)
+    region[lo:hi + 1] = np.minimum(1.0, cumulative[upto - 1]) < level
+    return region
+
+
+def power_against(n: int, share: float, region: np.ndarray) -> float:
+    """P(X ∈ region) for X ~ Bin(n, share): the exact sum over the rejected outcomes."""
+    return float(stats.binom.pmf(np.flatnonzero(region), n, share).sum())
+
+
+def detectable_shares(n: int, expected: float, level: float, power: float = POWER
+                      ) -> tuple[float | None, float | None]:
+    """(low, high): the true yes shares below and above ``expected`` that the exact test at
+    ``level`` with ``n`` answers detects with probability ``power`` (module docstring); a
+    side is None when even a share of 0 (or 1) would be detected less often. The binomial
+    being unimodal, the region is two tails, x ≤ a and x ≥ b, so the power is
+    F(a) + 1 − F(b − 1) (the same sum as ``power_against``, in O(1)); it grows
+    monotonically away from ``expected`` on each side, so each end is one root (brentq)."""
+    from scipy.optimize import brentq
+
+    if n <= 0:
+        return None, None
+    region = rejection_region(n, expected, level)
+    mode = min(n, math.floor((n + 1) * expected))  # the binomial's mode
+    below = np.flatnonzero(region[:mode])
+    above = np.flatnonzero(region[mode:]) + mode
+    a = int(below[-1]) if below.size else -1
+    b = int(above[0]) if above.size else n + 1
+
+    def gap(share: float) -> float:
+        tails = (stats.binom.cdf(a, n, share) if a >= 0 else 0.0) + (
+            stats.binom.sf(b - 1, n, share) if b <= n else 0.0)
+        return float(tails) - power
+
+    low = brentq(gap, 0.0, expected, xtol=1e-9) if gap(0.0) > 0 else None
+    high = brentq(gap, expected, 1.0, xtol=1e-9) if gap(1.0) > 0 else None
+    return low, high
+
+
+__all__ = ["FAMILY_ALPHA", "MIN_ANSWERED", "POWER", "ShareTest", "YesShare",
+           "detectable_shares", "power_against", "rejection_region", "yes_share_test"]

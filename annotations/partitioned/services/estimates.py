@@ -46,7 +46,7 @@ from estimators.partitioned.adjust import (
     stratified_estimate,
     weighted_effective_counts,
 )
-from estimators.partitioned.checks import yes_share_test
+from estimators.partitioned.checks import POWER, detectable_shares, yes_share_test
 from estimators.partitioned.clustered import design_effects, estimate_clustered
 from estimators.partitioned.planning import complementary_labels_for_width, plan_labels
 
@@ -149,10 +149,13 @@ def _yes_share(study: Study, progress, k: int) -> dict:
     answered = [y + n for y, n in zip(yes, no, strict=True)]
     result = yes_share_test(yes, answered, k, uniform_classes=study.shuffle_options)
     o = result.overall
+    low, high = detectable_shares(o.answered, result.expected, result.level)
     return {
         "expected": result.expected, "yes": o.yes, "answered": o.answered,
         "share": _clean(o.share), "p_value": _clean(o.p_value), "flag": o.flag,
         "level": result.level, "first_queries_only": study.queries_per_item > 1,
+        # the shares the overall test detects with probability POWER at this size
+        "detectable": {"low": _clean(low), "high": _clean(high), "power": POWER},
         "classes": [{"index": cp.index, "name": cp.name, "yes": t.yes,
                      "answered": t.answered, "share": _clean(t.share),
                      "p_value": _clean(t.p_value), "flag": t.flag}

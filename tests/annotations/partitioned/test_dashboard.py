@@ -157,6 +157,7 @@ def _contract_payload(k: int = 2) -> dict:
         "completion_imbalance": {"ratio": 1.1, "warning": False},
         "yes_share": {"expected": 0.5, "yes": 40, "answered": 49, "share": 40 / 49,
                       "p_value": 0.00001, "flag": True,
+                      "detectable": {"low": 0.2871, "high": 0.7129, "power": 0.8},
                       "classes": [{"index": 0, "name": "cat", "yes": 30, "answered": 35,
                                    "share": 30 / 35, "p_value": 0.00002, "flag": True},
                                   {"index": 1, "name": "dog", "yes": 10, "answered": 14,
@@ -220,6 +221,8 @@ def test_yes_share_skips_and_assumption_flags_are_shown():
     share = html.split('data-testid="yes-share"')[1].split("</p>")[0]
     assert "<strong>0.816</strong> of 49 answered" in share and "expected 0.500" in share
     assert "p = 0.0000" in share and "Significant departure" in share
+    assert ('At this size the check notices a share of "yes" below 0.287 or above 0.713 '
+            "with probability 0.8; a smaller departure may pass unseen.") in share
     cat = html.split('<tr data-class="0">')[1].split("</tr>")[0]
     assert "departs from 1/K" in cat
     dog = html.split('<tr data-class="1">')[1].split("</tr>")[0]
@@ -320,3 +323,21 @@ def test_chart_marks_carry_their_values_and_each_colour_means_one_thing(study):
                 f'{payload["n_answered"]:,} answers</title>') in convergence
         assert re.search(rf'<svg class="key"[^>]*><circle [^>]*fill="{colour}"/></svg>{name}</span>',
                          convergence)
+
+
+def test_the_recomputed_yes_share_says_what_it_can_detect_at_the_studys_size():
+    """The payload's detectable shares are those of the overall test at the study's answered
+    first queries (estimators.partitioned.checks.detectable_shares), and older snapshots
+    without them still render."""
+    from estimators.partitioned.checks import detectable_shares
+
+    study = make_study(k=3, n_items=40, seed=85)
+    study_simulate(study=study)
+    study_recompute(study_id=study.pk)
+    payload = study.snapshots.latest("computed_at").payload
+    share = payload["yes_share"]
+    low, high = detectable_shares(share["answered"], 1 / 3, share["level"])
+    assert share["detectable"] == {"low": low, "high": high, "power": 0.8}
+    old = _contract_payload()
+    del old["yes_share"]["detectable"]
+    assert "yes-share-power" not in _render(study, old)

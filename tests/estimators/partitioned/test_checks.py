@@ -79,3 +79,73 @@ def test_impossible_counts_are_refused():
         yes_share_test([1, 2], [3, 4], 3)
     with pytest.raises(ValueError, match="between 0 and answered"):
         yes_share_test([5, 0, 0], [3, 4, 4], 3)
+
+
+# --- what the check can detect (issue 18: say what size of departure it sees) -------------
+
+@pytest.mark.parametrize(("n", "expected", "level"), [(60, 0.25, 0.002), (200, 0.1, 0.01 / 11),
+                                                      (151, 0.5, 0.01), (7, 1 / 3, 0.0025)])
+def test_the_rejection_region_is_scipys_binomtest_decision_for_every_outcome(n, expected,
+                                                                             level):
+    from scipy.stats import binomtest
+
+    from estimators.partitioned.checks import rejection_region
+
+    region = rejection_region(n, expected, level)
+    brute = [binomtest(x, n, expected).pvalue < level for x in range(n + 1)]
+    assert region.tolist() == brute
+
+
+def test_the_window_of_a_large_study_changes_no_decision():
+    """Outcomes beyond 12 SD are rejected without being summed: the same region as the
+    sum over every outcome (n = 20 000)."""
+    from scipy import stats
+
+    from estimators.partitioned.checks import rejection_region
+
+    n, expected, level = 20_000, 0.25, 0.002
+    pmf = stats.binom.pmf(np.arange(n + 1), n, expected)
+    order = np.sort(pmf)
+    full = np.cumsum(order)[np.searchsorted(order, pmf * (1 + 1e-7), side="right") - 1]
+    assert rejection_region(n, expected, level).tolist() == (full < level).tolist()
+
+
+@pytest.mark.parametrize(("n", "k"), [(60, 4), (300, 10), (1000, 4), (45, 3)])
+def test_the_detectable_shares_are_detected_with_the_stated_power_by_brute_force(n, k):
+    """At the returned shares the exact test rejects with probability 0.8: summed over
+    every outcome that scipy's binomtest rejects; 1 % closer to 1/K it rejects less often."""
+    from scipy.stats import binom, binomtest
+
+    from estimators.partitioned.checks import POWER, detectable_shares
+
+    expected, level = 1 / k, 0.01 / (k + 1)
+    rejected = [x for x in range(n + 1) if binomtest(x, n, expected).pvalue < level]
+    low, high = detectable_shares(n, expected, level)
+
+    def power(share):
+        return sum(binom.pmf(x, n, share) for x in rejected)
+
+    for share in (low, high):
+        if share is not None:
+            assert power(share) == pytest.approx(POWER, abs=1e-6)
+    assert high is not None and power(expected + 0.99 * (high - expected)) < POWER
+    if low is not None:
+        assert power(expected - 0.99 * (expected - low)) < POWER
+
+
+def test_a_simulated_departure_at_the_detectable_share_is_flagged_four_times_in_five():
+    """Known truth: studies of 1 000 answered first queries whose yes share is the stated
+    detectable low end are flagged by yes_share_test in 80 % of them (± 3 SE)."""
+    from estimators.partitioned.checks import POWER, detectable_shares, yes_share_test
+
+    k, n, reps = 4, 1000, 4000
+    level = 0.01 / (k + 1)
+    low, _ = detectable_shares(n, 1 / k, level)
+    rng = np.random.default_rng(18)
+    flagged = 0
+    for _ in range(reps):
+        yes = rng.binomial(n, low)
+        per_class = np.array([yes, 0, 0, 0]), np.array([n, 0, 0, 0])
+        flagged += yes_share_test(*per_class, k, uniform_classes=True).overall.flag
+    se = np.sqrt(POWER * (1 - POWER) / reps)
+    assert abs(flagged / reps - POWER) < 3 * se

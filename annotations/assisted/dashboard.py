@@ -89,7 +89,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "protocol": ("Who labels", "AI alone, one arm's raters alone, or hybridized (that arm "
                  "at or below the threshold, the AI above)."),
     "interval": ("95 % interval", "The range that holds the true value 95 % of the time "
-                 "(resampling raters or sentences)."),
+                 "(clustered by rater, or resampling sentences)."),
     "rule": ("Human label", "Individual ratings (each rating counts) or the majority vote "
              "of a sentence's ratings (ties count as Inaccurate)."),
     "sentences": ("Sentences", "Sentences with a gold label and an AI rating: the ones "

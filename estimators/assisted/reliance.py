@@ -28,11 +28,12 @@ quantile on G − 1 degrees of freedom (G = raters with a rating in the figure);
 hybrid score (MOVER) interval from the two clustered intervals and their rater-clustered
 correlation (0 when every rater belongs to one arm: the arms are independent). The items
 are held fixed (the quantities are "on these items"); arm − baseline differences on the
-same items are little affected by item-to-item variation. The former rater-clustered
-percentile bootstrap covered 81–89 % with 5 raters per arm and 90–93.5 % with 12 against
-95 % promised; this interval covers at least 93 % from ``MIN_RELIABLE_RATERS`` raters per
-arm on the settings of docs/coverage.md (``python -m estimators.assisted.coverage
---reliance``). Below that the dashboard says the interval is unreliable.
+same items are little affected by item-to-item variation. Simulated coverage
+(docs/coverage.md, ``python -m estimators.assisted.coverage --reliance``): from
+``MIN_RELIABLE_RATERS`` (5) raters per arm at least 93 % with rater effects up to σ = 0.5 on
+the log-odds scale (92.2 % at worst with σ = 1); the former rater-clustered percentile
+bootstrap covered 76–89 % with 5 raters per arm and 85–93 % with 12 against 95 % promised.
+Below 5 raters the dashboard says the intervals are unreliable.
 
 Mixed-effects logistic regression (the paper's significance tests): not implemented; the
 rater-clustered bootstrap of the differences above is the test offered (an interval
@@ -65,10 +66,11 @@ from estimators.numerics.clustered import (
     clustered_proportion,
 )
 
-# From this many raters per arm the intervals cover at least 93 % of the time in every
-# setting of docs/coverage.md ("Reliance with few raters", ``python -m
-# estimators.assisted.coverage --reliance``; tests/estimators/assisted/test_coverage.py
-# checks it at 5); with fewer the dashboard says an arm's intervals are unreliable.
+# From this many raters per arm the intervals cover at least 93 % of the time
+# (docs/coverage.md "Reliance with few raters", ``python -m estimators.assisted.coverage
+# --reliance``: σ ≤ 0.5; 92.2 % at worst with very unequal raters, σ = 1;
+# tests/estimators/assisted/test_coverage.py checks 5); with fewer the dashboard says an
+# arm's intervals are unreliable.
 MIN_RELIABLE_RATERS = 5
 
 _STATS = ("accuracy", "accuracy_ai_right", "accuracy_ai_wrong", "agreement_with_ai",

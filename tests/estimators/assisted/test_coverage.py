@@ -6,6 +6,7 @@ rater bootstrap did not."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,3 +87,26 @@ def test_table_command_prints_markdown(capsys):
     assert "| 5 |" in out and "python -m estimators.assisted.coverage --reliance" in out
     with pytest.raises(SystemExit):
         coverage.main([])
+
+
+def test_docs_coverage_table_backs_the_constant():
+    # docs/coverage.md carries the table the constant stands on: from MIN_RELIABLE_RATERS
+    # raters per arm, with rater effects σ ≤ 0.5, no default cell below 93 %
+    text = (Path(__file__).resolve().parents[3] / "docs" / "coverage.md").read_text()
+    section = text.split("## Reliance with few raters", 1)[1].split("\n## ", 1)[0]
+    assert "python -m estimators.assisted.coverage --reliance" in section
+    lines = section.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| raters per arm |"))
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    header, _, *rows = lines[start:end]
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    mild = [j for j, c in enumerate(columns) if c in ("default min, σ = 0.25",
+                                                      "default min, σ = 0.5")]
+    assert len(mild) == 2
+    seen = 0
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        if int(cells[0]) >= MIN_RELIABLE_RATERS:
+            seen += 1
+            assert min(float(cells[j]) for j in mild) >= 93.0, row
+    assert seen >= 3

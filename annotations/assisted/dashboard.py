@@ -13,6 +13,7 @@ from annotations.core.charts import SYSTEM_PALETTE, bar_chart, headline, xy_char
 from annotations.core.exports import rows_write
 from annotations.core.models import Study
 from annotations.core.words import counted
+from estimators.assisted.reliance import MIN_RELIABLE_RATERS
 
 RULE_CHOICES = [("individual", "Individual ratings"),
                 ("majority", "Majority vote (ties count as Inaccurate)")]
@@ -89,7 +90,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "protocol": ("Who labels", "AI alone, one arm's raters alone, or hybridized (that arm "
                  "at or below the threshold, the AI above)."),
     "interval": ("95 % interval", "The range that holds the true value 95 % of the time "
-                 "(resampling raters or sentences)."),
+                 "(clustered by rater, or resampling sentences)."),
     "rule": ("Human label", "Individual ratings (each rating counts) or the majority vote "
              "of a sentence's ratings (ties count as Inaccurate)."),
     "sentences": ("Sentences", "Sentences with a gold label and an AI rating: the ones "
@@ -175,6 +176,20 @@ def reliance_chart(reliance: dict | None) -> dict | None:
                              {"label": "when the AI was wrong", "color": WRONG}])
 
 
+def reliance_unreliable(reliance: dict | None) -> dict | None:
+    """Where the reliance intervals are unreliable: arms with fewer than
+    ``MIN_RELIABLE_RATERS`` raters (the size from which they cover at least 93 %,
+    docs/coverage.md) — their own intervals, and, when the baseline is that small, every
+    comparison with it. None when every arm has enough raters."""
+    if not reliance:
+        return None
+    small = [r["arm"] for r in reliance["rows"] if (r.get("n_raters") or 0) < MIN_RELIABLE_RATERS]
+    if not small:
+        return None
+    return {"arms": small, "min_raters": MIN_RELIABLE_RATERS,
+            "baseline": reliance.get("baseline") in small}
+
+
 def calibration_chart(calibration: dict | None, rule: str) -> dict | None:
     """Figure 3: the AI's accuracy against its confidence (reliability diagram, Wilson
     95 % bars) and the humans' accuracy on the same sentences; the diagonal is perfect
@@ -241,6 +256,7 @@ def assisted_dashboard_context(study: Study, rule: str = "individual") -> dict:
               for a in payload.get("arms", [])],
         curves_chart=curves_chart(figures, colors),
         reliance_chart=reliance_chart(payload.get("reliance")),
+        reliance_unreliable=reliance_unreliable(payload.get("reliance")),
         calibration_chart=calibration_chart(payload.get("calibration"), rule),
         curves=figures.get("curves", []),
         band_rows=_band_rows(figures.get("bands")),

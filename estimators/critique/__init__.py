@@ -8,15 +8,10 @@ clustered by question. Pure numpy/scipy.
 
 Modules: ``records`` (data model and validation), ``tree`` (parents, sibling groups,
 ancestor pairs), ``votes`` (effort, majority with seeded ties, the two baselines),
-``intervals`` (clustered Wilson / t / Newcombe intervals), ``report`` (the tables).
+``report`` (the tables); intervals (clustered Wilson / t / Newcombe) from
+``estimators.numerics.clustered``.
 """
 
-from estimators.critique.intervals import (
-    Interval,
-    clustered_difference,
-    clustered_mean,
-    clustered_proportion,
-)
 from estimators.critique.records import CritiqueStudy, OutputRecord, QuestionRecord
 from estimators.critique.report import (
     INPUT_KINDS,
@@ -35,6 +30,12 @@ from estimators.critique.votes import (
     majority,
     naive_votes,
     voters,
+)
+from estimators.numerics.clustered import (
+    Interval,
+    clustered_difference,
+    clustered_mean,
+    clustered_proportion,
 )
 
 __all__ = [

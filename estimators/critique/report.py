@@ -22,7 +22,7 @@ per domain — None = all domains — and per level):
   correct / both wrong): share, accuracy, and — one correct — how often the critique chose
   the correct input, the wrong one, or neither.
 
-Intervals: ``estimators.critique.intervals`` (clustered by question).
+Intervals: ``estimators.numerics.clustered`` (clustered by question).
 """
 
 from __future__ import annotations
@@ -32,15 +32,15 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from estimators.critique.intervals import (
+from estimators.critique.records import CritiqueStudy
+from estimators.critique.votes import effort, effort_matched_votes, naive_votes, voters
+from estimators.numerics.clustered import (
     ClusteredArrays,
     Interval,
     clustered_difference,
     clustered_mean,
     clustered_proportion,
 )
-from estimators.critique.records import CritiqueStudy
-from estimators.critique.votes import effort, effort_matched_votes, naive_votes, voters
 
 INPUT_KINDS = ("both_wrong", "one_correct", "both_correct")  # index = correct inputs
 

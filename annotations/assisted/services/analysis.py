@@ -16,9 +16,9 @@ queries), then m2stats' pure functions on arrays (:func:`analysis_payload`):
 * the AI's calibration (reliability bins, ECE with an interval) and the humans' accuracy
   by the AI's confidence;
 * reliance per arm (accuracy when the AI was right / wrong, over- and under-reliance
-  against the baseline, helpfulness, time, agreement with the AI) with intervals from a
-  bootstrap clustered by rater; engagement with the panel (sections opened, links
-  followed) from the interaction log;
+  against the baseline, helpfulness, time, agreement with the AI) with rater-clustered
+  small-sample intervals (``estimators.assisted.reliance``); engagement with the panel
+  (sections opened, links followed) from the interaction log;
 * the paper's regression test of each arm: a mixed-effects logistic regression of each
   rating's correctness on its arm (the baseline the reference) with a random intercept
   per sentence (``estimators.assisted.mixed_logit``);
@@ -63,14 +63,18 @@ from estimators.assisted.hybridization import (
     held_out_threshold,
 )
 from estimators.assisted.mixed_logit import arm_effects
-from estimators.assisted.reliance import overall_accuracy, reliance_by_arm
+from estimators.assisted.reliance import (
+    MIN_RELIABLE_RATERS,
+    overall_accuracy,
+    reliance_by_arm,
+)
 from estimators.numerics.bootstrap import shared_resamples
 
 RULES = ("individual", "majority")
 POOLED = "All arms"
 BUDGETS = (1.0, 0.5, 0.3, 0.2, 0.1)  # maximum shares of sentences sent to humans
 LEVEL = 0.95
-N_RESAMPLES = 2000  # reliance (rater-clustered): the headline intervals
+N_RESAMPLES = 2000  # the bootstraps below that take ``n_resamples`` (not reliance: closed form)
 N_ITEM_RESAMPLES = 1000  # sentence bootstraps: held-out, bands, results table, ECE
 N_CURVE_RESAMPLES = 500  # pointwise curve bands (one per arm and rule)
 N_AGREEMENT_RESAMPLES = 500
@@ -310,7 +314,7 @@ def _payload(rows: AssistedRows, seed: int, n_resamples: int, n_item_resamples: 
     r_labels = np.array([arms[j].label for j in r_arm], dtype=object)
     payload["reliance"] = _reliance(rows, rated, r_labels, r_verdict, r_correct,
                                     ai_correct[r_item], ai_acc_verdict[r_item], arms,
-                                    baseline, seed, n_resamples)
+                                    baseline)
     payload["regression"] = _regression(r_labels, r_correct, r_item, baseline)
     payload["agreement"] = _agreement(rows, rated, r_item, r_arm, r_verdict, items, arms,
                                       used_arms, seed)
@@ -424,7 +428,7 @@ def _rule_figures(conf, ai_correct, by_source, calibration, live, arms, used_arm
 
 
 def _reliance(rows, rated, labels, r_verdict, r_correct, r_ai_correct, r_ai_says_accurate,
-              arms, baseline, seed, n_resamples) -> dict | None:
+              arms, baseline) -> dict | None:
     if not rated.any():
         return None
     agrees = np.where(r_verdict == CANT_ASSESS, False,
@@ -434,7 +438,7 @@ def _reliance(rows, rated, labels, r_verdict, r_correct, r_ai_correct, r_ai_says
         rater=rows.rating_rater[rated], arm=labels, correct=r_correct,
         ai_correct=r_ai_correct, baseline=base or str(labels[0]),
         agrees_with_ai=agrees.astype(float), helpfulness=rows.rating_helpfulness[rated],
-        seconds=rows.rating_seconds[rated], n_resamples=n_resamples, level=LEVEL, seed=seed)
+        seconds=rows.rating_seconds[rated], level=LEVEL)
     position = {a.label: (not a.baseline, a.position, j) for j, a in enumerate(arms)}
     out_rows = sorted(report.rows(), key=lambda row: position[row["arm"]])
     if base is None:  # no baseline: no contrasts to report
@@ -443,7 +447,8 @@ def _reliance(rows, rated, labels, r_verdict, r_correct, r_ai_correct, r_ai_says
                 for suffix in ("", "_lower", "_upper"):
                     row[name + suffix] = None
     return {"rows": out_rows, "baseline": base, "stratified": report.stratified,
-            "n_resamples": n_resamples, "level": LEVEL}
+            "interval": "rater-clustered Wilson / t (small-sample), Newcombe for differences",
+            "min_reliable_raters": MIN_RELIABLE_RATERS, "level": LEVEL}
 
 
 def _regression(labels, r_correct, r_item, baseline) -> dict | None:

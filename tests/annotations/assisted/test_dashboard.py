@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotations.assisted.dashboard import FIGURES, GLOSSARY, figure_csv
+from annotations.assisted.dashboard import FIGURES, GLOSSARY, figure_csv, reliance_unreliable
 from annotations.assisted.services.analysis import assisted_recompute
 from annotations.assisted.services.demo import assisted_study_from_simulation
 from annotations.core.services.studies import membership_add
 from annotations.models import EstimateSnapshot, StudyMembership
+from estimators.assisted.reliance import MIN_RELIABLE_RATERS
 from estimators.assisted.simulation import AssistedDesign, simulate_assisted
 from tests.factories import UserFactory, make_study
 
@@ -156,3 +158,29 @@ def test_the_page_reads_a_bounded_number_of_queries(seeded, django_assert_max_nu
     client.get(url)  # session, caches
     with django_assert_max_num_queries(12):
         assert client.get(url).status_code == 200
+
+
+def test_the_page_says_the_reliance_intervals_are_unreliable_with_few_raters(seeded):
+    # given a study of 4 raters per arm, fewer than MIN_RELIABLE_RATERS (5)
+    study, users = seeded
+    assert DESIGN.raters_per_arm < MIN_RELIABLE_RATERS
+    html = _client(users["manager"]).get(
+        reverse("dashboard", args=[study.pk])).content.decode()
+    # then the reliance table says so, naming every arm and the baseline's comparisons
+    note = html.split('data-testid="reliance-unreliable">', 1)[1].split("</p>", 1)[0]
+    table = html.split('data-testid="reliance"', 1)[1].split("</table>", 1)[0]
+    arms = re.findall(r'<tr data-arm="([^"]+)">', table)
+    assert len(arms) == len(DESIGN.arms)
+    for arm in arms:
+        assert arm in note
+    assert "fewer than 5 raters" in note and "every over- and under-reliance" in note
+
+
+def test_the_unreliable_note_names_only_the_arms_with_few_raters():
+    rows = [{"arm": "Baseline", "n_raters": 12}, {"arm": "Evidence", "n_raters": 5},
+            {"arm": "Judgments", "n_raters": 4}]
+    note = reliance_unreliable({"rows": rows, "baseline": "Baseline"})
+    assert note == {"arms": ["Judgments"], "min_raters": MIN_RELIABLE_RATERS,
+                    "baseline": False}
+    assert reliance_unreliable({"rows": rows[:2], "baseline": "Baseline"}) is None
+    assert reliance_unreliable(None) is None

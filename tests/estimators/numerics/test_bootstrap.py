@@ -10,7 +10,6 @@ from scipy import stats
 from estimators.assisted.hybridization import curve_band
 from estimators.numerics.bootstrap import (
     bootstrap_means,
-    bootstrap_ratios,
     cluster_count_chunks,
     cluster_counts,
     percentile_interval,
@@ -105,50 +104,6 @@ def test_shared_resamples_keep_at_most_their_cells(monkeypatch):
     assert a[0] == a[1] and b[0] == b[1]
 
 
-def _ratings(rng, n_raters: int, per_rater: int, p: float, spread: float):
-    """Binary ratings of raters with uniform effects ±spread around p."""
-    eff = rng.uniform(-spread, spread, n_raters)
-    rater = np.repeat(np.arange(n_raters), per_rater)
-    correct = (rng.random(rater.size) < p + eff[rater]).astype(float)
-    return rater, correct
-
-
-def test_ratios_equal_explicit_resampling_of_rows():
-    # given ratings of 12 raters in two strata, two ratio statistics
-    rng = np.random.default_rng(1)
-    rater = rng.integers(0, 12, 200)
-    strata = rater % 2
-    num = np.c_[rng.random(200) < 0.7, rng.random(200)]
-    den = np.c_[np.ones(200), rng.random(200) < 0.5]
-    res = bootstrap_ratios(rater, num, den, strata=strata, n_resamples=50, seed=9)
-    # when the same resamples are built row by row (each drawn rater's rows repeated)
-    w = cluster_counts(12, 50, 9, strata=strata[np.unique(rater, return_index=True)[1]])
-    for b in range(50):
-        rows = np.concatenate([np.repeat(np.flatnonzero(rater == r), w[b, r])
-                               for r in range(12)])
-        expect = num[rows].sum(axis=0) / den[rows].sum(axis=0)
-        # then the replicate is the ratio of the resampled rows
-        np.testing.assert_allclose(res.replicates[b], expect, rtol=1e-12)
-    np.testing.assert_allclose(res.estimate, num.sum(axis=0) / den.sum(axis=0))
-
-
-def test_cluster_spanning_two_strata_is_refused():
-    with pytest.raises(ValueError, match=r"strata\[2\]: cluster 1 spans two strata"):
-        bootstrap_ratios([0, 1, 1], [1, 0, 1], [1, 1, 1], strata=["a", "a", "b"],
-                         n_resamples=10)
-
-
-def test_undefined_replicates_are_left_out():
-    # given a statistic whose denominator is carried by one rater of ten
-    rater = np.arange(10)
-    res = bootstrap_ratios(rater, np.c_[np.r_[1.0, np.zeros(9)]], np.c_[np.r_[1.0,
-                                                                               np.zeros(9)]],
-                           n_resamples=400, seed=2)
-    # then the resamples without that rater are undefined and the rest give 1
-    assert 0 < res.n_undefined(0) < 400
-    assert res.interval(0).lower == res.interval(0).upper == 1.0
-
-
 def test_percentile_interval_ignores_nan_columns():
     lo, hi = percentile_interval(np.c_[np.arange(101.0), np.full(101, np.nan)], 0.9)
     assert lo[0] == pytest.approx(5.0) and hi[0] == pytest.approx(95.0)
@@ -168,40 +123,3 @@ def test_means_equal_explicit_resampling():
         assert (res[j].lower, res[j].upper) == pytest.approx((lo[j], hi[j]))
     # a column with a missing value is undefined
     assert not res[2].defined
-
-
-def test_rater_clustered_intervals_cover_the_planted_accuracy():
-    # given 300 simulated studies of 25 raters × 20 ratings with rater effects ±0.15
-    # around accuracy 0.7 (E effect = 0, so 0.7 is the population accuracy)
-    rng = np.random.default_rng(12)
-    covered, naive_covered, n_sims = 0, 0, 300
-    for s in range(n_sims):
-        rater, correct = _ratings(rng, 25, 20, 0.7, 0.15)
-        iv = bootstrap_ratios(rater, correct, np.ones_like(correct), n_resamples=400,
-                              seed=s).interval(0)
-        covered += iv.lower <= 0.7 <= iv.upper
-        naive = bootstrap_ratios(np.arange(rater.size), correct, np.ones_like(correct),
-                                 n_resamples=400, seed=s).interval(0)
-        naive_covered += naive.lower <= 0.7 <= naive.upper
-    # then the clustered intervals cover about 95 % (binomial sd over 300 studies ≈ 1.3 %;
-    # percentile intervals with 25 clusters run a little short)
-    assert 0.90 <= covered / n_sims <= 0.985
-    # and resampling single ratings instead of raters does worse (the design effect)
-    assert naive_covered < covered
-
-
-def test_differences_cover_the_planted_contrast():
-    # given two arms (strata) of raters with accuracies 0.72 and 0.60
-    rng = np.random.default_rng(13)
-    covered, n_sims = 0, 200
-    for s in range(n_sims):
-        r1, c1 = _ratings(rng, 20, 15, 0.72, 0.1)
-        r2, c2 = _ratings(rng, 20, 15, 0.60, 0.1)
-        rater = np.r_[r1, r2 + 20]
-        arm = np.r_[np.zeros(r1.size), np.ones(r2.size)]
-        num = np.c_[np.r_[c1, np.zeros(c2.size)], np.r_[np.zeros(c1.size), c2]]
-        den = np.c_[1 - arm, arm]
-        d = bootstrap_ratios(rater, num, den, strata=arm, n_resamples=400,
-                             seed=s).difference(0, 1)
-        covered += d.lower <= 0.12 <= d.upper
-    assert 0.90 <= covered / n_sims <= 0.99

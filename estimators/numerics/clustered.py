@@ -1,9 +1,13 @@
-"""Intervals clustered by question for the critique tables (closed form, deterministic).
+"""Cluster-robust intervals with a small-cluster correction (closed form, deterministic):
+the critique tables (clusters = questions, ``estimators.critique.report``) and the assisted
+reliance figures (clusters = raters, ``estimators.assisted.reliance``) use this one
+mechanism.
 
-The outputs of one question are not independent (a hard question is hard for all seven
-responders, and the five critiques of one pair see the same pair), so every interval
-treats the *question* as the unit (G = number of questions with at least one scored
-output in the cell). Counts come per question: n_q outputs, s_q of them correct.
+Observations of one cluster are not independent (a hard question is hard for all seven
+responders; a lenient rater is lenient on every sentence), so every interval treats the
+*cluster* as the unit (G = number of clusters with at least one scored observation in the
+cell). Below, "question" stands for the cluster. Counts come per question: n_q outputs,
+s_q of them correct.
 
 Proportion (accuracy): p̂ = S/N with S = Σ s_q, N = Σ n_q — the ratio estimator. Its
 cluster-robust (CR1, linearisation) variance is
@@ -39,7 +43,13 @@ variance is 0):
     upper = d + √((u₁−p̂₁)² − 2φ(u₁−p̂₁)(p̂₂−l₂) + (p̂₂−l₂)²),   d = p̂₁ − p̂₂.
 
 Unlike a Wald interval it keeps its coverage where both proportions are near 1 (Wald
-fell to 0.6 there in simulation; this one stays ≥ 0.95).
+fell to 0.6 there in simulation; this one stays ≥ 0.95). Clusters with observations on one
+side only (two arms rated by different raters) add to that side's interval and not to φ:
+for wholly separate clusters φ = 0 and the interval is the MOVER interval of two
+independent proportions.
+
+Rater-clustered coverage (reliance, 3–20 raters per arm): docs/coverage.md, from
+``python -m estimators.assisted.coverage --reliance``.
 """
 
 from __future__ import annotations
@@ -162,9 +172,10 @@ def clustered_mean(n: np.ndarray, x: np.ndarray, *,
 def clustered_difference(n1: np.ndarray, s1: np.ndarray, n2: np.ndarray, s2: np.ndarray, *,
                          interval_level: float = 0.95) -> ClusteredArrays:
     """p̂₁ − p̂₂ on the same questions (rows), Newcombe's hybrid score interval with the
-    clustered Wilson limits and the clustered correlation (module docstring). Only
-    questions where both sides have outputs should be passed; ``n`` of the result is the
-    side-1 count and ``n_questions`` the questions with both."""
+    clustered Wilson limits and the clustered correlation (module docstring). Paired
+    comparisons pass only questions where both sides have outputs; rows with outputs on one
+    side only count for that side and not for the correlation (independent groups: φ = 0).
+    ``n`` of the result is the side-1 count and ``n_questions`` the questions with both."""
     a = clustered_proportion(n1, s1, interval_level=interval_level)
     b = clustered_proportion(n2, s2, interval_level=interval_level)
     n1 = np.asarray(n1, dtype=float)

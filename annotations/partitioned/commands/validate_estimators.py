@@ -221,6 +221,7 @@ class Command(BaseCommand):
                          f"{100 * c.coverage_conservative:.1f} | {c.width_conservative:.4f} | "
                          f"{100 * c.coverage_lr:.1f} | {100 * c.coverage_wald:.1f} | "
                          f"{'exact' if c.exact else 'simulated'} |")
+        lines += _kept_sections(path)
         path.write_text("\n".join(lines) + "\n")
         self.stderr.write(f"wrote {path} ({time.perf_counter() - started:.0f} s)")
 
@@ -380,3 +381,25 @@ def _ranges(values: np.ndarray, mask: np.ndarray) -> str:
 
 
 __all__ = ["Command", "ESTIMATORS"]
+
+
+# Sections of docs/coverage.md that other commands write (heading → the command): --grid
+# rewrites the file and carries these over from the file as it was, unchanged.
+OTHER_SECTIONS = {
+    "## Reliance with few raters": "python -m estimators.assisted.coverage --reliance",
+}
+
+
+def _kept_sections(path: Path) -> list[str]:
+    """The ``OTHER_SECTIONS`` of the file at ``path`` (each from its heading to the next
+    "## " heading), as lines; none when the file does not exist yet."""
+    if not path.exists():
+        return []
+    kept: list[str] = []
+    keeping = False
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            keeping = any(line.startswith(h) for h in OTHER_SECTIONS)
+        if keeping:
+            kept.append(line)
+    return kept

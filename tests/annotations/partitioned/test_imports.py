@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -739,3 +740,18 @@ def test_every_problem_of_a_line_is_named():
         predictions_import(study=study, source=jsonl([bad_prediction]), name="p.jsonl")
     assert [e.split(": ")[1] for e in failed.value.errors] == [
         "item_id", "system", "prediction_index", "confidence"]
+
+
+def test_the_coverage_grid_keeps_the_sections_other_commands_write(tmp_path):
+    """validate_estimators --grid rewrites docs/coverage.md; the reliance section (written
+    by estimators.assisted.coverage) is carried over as it was, not dropped."""
+    from annotations.partitioned.commands.validate_estimators import _kept_sections
+
+    doc = tmp_path / "coverage.md"
+    assert _kept_sections(doc) == []
+    doc.write_text("# Coverage\n\n## Every cell\n\n| a |\n\n## Reliance with few raters: x\n\n"
+                   "table\n\n## Later\nnot kept\n")
+    assert _kept_sections(doc) == ["## Reliance with few raters: x", "", "table", ""]
+    real = Path(__file__).resolve().parents[3] / "docs" / "coverage.md"
+    kept = _kept_sections(real)
+    assert kept and "estimators.assisted.coverage --reliance" in "\n".join(kept)

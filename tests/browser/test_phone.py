@@ -74,8 +74,13 @@ def _studies(settings):
     assisted_recompute(study_id=assisted.pk)
     crit, annotators = make_critique_study(n_questions=4, top_level=1, counts=[3, 2],
                                            name="Phone: critique")
-    for user in annotators[:7]:
+    # answers until both levels have some (which tasks come first depends on the ids drawn)
+    from annotations.critique.models import CritiqueOutput
+
+    for user in [*annotators[:7], *annotators * 3]:
         answer_next(study=crit, user=user, final=0)
+        if CritiqueOutput.objects.filter(study=crit, level=1).count() >= 2:
+            break
     critique_recompute(study_id=crit.pk)
     manager = UserFactory(username="phone-manager")
     researcher = UserFactory(username="phone-researcher", is_staff=True)

@@ -59,7 +59,7 @@ def test_a_partitioned_study_from_an_empty_database_to_the_managers_raw_export(
     # the researcher creates the study with its classes
     admin_sign_in(page, live_server, "rita", "rita-pass-9317")
     page.get_by_role("link", name="Studies", exact=True).click()
-    page.get_by_role("link", name="Add study").click()
+    page.get_by_role("link", name="Add partitioned study").click()
     page.fill("input[name=name]", "Animal photos")
     page.fill("textarea[name=classes]", "\n".join(CLASSES))
     narrow_too(page, "the add-study page")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
@@ -48,12 +47,12 @@ from annotations.core.admin import (
     UploadForm,
     is_researcher,
     staff_may_create_studies,
+    study_status_change,
 )
 from annotations.core.admin_forms import StudyForm, StudyNameForm, study_help_texts
 from annotations.core.errors import DomainError
 from annotations.core.inputs import StorableJSONFormField, accepts_upload
 from annotations.core.models import Study
-from annotations.core.services.studies import study_close, study_open
 from annotations.core.words import counted
 from assistants.forms import AI_ENDPOINT_LABELS, WriteOnlyApiKeyForm
 from assistants.models import SamplingRun
@@ -338,19 +337,7 @@ class AssistedStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
         if action not in ("open", "close"):
             raise Http404
         if request.method == "POST":
-            try:
-                with transaction.atomic():
-                    if action == "open":
-                        routed = study_open(study=study)
-                        note = f"Opened: {counted(routed, 'sentence')} routed."
-                    else:
-                        study_close(study=study)
-                        note = "Closed."
-            except DomainError as exc:
-                self.message_user(request, exc.message, messages.ERROR)
-            else:
-                self.log_change(request, study, note)
-                self.message_user(request, note, messages.SUCCESS)
+            study_status_change(self, request, study, opening=action == "open")
             return redirect("admin:annotations_assistedstudy_change", study.pk)
         return self._page(request, "admin/annotations/assistedstudy/status_confirm.html",
                           study, f"{action.capitalize()} “{study.name}”?", action=action,

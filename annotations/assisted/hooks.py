@@ -31,7 +31,7 @@ from annotations.core.views import (
 def register() -> None:
     connect_signals()  # the analysis recomputes after each rating
     recompute_kind_register(Study.Kind.ASSISTED, assisted_recompute, answered=answered_counts)
-    study_opener_register(Study.Kind.ASSISTED, assisted_study_open)
+    study_opener_register(Study.Kind.ASSISTED, assisted_study_open, made=("sentence", "routed"))
     figures_register(Study.Kind.ASSISTED, FIGURES)
     dashboard_register(Study.Kind.ASSISTED, views.assisted_dashboard_page)
     export_register(Study.Kind.ASSISTED, "ratings", "Ratings with comments, what each rater "

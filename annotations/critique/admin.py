@@ -19,12 +19,12 @@ from annotations.core.admin import (
     StaffCreatesStudiesMixin,
     UploadForm,
     staff_may_create_studies,
+    study_status_change,
 )
 from annotations.core.admin_forms import StudyNameForm
 from annotations.core.errors import DomainError, InvalidStudy
 from annotations.core.inputs import accepts_upload
 from annotations.core.models import Study
-from annotations.core.words import counted
 from annotations.critique.models import (
     CritiqueOutput,
     CritiqueQuestion,
@@ -43,9 +43,7 @@ from annotations.critique.services.studies import (
     TEMPLATE_FIELDS,
     counts_check,
     critique_settings_update,
-    critique_study_close,
     critique_study_create,
-    critique_study_open,
     templates_check,
 )
 from assistants.forms import AI_ENDPOINT_LABELS, WriteOnlyApiKeyForm
@@ -284,19 +282,7 @@ class CritiqueStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
         if action not in ("open", "close"):
             raise Http404
         if request.method == "POST":
-            try:
-                if action == "open":
-                    made = critique_study_open(study=study, by=request.user)
-                    note = f"Opened: {counted(made, 'task')} made."
-                else:
-                    critique_study_close(study=study, by=request.user)
-                    note = "Closed."
-            except DomainError as exc:
-                self.message_user(request, exc.message, messages.ERROR)
-            else:
-                self.log_change(request, study, note)
-                self.message_user(request, f"{study.name}: {note[0].lower()}{note[1:]}",
-                                  messages.SUCCESS)
+            study_status_change(self, request, study, opening=action == "open")
             return self._back(study)
         return self._page(request, "admin/annotations/critiquesettings/status_confirm.html",
                           study, f"{action.capitalize()} “{study.name}”?", action=action,

@@ -28,7 +28,7 @@ from annotations.critique.services.studies import critique_study_open
 
 def register() -> None:
     recompute_kind_register(Study.Kind.CRITIQUE, critique_recompute, answered=answered_counts)
-    study_opener_register(Study.Kind.CRITIQUE, critique_study_open)
+    study_opener_register(Study.Kind.CRITIQUE, critique_study_open, made=("task", "made"))
     figures_register(Study.Kind.CRITIQUE, FIGURES)
     dashboard_register(Study.Kind.CRITIQUE, views.critique_dashboard_page)
     for what, title in (("outputs", "Outputs: every response and critique"),

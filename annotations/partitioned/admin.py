@@ -24,6 +24,7 @@ from annotations.core.admin import (
     is_researcher,
     staff_may_create_studies,
     study_actions_html,
+    study_status_change,
 )
 from annotations.core.admin_forms import (
     BulkMembersForm,
@@ -54,9 +55,7 @@ from annotations.core.services.studies import (
     members_add,
     membership_remove,
     researchers_staff_ensure,
-    study_close,
     study_insert,
-    study_open,
     study_roles,
 )
 from annotations.core.sqlite_locks import while_sqlite_locked
@@ -186,27 +185,15 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
     def links(self, obj: Study) -> str:
         return study_actions_html(obj)
 
-    @admin.action(description="Open selected studies (routes their items)")
+    @admin.action(description="Open selected studies (makes their first tasks)")
     def open_studies(self, request, queryset):
         for study in queryset:
-            try:
-                routed = study_open(study=study, by=request.user)
-            except DomainError as exc:
-                self.message_user(request, f"{study}: {exc.message}", messages.ERROR)
-            else:
-                self.log_change(request, study, f"Opened: {counted(routed, 'item')} routed.")
-                self.message_user(request, f"{study}: opened, {counted(routed, 'item')} routed.")
+            study_status_change(self, request, study, opening=True, one_of_many=True)
 
     @admin.action(description="Close selected studies")
     def close_studies(self, request, queryset):
         for study in queryset:
-            try:
-                study_close(study=study, by=request.user)
-            except DomainError as exc:
-                self.message_user(request, f"{study}: {exc.message}", messages.ERROR)
-            else:
-                self.log_change(request, study, "Closed.")
-                self.message_user(request, f"{study}: closed.")
+            study_status_change(self, request, study, opening=False, one_of_many=True)
 
     @admin.action(description="Recompute estimates now")
     def recompute_estimates(self, request, queryset):
@@ -235,19 +222,7 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
     def _status_view(self, request, study_id: int, *, opening: bool) -> HttpResponse:
         study = self._study_or_403(request, study_id)
         if request.method == "POST":
-            try:
-                if opening:
-                    routed = study_open(study=study, by=request.user)
-                    note = f"Opened: {counted(routed, 'item')} routed."
-                else:
-                    study_close(study=study, by=request.user)
-                    note = "Closed."
-            except DomainError as exc:
-                self.message_user(request, exc.message, messages.ERROR)
-            else:
-                self.log_change(request, study, note)
-                self.message_user(request, f"{study.name}: {note[0].lower()}{note[1:]}",
-                                  messages.SUCCESS)
+            study_status_change(self, request, study, opening=opening)
             return redirect("admin:annotations_study_change", study.pk)
         verb = "Open" if opening else "Close"
         return self._page(request, "admin/annotations/study/status_confirm.html", study,

@@ -196,7 +196,7 @@ def test_from_an_empty_database_to_a_labelled_study_and_its_dashboard(browser, p
     expect(page.locator("#content")).to_contain_text("cannot go back to draft")
     page.screenshot(path=str(shots / "admin-open-confirm.png"), full_page=True)
     page.click("input[value='Open the study']")
-    expect(page.locator(".messagelist")).to_contain_text("opened: 12 items routed")
+    expect(page.locator(".messagelist")).to_contain_text("opened, 12 items routed")
     study.refresh_from_db()
     assert study.status == Study.Status.OPEN
     assert Query.objects.filter(study=study).count() == 12

@@ -93,7 +93,7 @@ def test_from_an_empty_database_to_an_answered_critique_study_and_its_export(
     page.get_by_role("link", name="Open the study…").click()
     expect(page.locator("#content")).to_contain_text("cannot go back to draft")
     page.click("input[value='Open the study']")
-    expect(page.locator(".messagelist")).to_contain_text("opened: 4 tasks made")
+    expect(page.locator(".messagelist")).to_contain_text("opened, 4 tasks made")
     expect(page.get_by_test_id("critique-panel")).to_contain_text("Status: Open")
 
     # an annotator signs in with the one-time password, chooses theirs, answers a task

@@ -149,7 +149,7 @@ def test_an_assisted_study_from_an_empty_database_to_the_managers_raw_export(
     expect(page.locator("#content")).to_contain_text("cannot go back to draft")
     narrow_too(page, "the open confirmation")
     page.click("input[value='Open the study']")
-    expect(page.locator(".messagelist")).to_contain_text("Opened: 4 sentences routed")
+    expect(page.locator(".messagelist")).to_contain_text("opened, 4 sentences routed")
     study.refresh_from_db()
     assert study.status == Study.Status.OPEN
 

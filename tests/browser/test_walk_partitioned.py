@@ -120,7 +120,7 @@ def test_a_partitioned_study_from_an_empty_database_to_the_managers_raw_export(
     expect(page.locator("#content")).to_contain_text("cannot go back to draft")
     narrow_too(page, "the open confirmation")
     page.click("input[value='Open the study']")
-    expect(page.locator(".messagelist")).to_contain_text("opened: 30 items routed")
+    expect(page.locator(".messagelist")).to_contain_text("opened, 30 items routed")
     study.refresh_from_db()
     assert study.status == Study.Status.OPEN
 

@@ -120,13 +120,26 @@ def study_event_record(*, study: Study, kind: str, by: User | None = None,
     return StudyEvent.objects.create(study=study, kind=kind, actor=by, detail=detail or {})
 
 
+_OPENED_WORDS: dict[str, tuple[str, str]] = {}
 _OPENERS: dict[str, Callable[..., int]] = {}
 
 
-def study_opener_register(kind: str, opener: Callable[..., int]) -> None:
+def study_opener_register(kind: str, opener: Callable[..., int],
+                          made: tuple[str, str] = ("item", "routed")) -> None:
     """Make :func:`study_open` open studies of ``kind`` with ``opener(study=, by=)`` (each
-    study type registers its ``*_study_open`` from its ``hooks``; idempotent)."""
+    study type registers its ``*_study_open`` from its ``hooks``; idempotent). ``made``:
+    what the number it returns counts, as (noun, participle) — ("task", "made") reads
+    "3 tasks made" (:func:`study_opened_words`)."""
     _OPENERS[kind] = opener
+    _OPENED_WORDS[kind] = made
+
+
+def study_opened_words(kind: str, made: int) -> str:
+    """What opening a study of ``kind`` made, in words: "3 items routed", "1 task made"."""
+    from annotations.core.words import counted
+
+    noun, participle = _OPENED_WORDS.get(kind, ("item", "routed"))
+    return f"{counted(made, noun)} {participle}"
 
 
 def study_open(*, study: Study, by: User | None = None) -> int:

@@ -92,7 +92,7 @@ def test_the_open_button_asks_then_opens_through_the_service(researcher_client, 
     draft.refresh_from_db()
     assert draft.status == Study.Status.OPEN
     assert Query.objects.filter(study=draft).count() == 5
-    assert "opened: 5 items routed" in response.content.decode()
+    assert "opened, 5 items routed" in response.content.decode()
     assert LogEntry.objects.filter(object_id=str(draft.pk),
                                    change_message="Opened: 5 items routed.").count() == 1
 

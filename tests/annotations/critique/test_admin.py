@@ -86,7 +86,7 @@ def test_opening_and_closing_ask_first_then_change_the_status(client):
     assert "Open the study" in confirm and "Back to the study" in confirm
     assert Study.objects.get(pk=study.pk).status == "draft"  # asking changes nothing
     response = client.post(_admin("status", study, "open"), follow=True)
-    assert "opened: 2 tasks made." in response.content.decode()
+    assert "opened, 2 tasks made." in response.content.decode()
     assert Study.objects.get(pk=study.pk).status == "open"
     assert CritiqueTask.objects.filter(study=study).count() == 2
     client.post(_admin("status", study, "close"))

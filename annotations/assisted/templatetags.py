@@ -30,3 +30,12 @@ def signed(value, digits: int = 3) -> str:
     if value is None or value == "":
         return "—"
     return f"{float(value):+.{int(digits)}f}"
+
+
+@register.inclusion_tag("assisted_dashboard/_audit.html")
+def ai_rater_audit(study) -> dict:
+    """The AI rater's latest audit, the trust gate and κ with the study's human ratings
+    (``services.gate.ai_rater_audit``); nothing without an audit or a gate."""
+    from annotations.assisted.services.gate import ai_rater_audit as latest
+
+    return {"study": study, "trust": latest(study)}

@@ -84,6 +84,11 @@ class Audit(models.Model):
 
     class Evaluator(models.TextChoices):
         COMMITMENTS = "commitments", "Imported commitments (JSONL)"
+        AI = "ai", "An AI system through the OpenAI-compatible provider"
+
+    class Strategy(models.TextChoices):
+        PICK = "pick", "Picks x′ from the data set (worked best for LLMs)"
+        GENERATE = "generate", "Writes x′ itself"
 
     class Dataset(models.TextChoices):
         ITEMS = "items", "The study's items (their text)"
@@ -101,6 +106,21 @@ class Audit(models.Model):
     evaluator = models.CharField(max_length=12, choices=Evaluator.choices,
                                  default=Evaluator.COMMITMENTS)
     evaluator_name = models.CharField(max_length=255, blank=True, default="")
+    # The AI system audited (its page and an assisted study's trust gate read its latest
+    # audit). A string reference: the audit layer never imports the assistants app.
+    ai_system = models.ForeignKey("assistants.AISystem", on_delete=models.SET_NULL, null=True,
+                                  blank=True, related_name="audits",
+                                  help_text="The study's AI system this audit is of.")
+    # The AI-provider evaluator (evaluator = ai): endpoint, strategy, prompt templates
+    ai_base_url = models.CharField(max_length=500, blank=True, default="",
+                                   help_text="OpenAI-compatible endpoint; empty: the site's.")
+    ai_model = models.CharField(max_length=200, blank=True, default="")
+    ai_strategy = models.CharField(max_length=10, choices=Strategy.choices,
+                                   default=Strategy.PICK)
+    prompt_system = models.TextField(blank=True, default="", max_length=20000,
+                                     help_text="Empty: the platform's default.")
+    prompt_user = models.TextField(blank=True, default="", max_length=20000,
+                                   help_text="Empty: the platform's default.")
     dataset = models.CharField(max_length=8, choices=Dataset.choices, default=Dataset.UPLOAD)
     dataset_name = models.CharField(max_length=255, blank=True, default="")
     rounds = models.PositiveSmallIntegerField(

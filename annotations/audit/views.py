@@ -28,7 +28,8 @@ def _list_context(study) -> dict:
     return {"study": study, "rubrics": rubrics_of(study),
             "audits": [(a, audit_progress(a)) for a in audits],
             "active": any(a.status in ACTIVE for a in audits),
-            "aggregators": Rubric.Aggregator.choices}
+            "aggregators": Rubric.Aggregator.choices,
+            "ai_systems": list(study.ai_systems.order_by("ordinal"))}
 
 
 @accepts_upload  # the commitments, datapoints and rubric files
@@ -66,7 +67,8 @@ def audits(request: HttpRequest, study_id: int) -> HttpResponse:
                         datapoints=upload.read() if use_upload else None,
                         datapoints_name=upload.name if use_upload else "",
                         rounds=form.get("rounds", ""), phi=form.get("phi", ""),
-                        seed=form.get("seed", ""), by=request.user)
+                        seed=form.get("seed", ""), by=request.user,
+                        ai_system_id=form.get("ai_system") or None)
                     messages.info(request, f"Audit #{audit.pk} started.")
                     return redirect("audit-detail", study_id=study.pk, audit_id=audit.pk)
             elif action == "rubric":

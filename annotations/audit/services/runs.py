@@ -83,16 +83,33 @@ def _parameters(rounds, phi, seed) -> tuple[int, float, int]:
     return rounds, phi, seed
 
 
+def _ai_system(study: Study, ai_system_id):
+    """The study's AI system ``ai_system_id`` (None for none); refused for another study's."""
+    if ai_system_id in (None, ""):
+        return None
+    try:
+        pk = int(ai_system_id)
+    except (TypeError, ValueError):
+        pk = None
+    found = study.ai_systems.filter(pk=pk).first() if pk is not None else None
+    if found is None:
+        raise AuditRefused(f"ai_system: {ai_system_id!r} is not an AI system of this study.")
+    return found
+
+
 @transaction.atomic
 def audit_start(*, study: Study, rubric: Rubric, commitments: bytes, commitments_name: str,
                 datapoints: bytes | None = None, datapoints_name: str = "",
                 rounds=3, phi=0.5, seed=0, by: User | None = None,
-                enqueue: bool = True) -> Audit:
+                ai_system_id: int | None = None, enqueue: bool = True) -> Audit:
     """Check everything, then store and queue an audit (module docstring). ``datapoints``
-    None means the study's items; ``enqueue=False`` leaves the run to the caller
-    (``audit_run``: the demo's seeding runs it in its own process)."""
+    None means the study's items; ``ai_system_id`` links the audit to an AI system of the
+    study (whose commitments these are: its page and a trust gate read its latest audit);
+    ``enqueue=False`` leaves the run to the caller (``audit_run``: the demo's seeding runs
+    it in its own process)."""
     if rubric.study_id != study.pk:
         raise AuditRefused("The rubric belongs to another study.")
+    ai_system = _ai_system(study, ai_system_id)
     rounds, phi, seed = _parameters(rounds, phi, seed)
     snapshot = rubric_snapshot(rubric)
     problems = rubric_problems(snapshot)
@@ -122,7 +139,7 @@ def audit_start(*, study: Study, rubric: Rubric, commitments: bytes, commitments
         study=study, rubric=rubric, evaluator=Audit.Evaluator.COMMITMENTS,
         evaluator_name=commitments_name, dataset=dataset, dataset_name=dataset_name[:255],
         rounds=rounds, phi=phi, seed=seed, rubric_snapshot=snapshot, total=len(rows),
-        created_by=by)
+        ai_system=ai_system, created_by=by)
     AuditFile.objects.create(audit=audit, commitments=commitments, datapoints=datapoints)
     if enqueue:
         transaction.on_commit(lambda: run_enqueue(audit.pk))

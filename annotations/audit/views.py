@@ -22,6 +22,8 @@ from annotations.audit.services.runs import ACTIVE, audit_progress
 from annotations.core.errors import DomainError, ImportFailed
 from annotations.core.inputs import accepts_upload
 
+AI_FIELDS = ("ai_base_url", "ai_model", "ai_strategy", "prompt_system", "prompt_user")
+
 
 def _list_context(study) -> dict:
     audits = audits_of(study)
@@ -29,15 +31,17 @@ def _list_context(study) -> dict:
             "audits": [(a, audit_progress(a)) for a in audits],
             "active": any(a.status in ACTIVE for a in audits),
             "aggregators": Rubric.Aggregator.choices,
-            "ai_systems": list(study.ai_systems.order_by("ordinal"))}
+            "ai_systems": list(study.ai_systems.order_by("ordinal")),
+            "strategies": Audit.Strategy.choices}
 
 
 @accepts_upload  # the commitments, datapoints and rubric files
 @login_required
 @require_http_methods(["GET", "POST"])
 def audits(request: HttpRequest, study_id: int) -> HttpResponse:
-    """The study's audits: start one (rubric, commitments file, data set, r, φ, seed) or
-    import a rubric file. A file with problems changes nothing; the page lists every one."""
+    """The study's audits: start one (rubric, evaluator — a commitments file or an AI system
+    through the provider —, data set, r, φ, seed) or import a rubric file. A file with
+    problems changes nothing; the page lists every one."""
     from annotations.audit.services.rubrics import rubric_import
     from annotations.audit.services.runs import audit_start
 
@@ -53,17 +57,21 @@ def audits(request: HttpRequest, study_id: int) -> HttpResponse:
                 rubric = Rubric.objects.filter(study=study, pk=_int(form.get("rubric"))).first()
                 commitments = request.FILES.get("commitments")
                 upload = request.FILES.get("datapoints")
+                by_ai = form.get("evaluator") == Audit.Evaluator.AI
                 if rubric is None:
                     errors = ["Choose a rubric (define one in the admin or import a file)."]
-                elif commitments is None:
+                elif commitments is None and not by_ai:
                     errors = ["Choose the evaluator's commitments file (JSONL)."]
                 elif form.get("dataset") == "upload" and upload is None:
                     errors = ["Choose a file of datapoints, or audit the study's items."]
                 else:
                     use_upload = form.get("dataset") == "upload"
                     audit = audit_start(
-                        study=study, rubric=rubric, commitments=commitments.read(),
-                        commitments_name=commitments.name,
+                        study=study, rubric=rubric,
+                        commitments=None if by_ai else commitments.read(),
+                        commitments_name="" if by_ai else commitments.name,
+                        evaluator=Audit.Evaluator.AI if by_ai else Audit.Evaluator.COMMITMENTS,
+                        ai={f: form.get(f, "") for f in AI_FIELDS} if by_ai else None,
                         datapoints=upload.read() if use_upload else None,
                         datapoints_name=upload.name if use_upload else "",
                         rounds=form.get("rounds", ""), phi=form.get("phi", ""),

@@ -8,11 +8,13 @@ problem it raises ``ImportFailed`` (or ``AuditRefused``) and nothing changes. Ot
 stores the audit, the rubric's snapshot and both files, and queues the run after commit.
 
 ``audit_run`` (the Celery task's body) runs ``estimators.nodata.no_data_algorithm`` with the
-programmatic verifier on the snapshot and the imported commitments, reporting progress on
+programmatic verifier on the snapshot and the imported commitments — or a registered
+evaluator (``services.evaluators``: an AI system through the provider), reporting progress on
 the audit row (``done`` of ``total``) and looking for a cancel request at each report; on
 success it stores one ``AuditOutcome`` per datapoint and the summary, all in one
 transaction. A cancelled run stores no outcome; a crashed run is recorded as failed with
-the error, never as a success.
+the error, never as a success; so is a run whose evaluator cannot answer
+(``EvaluatorUnavailable``: the provider gave up after its retries, the endpoint was refused).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from annotations.audit.services.datasets import (
     parse_datapoints,
     study_datapoints,
 )
+from annotations.audit.services.evaluators import EvaluatorUnavailable, evaluator_kind
 from annotations.audit.services.files import jsonl_records
 from annotations.audit.services.rubrics import core_rubric, rubric_problems, rubric_snapshot
 from annotations.core.errors import DomainError, ImportFailed
@@ -98,24 +101,45 @@ def _ai_system(study: Study, ai_system_id):
 
 
 @transaction.atomic
-def audit_start(*, study: Study, rubric: Rubric, commitments: bytes, commitments_name: str,
+def audit_start(*, study: Study, rubric: Rubric, commitments: bytes | None = None,
+                commitments_name: str = "",
                 datapoints: bytes | None = None, datapoints_name: str = "",
                 rounds=3, phi=0.5, seed=0, by: User | None = None,
-                ai_system_id: int | None = None, enqueue: bool = True) -> Audit:
+                ai_system_id: int | None = None, evaluator: str = Audit.Evaluator.COMMITMENTS,
+                ai: dict | None = None, enqueue: bool = True) -> Audit:
     """Check everything, then store and queue an audit (module docstring). ``datapoints``
     None means the study's items; ``ai_system_id`` links the audit to an AI system of the
     study (whose commitments these are: its page and a trust gate read its latest audit);
-    ``enqueue=False`` leaves the run to the caller (``audit_run``: the demo's seeding runs
-    it in its own process)."""
+    ``evaluator`` "commitments" reads the ``commitments`` file, a registered kind ("ai":
+    ``assistants.audit_evaluator``) asks it at run time, with ``ai`` its fields
+    (``ai_base_url``, ``ai_model``, ``ai_strategy``, ``prompt_system``, ``prompt_user``),
+    checked by the kind first. ``enqueue=False`` leaves the run to the caller
+    (``audit_run``: the demo's seeding runs it in its own process)."""
     if rubric.study_id != study.pk:
         raise AuditRefused("The rubric belongs to another study.")
     ai_system = _ai_system(study, ai_system_id)
+    if evaluator == Audit.Evaluator.COMMITMENTS:
+        if commitments is None:
+            raise ImportFailed(["Choose the evaluator's commitments file (JSONL)."])
+        evaluator_fields: dict = {}
+    else:
+        kind = evaluator_kind(evaluator)
+        if kind is None:
+            raise AuditRefused(f"evaluator: {evaluator!r} is not an evaluator audits know.")
+        evaluator_fields = kind.check(dict(ai or {}))
+        if ai_system is None:
+            raise ImportFailed(["ai_system: choose the AI system the provider's answers are "
+                                "of (its page and a trust gate read this audit)."])
     rounds, phi, seed = _parameters(rounds, phi, seed)
     snapshot = rubric_snapshot(rubric)
     problems = rubric_problems(snapshot)
     if problems:
         raise ImportFailed([f"rubric {rubric.name}: {p}" for p in problems])
-    commitments_name = (commitments_name or "commitments.jsonl")[:255]
+    if evaluator == Audit.Evaluator.COMMITMENTS:
+        commitments_name = (commitments_name or "commitments.jsonl")[:255]
+    else:
+        commitments_name = (f"{ai_system.name} (AI provider, "
+                            f"{evaluator_fields.get('ai_strategy', evaluator)})")[:255]
     if datapoints is None:
         rows = study_datapoints(study)
         if not rows:
@@ -129,14 +153,17 @@ def audit_start(*, study: Study, rubric: Rubric, commitments: bytes, commitments
     if len(rows) > MAX_OUTCOMES:
         raise ImportFailed([f"{dataset_name}: {len(rows):,} datapoints; at most "
                             f"{MAX_OUTCOMES:,} per audit"])
-    jsonl_records(commitments, name=commitments_name)  # what cannot be stored, as every import
-    try:
-        parse_commitments(commitments, source=commitments_name, rounds=rounds,
-                          items=[r.item for r in rows])
-    except CommitmentsError as exc:
-        raise ImportFailed(exc.problems) from None
+    if evaluator == Audit.Evaluator.COMMITMENTS:
+        jsonl_records(commitments, name=commitments_name)  # what no import stores
+        try:
+            parse_commitments(commitments, source=commitments_name, rounds=rounds,
+                              items=[r.item for r in rows])
+        except CommitmentsError as exc:
+            raise ImportFailed(exc.problems) from None
+    else:
+        commitments = b""
     audit = Audit.objects.create(
-        study=study, rubric=rubric, evaluator=Audit.Evaluator.COMMITMENTS,
+        study=study, rubric=rubric, evaluator=evaluator, **evaluator_fields,
         evaluator_name=commitments_name, dataset=dataset, dataset_name=dataset_name[:255],
         rounds=rounds, phi=phi, seed=seed, rubric_snapshot=snapshot, total=len(rows),
         ai_system=ai_system, created_by=by)
@@ -243,10 +270,17 @@ def audit_run(*, audit_id: int) -> None:
         files = AuditFile.objects.get(audit_id=audit_id)
         rows = parse_datapoints(bytes(files.datapoints), source=audit.dataset_name)
         items = [r.item for r in rows]
-        commitments = parse_commitments(bytes(files.commitments), source=audit.evaluator_name,
-                                        rounds=audit.rounds, items=items)
         verifier = ProgrammaticVerifier(core_rubric(audit.rubric_snapshot))
-        evaluator = CommitmentsEvaluator(commitments, source=audit.evaluator_name)
+        if audit.evaluator == Audit.Evaluator.COMMITMENTS:
+            commitments = parse_commitments(bytes(files.commitments),
+                                            source=audit.evaluator_name,
+                                            rounds=audit.rounds, items=items)
+            evaluator = CommitmentsEvaluator(commitments, source=audit.evaluator_name)
+        else:
+            kind = evaluator_kind(audit.evaluator)
+            if kind is None:
+                raise EvaluatorUnavailable(f"no evaluator {audit.evaluator!r} is registered")
+            evaluator = kind.build(audit, rows)
         result = no_data_algorithm([r.x for r in rows], evaluator, verifier,
                                    rounds=audit.rounds, phi=audit.phi, seed=audit.seed,
                                    items=items, progress=_progress(audit_id))
@@ -258,6 +292,9 @@ def audit_run(*, audit_id: int) -> None:
         return
     except CommitmentsError as exc:
         _finish(audit_id, Audit.Status.FAILED, exc.problems[:200])
+        return
+    except EvaluatorUnavailable as exc:  # e.g. the provider gave up after its retries
+        _finish(audit_id, Audit.Status.FAILED, [f"evaluator: {exc}"])
         return
     except Exception as exc:  # a bug: recorded (an audit left 'running' would never end)
         _finish(audit_id, Audit.Status.FAILED, [f"{type(exc).__name__}: {exc}"])

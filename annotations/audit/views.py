@@ -4,6 +4,8 @@ progress and result, and its downloads. For the study's researchers only: anyone
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -72,6 +74,7 @@ def audits(request: HttpRequest, study_id: int) -> HttpResponse:
                         commitments_name="" if by_ai else commitments.name,
                         evaluator=Audit.Evaluator.AI if by_ai else Audit.Evaluator.COMMITMENTS,
                         ai={f: form.get(f, "") for f in AI_FIELDS} if by_ai else None,
+                        verifier=form.get("verifier") or Audit.Verifier.PROGRAMMATIC,
                         datapoints=upload.read() if use_upload else None,
                         datapoints_name=upload.name if use_upload else "",
                         rounds=form.get("rounds", ""), phi=form.get("phi", ""),
@@ -184,3 +187,34 @@ def audit_download(request: HttpRequest, study_id: int, audit_id: int) -> HttpRe
     response = download(f"study-{study.pk}-audit-{audit.pk}-{what}.{fmt}", fmt)
     audit_export(audit=audit, what=what, out=response, fmt=fmt)
     return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def verify(request: HttpRequest, study_id: int) -> HttpResponse:
+    """A worker's yes/no questions of the study's audits verified by specialists
+    (``services.verify``): the datapoint and the question only, Yes / No. For the study's
+    workers only (anyone else: 404)."""
+    from annotations.audit.services.verify import question_answer, question_next, verifier_study
+
+    study = verifier_study(user=request.user, study_id=study_id)
+    error = ""
+    if request.method == "POST":
+        answer = request.POST.get("answer")
+        if answer not in ("yes", "no"):
+            error = "Answer yes or no."
+        else:
+            try:
+                question_answer(user=request.user, public_id=request.POST.get("task", ""),
+                                answer=answer == "yes")
+                return redirect("audit-verify", study_id=study.pk)
+            except DomainError as exc:
+                error = exc.message
+    question = question_next(study=study, user=request.user)
+    shown = None
+    if question is not None:
+        x = question.datapoint
+        shown = x if isinstance(x, str) else json.dumps(x, ensure_ascii=False, indent=2)
+    return render(request, "audit/verify.html",
+                  {"study": study, "question": question, "shown": shown, "error": error},
+                  status=400 if error else 200)

@@ -35,6 +35,13 @@ from annotations.audit.services.datasets import (
 from annotations.audit.services.evaluators import EvaluatorUnavailable, evaluator_kind
 from annotations.audit.services.files import jsonl_records
 from annotations.audit.services.rubrics import core_rubric, rubric_problems, rubric_snapshot
+from annotations.audit.services.verify import (
+    PENDING,
+    HumanVerifier,
+    answers_of,
+    questions_create,
+    questions_progress,
+)
 from annotations.core.errors import DomainError, ImportFailed
 from annotations.core.models import Study, User
 from annotations.core.queue import task
@@ -46,7 +53,7 @@ from estimators.nodata.verifiers import ProgrammaticVerifier
 
 # the run task's registered name (annotations/audit/tasks.py; core.queue)
 RUN_TASK = "annotations.audit_tasks.audit_run_task"
-ACTIVE = (Audit.Status.QUEUED, Audit.Status.RUNNING)
+ACTIVE = (Audit.Status.QUEUED, Audit.Status.RUNNING, Audit.Status.WAITING)
 PROGRESS_SECONDS = 0.5  # at most this long between two progress reports (and cancel checks)
 ALPHAS = (0.5, 0.7, 0.9)  # Theorem 1's value is shown for these evaluator accuracies α
 MAX_OUTCOMES = 200_000
@@ -106,18 +113,25 @@ def audit_start(*, study: Study, rubric: Rubric, commitments: bytes | None = Non
                 datapoints: bytes | None = None, datapoints_name: str = "",
                 rounds=3, phi=0.5, seed=0, by: User | None = None,
                 ai_system_id: int | None = None, evaluator: str = Audit.Evaluator.COMMITMENTS,
-                ai: dict | None = None, enqueue: bool = True) -> Audit:
+                ai: dict | None = None, verifier: str = Audit.Verifier.PROGRAMMATIC,
+                enqueue: bool = True) -> Audit:
     """Check everything, then store and queue an audit (module docstring). ``datapoints``
     None means the study's items; ``ai_system_id`` links the audit to an AI system of the
     study (whose commitments these are: its page and a trust gate read its latest audit);
     ``evaluator`` "commitments" reads the ``commitments`` file, a registered kind ("ai":
     ``assistants.audit_evaluator``) asks it at run time, with ``ai`` its fields
     (``ai_base_url``, ``ai_model``, ``ai_strategy``, ``prompt_system``, ``prompt_user``),
-    checked by the kind first. ``enqueue=False`` leaves the run to the caller
-    (``audit_run``: the demo's seeding runs it in its own process)."""
+    checked by the kind first. ``verifier`` "human" puts each criterion check to the study's
+    workers (``services.verify``; imported commitments only). ``enqueue=False`` leaves the
+    run to the caller (``audit_run``: the demo's seeding runs it in its own process)."""
     if rubric.study_id != study.pk:
         raise AuditRefused("The rubric belongs to another study.")
     ai_system = _ai_system(study, ai_system_id)
+    if verifier not in Audit.Verifier.values:
+        raise AuditRefused(f"verifier: one of {', '.join(Audit.Verifier.values)}.")
+    if verifier == Audit.Verifier.HUMAN and evaluator != Audit.Evaluator.COMMITMENTS:
+        raise ImportFailed(["verifier: specialists verify imported commitments only (an AI "
+                            "evaluator would be asked again at every wave of questions)."])
     if evaluator == Audit.Evaluator.COMMITMENTS:
         if commitments is None:
             raise ImportFailed(["Choose the evaluator's commitments file (JSONL)."])
@@ -163,7 +177,8 @@ def audit_start(*, study: Study, rubric: Rubric, commitments: bytes | None = Non
     else:
         commitments = b""
     audit = Audit.objects.create(
-        study=study, rubric=rubric, evaluator=evaluator, **evaluator_fields,
+        study=study, rubric=rubric, evaluator=evaluator, verifier=verifier,
+        **evaluator_fields,
         evaluator_name=commitments_name, dataset=dataset, dataset_name=dataset_name[:255],
         rounds=rounds, phi=phi, seed=seed, rubric_snapshot=snapshot, total=len(rows),
         ai_system=ai_system, created_by=by)
@@ -182,7 +197,7 @@ def audit_cancel(*, audit: Audit) -> Audit:
             raise AuditRefused(f"Audit #{audit.pk} has ended ({audit.get_status_display()}).")
         audit.cancel_requested = True
         fields = ["cancel_requested"]
-        if audit.status == Audit.Status.QUEUED:
+        if audit.status in (Audit.Status.QUEUED, Audit.Status.WAITING):
             audit.status, audit.finished_at = Audit.Status.CANCELLED, timezone.now()
             fields += ["status", "finished_at"]
         audit.save(update_fields=fields)
@@ -270,7 +285,9 @@ def audit_run(*, audit_id: int) -> None:
         files = AuditFile.objects.get(audit_id=audit_id)
         rows = parse_datapoints(bytes(files.datapoints), source=audit.dataset_name)
         items = [r.item for r in rows]
-        verifier = ProgrammaticVerifier(core_rubric(audit.rubric_snapshot))
+        human = audit.verifier == Audit.Verifier.HUMAN
+        verifier = (HumanVerifier(core_rubric(audit.rubric_snapshot), answers_of(audit))
+                    if human else ProgrammaticVerifier(core_rubric(audit.rubric_snapshot)))
         if audit.evaluator == Audit.Evaluator.COMMITMENTS:
             commitments = parse_commitments(bytes(files.commitments),
                                             source=audit.evaluator_name,
@@ -299,6 +316,12 @@ def audit_run(*, audit_id: int) -> None:
     except Exception as exc:  # a bug: recorded (an audit left 'running' would never end)
         _finish(audit_id, Audit.Status.FAILED, [f"{type(exc).__name__}: {exc}"])
         raise
+    if human and verifier.needed:  # a wave of questions: wait for the answers
+        with transaction.atomic():
+            questions_create(audit=audit, needed=verifier.needed)
+            decided = sum(1 for o in result.outcomes if o.reason != PENDING)
+            Audit.objects.filter(pk=audit_id).update(status=Audit.Status.WAITING, done=decided)
+        return
     with transaction.atomic():
         AuditOutcome.objects.filter(audit_id=audit_id).delete()
         AuditOutcome.objects.bulk_create(
@@ -323,4 +346,8 @@ def audit_progress(audit: Audit) -> str:
         return f"Succeeded: {audit.total}/{audit.total} datapoints, {audit.successes} successes"
     if audit.status in ACTIVE and audit.cancel_requested:
         return f"Cancelling: {share}"
+    if audit.status == Audit.Status.WAITING:
+        answered, asked = questions_progress(audit)
+        return (f"Waiting for the specialists: {answered} of {asked} questions answered; "
+                f"{audit.done}/{audit.total} datapoints decided")
     return f"{audit.get_status_display()}: {share}"

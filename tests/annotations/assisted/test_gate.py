@@ -5,6 +5,7 @@ dashboard shows the latest audit and κ with the study's own human ratings."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -20,7 +21,7 @@ from annotations.assisted.services.routing import routing_update
 from annotations.audit.services.runs import audit_run, audit_start
 from annotations.core.errors import InvalidStudy
 from annotations.core.services.studies import study_open
-from annotations.models import Audit, Sentence, Study
+from annotations.models import AssistedSettings, Audit, Sentence, Study
 from assistants.models import AISystem
 from assistants.systems import AI_RATER_NAME
 from estimators.nodata.kappa import cohen_kappa
@@ -208,3 +209,30 @@ def test_dashboard_and_ai_system_page_show_the_latest_audit(client):
                                     args=[ai_rater(study).pk])).content.decode()
     assert reverse("audit-detail", args=[study.pk, audit.pk]) in admin_page
     assert f"{100 * LIAR_RATE:.1f} %" in admin_page
+
+
+def test_the_gate_in_the_admin_and_the_routing_page_refusing_with_the_reason(client):
+    from tests.annotations.assisted.test_admin import change_url, posted
+
+    study = make_assisted_study(n_sentences=3)  # open, routing to everyone
+    elsewhere = ai_rater(assisted_study_create(name="another study"))
+    client.force_login(study.memberships.get(role="researcher").user)
+    form = client.get(change_url(study)).content.decode()
+    assert "Trust gate" in form
+    choices = re.search(r'<select name="assisted-0-gate_system".*?</select>', form, re.S)[0]
+    assert f'value="{ai_rater(study).pk}"' in choices
+    assert f'value="{elsewhere.pk}"' not in choices  # only this study's AI systems
+    data = posted(client.get(change_url(study)),
+                  **{"assisted-0-gate_system": str(ai_rater(study).pk),
+                     "assisted-0-gate_min_success": "0.9"})
+    assert client.post(change_url(study), data).status_code == 302
+    fresh = AssistedSettings.objects.get(study=study)
+    assert (fresh.gate_min_success, fresh.gate_system_id) == (0.9, ai_rater(study).pk)
+    url = reverse("admin:annotations_assistedstudy_routing", args=[study.pk])
+    response = client.post(url, {"routing": "threshold", "threshold": "0.5",
+                                 "band_edges": "[]", "band_targets": "[]"})
+    assert response.status_code == 200
+    assert "AI rater has no finished audit" in response.content.decode()
+    assert AssistedSettings.objects.get(study=study).routing == "all"
+    assert set(Sentence.objects.filter(study=study).values_list("route", flat=True)) == {
+        "human"}

@@ -236,3 +236,17 @@ def test_the_gate_in_the_admin_and_the_routing_page_refusing_with_the_reason(cli
     assert AssistedSettings.objects.get(study=study).routing == "all"
     assert set(Sentence.objects.filter(study=study).values_list("route", flat=True)) == {
         "human"}
+
+
+def test_a_manager_reads_the_audit_on_the_dashboard_without_a_link_to_it(client):
+    from annotations.core.services.studies import membership_add
+    from tests.factories import UserFactory
+
+    study = make_assisted_study(n_sentences=3, ratings_per_item=1)
+    audit = run_audit(study, ai_rater(study), liar)
+    manager = UserFactory(username=f"{study.pk}-manager")
+    membership_add(study=study, user=manager, role="manager")
+    client.force_login(manager)
+    page = client.get(reverse("assisted-dashboard", args=[study.pk])).content.decode()
+    assert f"{100 * LIAR_RATE:.1f} %" in page
+    assert reverse("audit-detail", args=[study.pk, audit.pk]) not in page  # a 404 for them

@@ -149,3 +149,14 @@ def test_people_verify_imported_commitments_only():
     with pytest.raises(ImportFailed, match="imported commitments only"):
         audit_start(study=study, rubric=make_rubric(study), datapoints=datapoints_file(),
                     evaluator="ai", ai={}, verifier="human")
+
+
+def test_the_researcher_sees_the_wave_waiting_and_where_workers_answer(client):
+    study, researcher = make_audit_study()
+    audit = start(study, liar)
+    client.force_login(researcher)
+    html = client.get(reverse("audit-detail", args=[study.pk, audit.pk])).content.decode()
+    asked = VerifierQuestion.objects.filter(audit=audit).count()
+    assert f"Waiting for the specialists: 0 of {asked} questions answered" in html
+    assert reverse("audit-verify", args=[study.pk]) in html
+    assert 'hx-trigger="every 10s"' in html  # a wave may take days: a slower poll

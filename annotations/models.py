@@ -19,7 +19,15 @@ from annotations.assisted.models import (
     RoutingChange,
     Sentence,
 )
-from annotations.audit.models import Audit, AuditFile, AuditOutcome, Criterion, Rubric
+from annotations.audit.models import (
+    Audit,
+    AuditFile,
+    AuditOutcome,
+    Criterion,
+    Rubric,
+    VerifierQuestion,
+    VerifierQuestionEvent,
+)
 from annotations.core.events import StudyEvent, study_event_kind_register
 from annotations.core.models import (
     EstimateSnapshot,
@@ -39,7 +47,8 @@ from annotations.critique.models import *  # noqa: F403 - critique studies (issu
 from annotations.partitioned.models import Query, QueryEvent, QuerySkip
 
 __all__ = [
-    "Audit", "AuditFile", "AuditOutcome", "Criterion", "Rubric",
+    "Audit", "AuditFile", "AuditOutcome", "Criterion", "Rubric", "VerifierQuestion",
+    "VerifierQuestionEvent",
     "Arm", "AssistedSettings", "AssistedStudy", "Component", "Exposure", "Interaction",
     "QuizAttempt", "RaterAssignment", "Rating", "RatingSkip", "RatingTask", "RatingTaskEvent",
     "RoutingChange", "Sentence",

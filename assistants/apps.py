@@ -8,6 +8,9 @@ class AssistantsConfig(AppConfig):
 
     def ready(self) -> None:
         checks.register(egress_settings_check, checks.Tags.security)
+        from assistants.audit_evaluator import register
+
+        register()  # an AI system as the evaluator of audits (annotations.audit)
 
 
 def egress_settings_check(app_configs=None, **kwargs) -> list[checks.CheckMessage]:

@@ -55,7 +55,7 @@ from annotations.core.inputs import StorableJSONFormField, accepts_upload
 from annotations.core.models import Study
 from annotations.core.words import counted
 from assistants.forms import AI_ENDPOINT_LABELS, WriteOnlyApiKeyForm
-from assistants.models import SamplingRun
+from assistants.models import AISystem, SamplingRun
 from assistants.panels import panel_html
 from assistants.prompts import PromptTemplate, TemplateError, validate_template
 
@@ -74,6 +74,12 @@ class AssistedSettingsForm(WriteOnlyApiKeyForm, forms.ModelForm):
         # JSON that cannot be stored (deep nesting, NUL, NaN) is a form error, not a 500
         field_classes = {f.name: StorableJSONFormField for f in AssistedSettings._meta.fields
                          if f.get_internal_type() == "JSONField"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "gate_system" in self.fields:  # the trust gate reads an AI system of this study
+            self.fields["gate_system"].queryset = AISystem.objects.filter(
+                study_id=self.instance.study_id)
 
     def clean(self):
         data = super().clean()
@@ -108,6 +114,8 @@ class AssistedSettingsInline(StudyInline, admin.StackedInline):
         ("Ratings", {"fields": ["ratings_per_item", "item_order"]}),
         ("Routing by AI confidence", {"fields": ["routing", "threshold", "band_edges",
                                                  "band_targets"]}),
+        ("Trust gate: an audit of the AI rater before routing by its confidence",
+         {"fields": ["gate_system", "gate_min_success"]}),
         ("Tutorial, quiz and bonus", {"classes": ["collapse"], "fields": [
             "tutorial", "assisted_warning", "quiz", "bonus_enabled", "bonus_min_ratings",
             "bonus_min_accuracy", "bonus_text"]}),

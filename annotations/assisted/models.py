@@ -133,6 +133,18 @@ class AssistedSettings(models.Model):
     ai_max_tokens = models.PositiveIntegerField(default=2048)
     prompt_system = models.TextField(blank=True, help_text="Empty: the platform's default.")
     prompt_user = models.TextField(blank=True, help_text="Empty: the platform's default.")
+    # Trust gate (issue 19; docs/audit.md): routing by the AI's confidence only after an
+    # audit of the AI rater succeeded on at least this share of datapoints.
+    gate_system = models.ForeignKey(
+        "assistants.AISystem", on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="+", verbose_name="audited AI system",
+        help_text="The AI system (of this study) whose latest audit the gate reads.")
+    gate_min_success = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        verbose_name="minimum audit success rate",
+        help_text="Routing by AI confidence (threshold or bands) is refused unless the "
+                  "latest finished audit of that AI system succeeded on at least this share "
+                  "(0–1). Empty: no gate.")
     raters_joined = models.PositiveIntegerField(
         default=0, editable=False, help_text="Arm draws so far (the next rater's position).")
     routing_changed_at = models.DateTimeField(null=True, blank=True, editable=False)

@@ -99,10 +99,10 @@ class RubricAdmin(ResearcherScopedAdmin):
 class AuditAdmin(ResearcherScopedAdmin):
     """Audits are started and read on their page; here they are listed."""
 
-    list_display = ["pk", "study", "rubric", "status", "done", "total", "successes", "flips",
-                    "created_at", "page"]
+    list_display = ["pk", "study", "rubric", "ai_system", "evaluator", "status", "done",
+                    "total", "successes", "flips", "created_at", "page"]
     list_filter = ["status"]
-    list_select_related = ["study", "rubric"]
+    list_select_related = ["study", "rubric", "ai_system"]
     exclude = ["rubric_snapshot"]
 
     def has_add_permission(self, request):

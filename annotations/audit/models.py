@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import Q
 
 from annotations.core.models import Study
+from annotations.core.task_models import LeasedTask, TaskEvent
 
 MAX_ROUNDS = 10
 
@@ -84,14 +85,24 @@ class Audit(models.Model):
 
     class Evaluator(models.TextChoices):
         COMMITMENTS = "commitments", "Imported commitments (JSONL)"
+        AI = "ai", "An AI system through the OpenAI-compatible provider"
+
+    class Strategy(models.TextChoices):
+        PICK = "pick", "Picks x′ from the data set (worked best for LLMs)"
+        GENERATE = "generate", "Writes x′ itself"
 
     class Dataset(models.TextChoices):
         ITEMS = "items", "The study's items (their text)"
         UPLOAD = "upload", "An uploaded file of datapoints (JSONL)"
 
+    class Verifier(models.TextChoices):
+        PROGRAMMATIC = "programmatic", "Programmatic (the rubric's checks)"
+        HUMAN = "human", "Specialists (each criterion check a yes/no question)"
+
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
+        WAITING = "waiting", "Waiting for the specialists' answers"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
@@ -101,6 +112,23 @@ class Audit(models.Model):
     evaluator = models.CharField(max_length=12, choices=Evaluator.choices,
                                  default=Evaluator.COMMITMENTS)
     evaluator_name = models.CharField(max_length=255, blank=True, default="")
+    # The AI system audited (its page and an assisted study's trust gate read its latest
+    # audit). A string reference: the audit layer never imports the assistants app.
+    ai_system = models.ForeignKey("assistants.AISystem", on_delete=models.SET_NULL, null=True,
+                                  blank=True, related_name="audits",
+                                  help_text="The study's AI system this audit is of.")
+    # The AI-provider evaluator (evaluator = ai): endpoint, strategy, prompt templates
+    ai_base_url = models.CharField(max_length=500, blank=True, default="",
+                                   help_text="OpenAI-compatible endpoint; empty: the site's.")
+    ai_model = models.CharField(max_length=200, blank=True, default="")
+    ai_strategy = models.CharField(max_length=10, choices=Strategy.choices,
+                                   default=Strategy.PICK)
+    prompt_system = models.TextField(blank=True, default="", max_length=20000,
+                                     help_text="Empty: the platform's default.")
+    prompt_user = models.TextField(blank=True, default="", max_length=20000,
+                                   help_text="Empty: the platform's default.")
+    verifier = models.CharField(max_length=12, choices=Verifier.choices,
+                                default=Verifier.PROGRAMMATIC)
     dataset = models.CharField(max_length=8, choices=Dataset.choices, default=Dataset.UPLOAD)
     dataset_name = models.CharField(max_length=255, blank=True, default="")
     rounds = models.PositiveSmallIntegerField(
@@ -171,3 +199,30 @@ class AuditOutcome(models.Model):
         ordering = ["audit", "position"]
         constraints = [models.UniqueConstraint(fields=["audit", "position"],
                                                name="audit_outcome_unique_position")]
+
+
+class VerifierQuestion(LeasedTask):
+    """A human verifier's question (beyond the paper): does ``criterion`` hold for this
+    datapoint? — yes or no, put to one of the study's workers through the task engine
+    (``services.verify``). The same datapoint and criterion are asked once per audit; the
+    worker sees the datapoint and the question only (never the evaluator, its label, or
+    whether the datapoint is x or an x′)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="questions")
+    key = models.CharField(max_length=64, help_text="SHA-256 of the datapoint's JSON.")
+    datapoint = models.JSONField()
+    criterion = models.CharField(max_length=60)
+    question = models.CharField(max_length=700)
+    answer = models.BooleanField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["audit", "rank"]
+        constraints = [models.UniqueConstraint(fields=["audit", "key", "criterion"],
+                                               name="verifier_question_unique")]
+        indexes = [models.Index(fields=["study", "status"], name="verifier_q_study_status")]
+
+
+class VerifierQuestionEvent(TaskEvent):
+    question = models.ForeignKey(VerifierQuestion, on_delete=models.CASCADE,
+                                 related_name="events")

@@ -28,7 +28,7 @@ def audit_of(*, study: Study, audit_id: int) -> Audit:
 
 
 def audits_of(study: Study, limit: int = 50) -> list[Audit]:
-    return list(Audit.objects.filter(study=study).select_related("rubric")[:limit])
+    return list(Audit.objects.filter(study=study).select_related("rubric", "ai_system")[:limit])
 
 
 def rubrics_of(study: Study) -> list[Rubric]:
@@ -41,3 +41,12 @@ def outcomes_of(audit: Audit):
 
 def failed_outcomes(audit: Audit, limit: int = 50) -> list[AuditOutcome]:
     return list(outcomes_of(audit).filter(success=False)[:limit])
+
+
+def latest_audit(*, ai_system_id: int | None) -> Audit | None:
+    """The AI system's latest finished (succeeded) audit, or None: what its page, the
+    assisted dashboard and the trust gate read."""
+    if ai_system_id is None:
+        return None
+    return (Audit.objects.filter(ai_system_id=ai_system_id, status=Audit.Status.SUCCEEDED)
+            .order_by("-finished_at", "-id").select_related("study").first())

@@ -10,4 +10,5 @@ urlpatterns = [
          name="audit-detail"),
     path("studies/<int:study_id>/audits/<int:audit_id>/download/", views.audit_download,
          name="audit-download"),
+    path("studies/<int:study_id>/audits/verify/", views.verify, name="audit-verify"),
 ]

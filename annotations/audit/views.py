@@ -4,6 +4,8 @@ progress and result, and its downloads. For the study's researchers only: anyone
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -22,21 +24,26 @@ from annotations.audit.services.runs import ACTIVE, audit_progress
 from annotations.core.errors import DomainError, ImportFailed
 from annotations.core.inputs import accepts_upload
 
+AI_FIELDS = ("ai_base_url", "ai_model", "ai_strategy", "prompt_system", "prompt_user")
+
 
 def _list_context(study) -> dict:
     audits = audits_of(study)
     return {"study": study, "rubrics": rubrics_of(study),
             "audits": [(a, audit_progress(a)) for a in audits],
             "active": any(a.status in ACTIVE for a in audits),
-            "aggregators": Rubric.Aggregator.choices}
+            "aggregators": Rubric.Aggregator.choices,
+            "ai_systems": list(study.ai_systems.order_by("ordinal")),
+            "strategies": Audit.Strategy.choices}
 
 
 @accepts_upload  # the commitments, datapoints and rubric files
 @login_required
 @require_http_methods(["GET", "POST"])
 def audits(request: HttpRequest, study_id: int) -> HttpResponse:
-    """The study's audits: start one (rubric, commitments file, data set, r, φ, seed) or
-    import a rubric file. A file with problems changes nothing; the page lists every one."""
+    """The study's audits: start one (rubric, evaluator — a commitments file or an AI system
+    through the provider —, data set, r, φ, seed) or import a rubric file. A file with
+    problems changes nothing; the page lists every one."""
     from annotations.audit.services.rubrics import rubric_import
     from annotations.audit.services.runs import audit_start
 
@@ -52,21 +59,27 @@ def audits(request: HttpRequest, study_id: int) -> HttpResponse:
                 rubric = Rubric.objects.filter(study=study, pk=_int(form.get("rubric"))).first()
                 commitments = request.FILES.get("commitments")
                 upload = request.FILES.get("datapoints")
+                by_ai = form.get("evaluator") == Audit.Evaluator.AI
                 if rubric is None:
                     errors = ["Choose a rubric (define one in the admin or import a file)."]
-                elif commitments is None:
+                elif commitments is None and not by_ai:
                     errors = ["Choose the evaluator's commitments file (JSONL)."]
                 elif form.get("dataset") == "upload" and upload is None:
                     errors = ["Choose a file of datapoints, or audit the study's items."]
                 else:
                     use_upload = form.get("dataset") == "upload"
                     audit = audit_start(
-                        study=study, rubric=rubric, commitments=commitments.read(),
-                        commitments_name=commitments.name,
+                        study=study, rubric=rubric,
+                        commitments=None if by_ai else commitments.read(),
+                        commitments_name="" if by_ai else commitments.name,
+                        evaluator=Audit.Evaluator.AI if by_ai else Audit.Evaluator.COMMITMENTS,
+                        ai={f: form.get(f, "") for f in AI_FIELDS} if by_ai else None,
+                        verifier=form.get("verifier") or Audit.Verifier.PROGRAMMATIC,
                         datapoints=upload.read() if use_upload else None,
                         datapoints_name=upload.name if use_upload else "",
                         rounds=form.get("rounds", ""), phi=form.get("phi", ""),
-                        seed=form.get("seed", ""), by=request.user)
+                        seed=form.get("seed", ""), by=request.user,
+                        ai_system_id=form.get("ai_system") or None)
                     messages.info(request, f"Audit #{audit.pk} started.")
                     return redirect("audit-detail", study_id=study.pk, audit_id=audit.pk)
             elif action == "rubric":
@@ -174,3 +187,34 @@ def audit_download(request: HttpRequest, study_id: int, audit_id: int) -> HttpRe
     response = download(f"study-{study.pk}-audit-{audit.pk}-{what}.{fmt}", fmt)
     audit_export(audit=audit, what=what, out=response, fmt=fmt)
     return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def verify(request: HttpRequest, study_id: int) -> HttpResponse:
+    """A worker's yes/no questions of the study's audits verified by specialists
+    (``services.verify``): the datapoint and the question only, Yes / No. For the study's
+    workers only (anyone else: 404)."""
+    from annotations.audit.services.verify import question_answer, question_next, verifier_study
+
+    study = verifier_study(user=request.user, study_id=study_id)
+    error = ""
+    if request.method == "POST":
+        answer = request.POST.get("answer")
+        if answer not in ("yes", "no"):
+            error = "Answer yes or no."
+        else:
+            try:
+                question_answer(user=request.user, public_id=request.POST.get("task", ""),
+                                answer=answer == "yes")
+                return redirect("audit-verify", study_id=study.pk)
+            except DomainError as exc:
+                error = exc.message
+    question = question_next(study=study, user=request.user)
+    shown = None
+    if question is not None:
+        x = question.datapoint
+        shown = x if isinstance(x, str) else json.dumps(x, ensure_ascii=False, indent=2)
+    return render(request, "audit/verify.html",
+                  {"study": study, "question": question, "shown": shown, "error": error},
+                  status=400 if error else 200)

@@ -410,10 +410,37 @@ class AISystemAdmin(ResearcherScopedAdmin):
                     "band_edges"]
     list_filter = ["study"]
     readonly_fields = ["ordinal", "reference_n", "reference_correct", "band_edges",
-                       "band_stats"]
+                       "band_stats", "latest_audit"]
 
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description="Latest audit")
+    def latest_audit(self, obj: AISystem) -> str:
+        """The system's latest finished audit (docs/audit.md): success rate with its exact
+        95 % interval, κ with people's labels where the audit had them, and a link."""
+        from annotations.audit.selectors import latest_audit
+
+        audit = latest_audit(ai_system_id=obj.pk)
+        if audit is None:
+            return format_html('None yet: <a href="{}">audit it</a>.',
+                               reverse("audits", args=[obj.study_id]))
+        s = audit.summary or {}
+        lo, hi = s.get("interval") or (None, None)
+        text = (f"succeeded on {_share(s.get('success_rate'))} (95 % interval {_share(lo)} – "
+                f"{_share(hi)}; {audit.successes} of {audit.total} datapoints)")
+        kappa = (s.get("kappa") or {})
+        if kappa.get("kappa") is not None:
+            text += (f"; Cohen's κ with people's labels {kappa['kappa']:.3f} "
+                     f"({kappa['lower']:.3f} – {kappa['upper']:.3f}, n = {kappa['n']})")
+        return format_html('<a href="{}">Audit #{}</a>, {}: {}.',
+                           reverse("audit-detail", args=[obj.study_id, audit.pk]), audit.pk,
+                           audit.finished_at.strftime("%Y-%m-%d %H:%M") if audit.finished_at
+                           else "", text)
+
+
+def _share(x) -> str:
+    return "—" if x is None else f"{100 * x:.1f} %"
 
 
 @admin.register(Prediction)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from assistants.traces import VERDICT_LABELS, FactualitySentence, Search
 
-KINDS = ("factuality", "response", "critique")
+KINDS = ("factuality", "response", "critique", "audit_pick", "audit_generate")
 MAX_TEMPLATE_CHARS = 50_000
 MAX_OPTIONS = 26
 
@@ -35,11 +35,25 @@ PLACEHOLDERS: dict[str, dict[str, str]] = {
         "second": "the input shown second",
         "chain": "the lower levels the two inputs share (empty for level 1)",
     },
+    # an audited AI evaluator's commitment for one round (assistants/audit_evaluator.py)
+    "audit_pick": {
+        "datapoint": "the datapoint x to label (text, or its JSON)",
+        "round": "the round k (1 … r)",
+        "rubric": "the rubric's criteria, one per line (name: what it checks)",
+        "candidates": "the numbered datapoints to pick x′ from, one per line: '1. …'",
+    },
+    "audit_generate": {
+        "datapoint": "the datapoint x to label (text, or its JSON)",
+        "round": "the round k (1 … r)",
+        "rubric": "the rubric's criteria, one per line (name: what it checks)",
+    },
 }
 REQUIRED: dict[str, frozenset[str]] = {
     "factuality": frozenset({"sentence"}),
     "response": frozenset({"question", "options"}),
     "critique": frozenset({"question", "options", "first", "second"}),
+    "audit_pick": frozenset({"datapoint", "candidates"}),
+    "audit_generate": frozenset({"datapoint"}),
 }
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")

@@ -73,3 +73,39 @@ def test_a_researcher_defines_a_rubric_runs_an_audit_with_progress_and_reads_the
         page.set_viewport_size({"width": 390, "height": 800})
         page.goto(f"{live_server.url}{path}")
         assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
+
+
+def test_a_specialist_answers_the_verifier_questions_and_the_audit_resumes(
+        page, live_server, settings):
+    """Specialists as the verifier: a worker answers yes/no questions at 390 px (no sideways
+    scroll, long datapoints wrap); the last answer of each wave resumes the audit."""
+    from annotations.audit.services.runs import audit_run, audit_start
+    from tests.annotations.audit.helpers import make_rubric
+    from tests.factories import specialist
+
+    settings.OVERSIGHT_MIN_ANSWER_MS = 0
+    study, _ = make_audit_study("browser-verify")
+    worker = specialist(study, 0)
+    data = ["0110", "1000", "0" + "1" * 300]  # the last one long: it must wrap
+    commitments = "".join(
+        f'{{"item": "d{i}", "round": 1, "label": 1, "similar": "{x}0"}}\n'
+        for i, x in enumerate(data)).encode()
+    audit = audit_start(study=study, rubric=make_rubric(study), commitments=commitments,
+                        commitments_name="c.jsonl", datapoints=datapoints_file(data),
+                        datapoints_name="d.jsonl", rounds=1, verifier="human", enqueue=False)
+    audit_run(audit_id=audit.pk)
+    login(page, live_server, worker.username)
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"{live_server.url}/studies/{study.pk}/audits/verify/")
+    asked = 0
+    while page.get_by_test_id("question").count():
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        text = page.get_by_test_id("question").locator("pre").inner_text()
+        question = page.get_by_test_id("question").locator("strong").inner_text()
+        truth = ("11" in text) if "'11'" in question else text.startswith("0")
+        page.get_by_role("button", name="Yes" if truth else "No").click()
+        asked += 1
+    expect(page.get_by_test_id("no-question")).to_be_visible()
+    assert asked == 2 * 2 * len(data)  # both criteria of each x and its x′
+    audit.refresh_from_db()
+    assert (audit.status, audit.successes) == ("succeeded", len(data))

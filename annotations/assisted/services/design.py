@@ -16,6 +16,7 @@ from annotations.core.errors import InvalidStudy
 from annotations.core.models import Study, User
 from annotations.core.services.studies import study_name_check
 from assistants.endpoints import ai_endpoint_check
+from assistants.systems import ai_rater_system
 
 DEFAULT_BAND_CUTOFFS = (0.7, 0.9)
 
@@ -137,6 +138,7 @@ def assisted_study_insert(*, study: Study, baseline: str | None = "Baseline",
     record = AssistedSettings(study=study, **settings)
     settings_check(record)
     record.save()
+    ai_rater_system(study)  # what its audits link to and its trust gate names
     if baseline:
         arm_save(arm=Arm(study=study, name=baseline, description="No AI assistance."))
     return study
@@ -190,6 +192,22 @@ def settings_check(settings: AssistedSettings, *, arm_names: Sequence[str] | Non
         raise InvalidStudy("band_cutoffs: two numbers 0 ≤ low ≤ high ≤ 1, e.g. [0.7, 0.9].",
                            field="band_cutoffs")
     quiz_check(settings.quiz)
+    gate_check(settings)
+
+
+def gate_check(settings: AssistedSettings) -> None:
+    """The trust gate's settings (not whether it opens: ``services.gate``): a minimum from
+    0 to 1 with the AI system of this study whose audit it reads."""
+    minimum = settings.gate_min_success
+    if minimum is not None and not 0.0 <= minimum <= 1.0:
+        raise InvalidStudy("gate_min_success: a share from 0 to 1, e.g. 0.9.",
+                           field="gate_min_success")
+    if minimum is not None and settings.gate_system_id is None:
+        raise InvalidStudy("gate_system: choose the AI system whose audit the gate reads.",
+                           field="gate_system")
+    if settings.gate_system_id is not None and settings.study_id is not None and \
+            settings.gate_system.study_id != settings.study_id:
+        raise InvalidStudy("gate_system: an AI system of this study.", field="gate_system")
 
 
 def band_routes_check(edges: Any, targets: Any, arm_names: Sequence[str] | None) -> None:

@@ -17,6 +17,10 @@ Opening the study (``assisted_study_open``: the design checked, then every routa
 sentence routed) creates the first tasks. Changing the routing (``routing_update``)
 re-routes only sentences still pending: none of their tasks was ever handed to a rater and
 nobody skipped them. Sentences a rater already had keep their route and tasks.
+
+Both refuse routing by confidence (threshold or bands) the study's trust gate does not allow
+(``services.gate.routing_gate_check``: no finished audit of the gate's AI system, or its
+success rate below the minimum); routing every sentence to the raters is never gated.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from annotations.assisted.services.design import (
     settings_check,
     settings_of,
 )
+from annotations.assisted.services.gate import routing_gate_check
 from annotations.assisted.services.ranks import task_rank
 from annotations.assisted.services.rating import RATING_KIND
 from annotations.core import engine
@@ -178,6 +183,7 @@ def routing_update(*, study: Study, actor: Any = None, **changes: Any) -> Routin
         setattr(settings, name, value)
     settings_check(settings, arm_names=list(Arm.objects.filter(study=study)
                                             .values_list("name", flat=True)))
+    routing_gate_check(study=study, settings=settings)  # the trust gate (services.gate)
     settings.routing_changed_at = timezone.now()
     settings.save()
     after = {f: getattr(settings, f) for f in ROUTING_FIELDS}
@@ -250,6 +256,7 @@ def assisted_study_open(*, study: Study, by=None) -> int:
             raise InvalidStudy("The study has no active arm: add at least the baseline.",
                                field="arms")
         settings_check(settings, arm_names=[a.name for a in Arm.objects.filter(study=study)])
+        routing_gate_check(study=study, settings=settings)  # the trust gate (services.gate)
         if not Sentence.objects.filter(study=study).exists():
             raise InvalidStudy("The study has no sentences: import them first.",
                                field="sentences")

@@ -8,11 +8,13 @@ problem it raises ``ImportFailed`` (or ``AuditRefused``) and nothing changes. Ot
 stores the audit, the rubric's snapshot and both files, and queues the run after commit.
 
 ``audit_run`` (the Celery task's body) runs ``estimators.nodata.no_data_algorithm`` with the
-programmatic verifier on the snapshot and the imported commitments, reporting progress on
+programmatic verifier on the snapshot and the imported commitments — or a registered
+evaluator (``services.evaluators``: an AI system through the provider), reporting progress on
 the audit row (``done`` of ``total``) and looking for a cancel request at each report; on
 success it stores one ``AuditOutcome`` per datapoint and the summary, all in one
 transaction. A cancelled run stores no outcome; a crashed run is recorded as failed with
-the error, never as a success.
+the error, never as a success; so is a run whose evaluator cannot answer
+(``EvaluatorUnavailable``: the provider gave up after its retries, the endpoint was refused).
 """
 
 from __future__ import annotations
@@ -30,8 +32,16 @@ from annotations.audit.services.datasets import (
     parse_datapoints,
     study_datapoints,
 )
+from annotations.audit.services.evaluators import EvaluatorUnavailable, evaluator_kind
 from annotations.audit.services.files import jsonl_records
 from annotations.audit.services.rubrics import core_rubric, rubric_problems, rubric_snapshot
+from annotations.audit.services.verify import (
+    PENDING,
+    HumanVerifier,
+    answers_of,
+    questions_create,
+    questions_progress,
+)
 from annotations.core.errors import DomainError, ImportFailed
 from annotations.core.models import Study, User
 from annotations.core.queue import task
@@ -43,7 +53,7 @@ from estimators.nodata.verifiers import ProgrammaticVerifier
 
 # the run task's registered name (annotations/audit/tasks.py; core.queue)
 RUN_TASK = "annotations.audit_tasks.audit_run_task"
-ACTIVE = (Audit.Status.QUEUED, Audit.Status.RUNNING)
+ACTIVE = (Audit.Status.QUEUED, Audit.Status.RUNNING, Audit.Status.WAITING)
 PROGRESS_SECONDS = 0.5  # at most this long between two progress reports (and cancel checks)
 ALPHAS = (0.5, 0.7, 0.9)  # Theorem 1's value is shown for these evaluator accuracies α
 MAX_OUTCOMES = 200_000
@@ -83,22 +93,67 @@ def _parameters(rounds, phi, seed) -> tuple[int, float, int]:
     return rounds, phi, seed
 
 
+def _ai_system(study: Study, ai_system_id):
+    """The study's AI system ``ai_system_id`` (None for none); refused for another study's."""
+    if ai_system_id in (None, ""):
+        return None
+    try:
+        pk = int(ai_system_id)
+    except (TypeError, ValueError):
+        pk = None
+    found = study.ai_systems.filter(pk=pk).first() if pk is not None else None
+    if found is None:
+        raise AuditRefused(f"ai_system: {ai_system_id!r} is not an AI system of this study.")
+    return found
+
+
 @transaction.atomic
-def audit_start(*, study: Study, rubric: Rubric, commitments: bytes, commitments_name: str,
+def audit_start(*, study: Study, rubric: Rubric, commitments: bytes | None = None,
+                commitments_name: str = "",
                 datapoints: bytes | None = None, datapoints_name: str = "",
                 rounds=3, phi=0.5, seed=0, by: User | None = None,
+                ai_system_id: int | None = None, evaluator: str = Audit.Evaluator.COMMITMENTS,
+                ai: dict | None = None, verifier: str = Audit.Verifier.PROGRAMMATIC,
                 enqueue: bool = True) -> Audit:
     """Check everything, then store and queue an audit (module docstring). ``datapoints``
-    None means the study's items; ``enqueue=False`` leaves the run to the caller
-    (``audit_run``: the demo's seeding runs it in its own process)."""
+    None means the study's items; ``ai_system_id`` links the audit to an AI system of the
+    study (whose commitments these are: its page and a trust gate read its latest audit);
+    ``evaluator`` "commitments" reads the ``commitments`` file, a registered kind ("ai":
+    ``assistants.audit_evaluator``) asks it at run time, with ``ai`` its fields
+    (``ai_base_url``, ``ai_model``, ``ai_strategy``, ``prompt_system``, ``prompt_user``),
+    checked by the kind first. ``verifier`` "human" puts each criterion check to the study's
+    workers (``services.verify``; imported commitments only). ``enqueue=False`` leaves the
+    run to the caller (``audit_run``: the demo's seeding runs it in its own process)."""
     if rubric.study_id != study.pk:
         raise AuditRefused("The rubric belongs to another study.")
+    ai_system = _ai_system(study, ai_system_id)
+    if verifier not in Audit.Verifier.values:
+        raise AuditRefused(f"verifier: one of {', '.join(Audit.Verifier.values)}.")
+    if verifier == Audit.Verifier.HUMAN and evaluator != Audit.Evaluator.COMMITMENTS:
+        raise ImportFailed(["verifier: specialists verify imported commitments only (an AI "
+                            "evaluator would be asked again at every wave of questions)."])
+    if evaluator == Audit.Evaluator.COMMITMENTS:
+        if commitments is None:
+            raise ImportFailed(["Choose the evaluator's commitments file (JSONL)."])
+        evaluator_fields: dict = {}
+    else:
+        kind = evaluator_kind(evaluator)
+        if kind is None:
+            raise AuditRefused(f"evaluator: {evaluator!r} is not an evaluator audits know.")
+        evaluator_fields = kind.check(dict(ai or {}))
+        if ai_system is None:
+            raise ImportFailed(["ai_system: choose the AI system the provider's answers are "
+                                "of (its page and a trust gate read this audit)."])
     rounds, phi, seed = _parameters(rounds, phi, seed)
     snapshot = rubric_snapshot(rubric)
     problems = rubric_problems(snapshot)
     if problems:
         raise ImportFailed([f"rubric {rubric.name}: {p}" for p in problems])
-    commitments_name = (commitments_name or "commitments.jsonl")[:255]
+    if evaluator == Audit.Evaluator.COMMITMENTS:
+        commitments_name = (commitments_name or "commitments.jsonl")[:255]
+    else:
+        commitments_name = (f"{ai_system.name} (AI provider, "
+                            f"{evaluator_fields.get('ai_strategy', evaluator)})")[:255]
     if datapoints is None:
         rows = study_datapoints(study)
         if not rows:
@@ -112,17 +167,21 @@ def audit_start(*, study: Study, rubric: Rubric, commitments: bytes, commitments
     if len(rows) > MAX_OUTCOMES:
         raise ImportFailed([f"{dataset_name}: {len(rows):,} datapoints; at most "
                             f"{MAX_OUTCOMES:,} per audit"])
-    jsonl_records(commitments, name=commitments_name)  # what cannot be stored, as every import
-    try:
-        parse_commitments(commitments, source=commitments_name, rounds=rounds,
-                          items=[r.item for r in rows])
-    except CommitmentsError as exc:
-        raise ImportFailed(exc.problems) from None
+    if evaluator == Audit.Evaluator.COMMITMENTS:
+        jsonl_records(commitments, name=commitments_name)  # what no import stores
+        try:
+            parse_commitments(commitments, source=commitments_name, rounds=rounds,
+                              items=[r.item for r in rows])
+        except CommitmentsError as exc:
+            raise ImportFailed(exc.problems) from None
+    else:
+        commitments = b""
     audit = Audit.objects.create(
-        study=study, rubric=rubric, evaluator=Audit.Evaluator.COMMITMENTS,
+        study=study, rubric=rubric, evaluator=evaluator, verifier=verifier,
+        **evaluator_fields,
         evaluator_name=commitments_name, dataset=dataset, dataset_name=dataset_name[:255],
         rounds=rounds, phi=phi, seed=seed, rubric_snapshot=snapshot, total=len(rows),
-        created_by=by)
+        ai_system=ai_system, created_by=by)
     AuditFile.objects.create(audit=audit, commitments=commitments, datapoints=datapoints)
     if enqueue:
         transaction.on_commit(lambda: run_enqueue(audit.pk))
@@ -138,7 +197,7 @@ def audit_cancel(*, audit: Audit) -> Audit:
             raise AuditRefused(f"Audit #{audit.pk} has ended ({audit.get_status_display()}).")
         audit.cancel_requested = True
         fields = ["cancel_requested"]
-        if audit.status == Audit.Status.QUEUED:
+        if audit.status in (Audit.Status.QUEUED, Audit.Status.WAITING):
             audit.status, audit.finished_at = Audit.Status.CANCELLED, timezone.now()
             fields += ["status", "finished_at"]
         audit.save(update_fields=fields)
@@ -226,10 +285,19 @@ def audit_run(*, audit_id: int) -> None:
         files = AuditFile.objects.get(audit_id=audit_id)
         rows = parse_datapoints(bytes(files.datapoints), source=audit.dataset_name)
         items = [r.item for r in rows]
-        commitments = parse_commitments(bytes(files.commitments), source=audit.evaluator_name,
-                                        rounds=audit.rounds, items=items)
-        verifier = ProgrammaticVerifier(core_rubric(audit.rubric_snapshot))
-        evaluator = CommitmentsEvaluator(commitments, source=audit.evaluator_name)
+        human = audit.verifier == Audit.Verifier.HUMAN
+        verifier = (HumanVerifier(core_rubric(audit.rubric_snapshot), answers_of(audit))
+                    if human else ProgrammaticVerifier(core_rubric(audit.rubric_snapshot)))
+        if audit.evaluator == Audit.Evaluator.COMMITMENTS:
+            commitments = parse_commitments(bytes(files.commitments),
+                                            source=audit.evaluator_name,
+                                            rounds=audit.rounds, items=items)
+            evaluator = CommitmentsEvaluator(commitments, source=audit.evaluator_name)
+        else:
+            kind = evaluator_kind(audit.evaluator)
+            if kind is None:
+                raise EvaluatorUnavailable(f"no evaluator {audit.evaluator!r} is registered")
+            evaluator = kind.build(audit, rows)
         result = no_data_algorithm([r.x for r in rows], evaluator, verifier,
                                    rounds=audit.rounds, phi=audit.phi, seed=audit.seed,
                                    items=items, progress=_progress(audit_id))
@@ -242,9 +310,18 @@ def audit_run(*, audit_id: int) -> None:
     except CommitmentsError as exc:
         _finish(audit_id, Audit.Status.FAILED, exc.problems[:200])
         return
+    except EvaluatorUnavailable as exc:  # e.g. the provider gave up after its retries
+        _finish(audit_id, Audit.Status.FAILED, [f"evaluator: {exc}"])
+        return
     except Exception as exc:  # a bug: recorded (an audit left 'running' would never end)
         _finish(audit_id, Audit.Status.FAILED, [f"{type(exc).__name__}: {exc}"])
         raise
+    if human and verifier.needed:  # a wave of questions: wait for the answers
+        with transaction.atomic():
+            questions_create(audit=audit, needed=verifier.needed)
+            decided = sum(1 for o in result.outcomes if o.reason != PENDING)
+            Audit.objects.filter(pk=audit_id).update(status=Audit.Status.WAITING, done=decided)
+        return
     with transaction.atomic():
         AuditOutcome.objects.filter(audit_id=audit_id).delete()
         AuditOutcome.objects.bulk_create(
@@ -269,4 +346,8 @@ def audit_progress(audit: Audit) -> str:
         return f"Succeeded: {audit.total}/{audit.total} datapoints, {audit.successes} successes"
     if audit.status in ACTIVE and audit.cancel_requested:
         return f"Cancelling: {share}"
+    if audit.status == Audit.Status.WAITING:
+        answered, asked = questions_progress(audit)
+        return (f"Waiting for the specialists: {answered} of {asked} questions answered; "
+                f"{audit.done}/{audit.total} datapoints decided")
     return f"{audit.get_status_display()}: {share}"

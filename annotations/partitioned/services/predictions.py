@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from django.db import connection, transaction
-from django.db.models import Count, F, Max, Q
+from django.db.models import Count, F, Q
 
 from annotations.core.errors import DomainError, ImportFailed
 from annotations.core.models import Item, Study
@@ -28,6 +28,7 @@ from annotations.partitioned.models import Query
 from annotations.partitioned.services.banding import DEFAULT_N_BANDS, systems_bands_refresh
 from assistants.band_edges import MAX_CONFIDENCE_BANDS, edges_problem
 from assistants.models import MAX_SYSTEMS_PER_STUDY, AISystem, ConfidenceBands, Prediction
+from assistants.systems import system_create  # noqa: F401 - used here and re-exported
 
 PREDICTION_FIELDS = {"item_id", "system", "prediction", "prediction_index", "confidence"}
 # Input fields stored in a column: read_records refuses objects there and over-long text.
@@ -56,19 +57,6 @@ class PredictionImportResult:
                 listed = ", ".join(f"{name} {n}" for name, n in sorted(counts.items()))
                 text += f" {label.capitalize()}, scored as wrong answers: {listed}."
         return text
-
-
-def system_create(*, study: Study, name: str, description: str = "") -> AISystem:
-    """Create an AI system with the study's next free ordinal (its bit in the query masks)."""
-    with transaction.atomic():
-        Study.objects.select_for_update().filter(pk=study.pk).first()
-        top = AISystem.objects.filter(study=study).aggregate(m=Max("ordinal"))["m"]
-        ordinal = 0 if top is None else top + 1
-        if ordinal >= MAX_SYSTEMS_PER_STUDY:
-            raise ImportFailed([f"study '{study}': at most {MAX_SYSTEMS_PER_STUDY} AI systems"])
-        return AISystem.objects.create(
-            study=study, name=name, description=description, ordinal=ordinal
-        )
 
 
 # The prediction rule shares its readers with the items' gold (annotations.core.services.records).

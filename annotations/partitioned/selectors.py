@@ -605,6 +605,16 @@ def _item_labels_copied(study: Study, bands: bool) -> LabelRows:
             data.reshape(-1, len(columns)))
 
 
+def study_label_rows(*, study: Study) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(item id, class k, 'yes' as bool) of every label the estimates read — the answered
+    'yes'/'no' queries, quality checks and withdrawn items left out — one row per label, by
+    the same read as :func:`study_item_labels` (the evaluation service scores a submitted
+    candidate's predictions on them)."""
+    read = _item_labels_copied if connection.vendor == "postgresql" else _item_labels_fetched
+    _, _, data = read(study, False)
+    return data[:, 0], data[:, 1], data[:, 2] == 1
+
+
 def study_population(*, study: Study) -> dict[str, int]:
     """Items per stratum that the estimates stand for (the stratified estimate's weights):
     ``Study.stratum_sizes`` less the withdrawn items (flags); one query, none without

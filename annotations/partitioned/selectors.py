@@ -605,13 +605,26 @@ def _item_labels_copied(study: Study, bands: bool) -> LabelRows:
             data.reshape(-1, len(columns)))
 
 
-def study_label_rows(*, study: Study) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def study_label_rows(*, study: Study, item_ids: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(item id, class k, 'yes' as bool) of every label the estimates read — the answered
-    'yes'/'no' queries, quality checks and withdrawn items left out — one row per label, by
-    the same read as :func:`study_item_labels` (the evaluation service scores a submitted
-    candidate's predictions on them)."""
-    read = _item_labels_copied if connection.vendor == "postgresql" else _item_labels_fetched
-    _, _, data = read(study, False)
+    'yes'/'no' queries, quality checks and withdrawn items left out — one row per label
+    (the evaluation service scores a submitted candidate's predictions on them). ``item_ids``:
+    only those items' labels (PostgreSQL: one array parameter; elsewhere filtered here)."""
+    q = connection.ops.quote_name
+    where, params = _item_labels_where(study)
+    sql = (f"SELECT {q('item_id')}, {q('k')}, "
+           f"CASE WHEN {q('answer')} = %s THEN 1 ELSE 0 END {where}")
+    params = [Query.Answer.YES, *params]
+    narrowed = item_ids is not None and connection.vendor == "postgresql"
+    if narrowed:
+        sql += f" AND {q('item_id')} = ANY(%s)"
+        params.append([int(i) for i in item_ids])
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        data = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 3)
+    if item_ids is not None and not narrowed:
+        data = data[np.isin(data[:, 0], item_ids)]
     return data[:, 0], data[:, 1], data[:, 2] == 1
 
 

@@ -14,16 +14,17 @@ released; holdout items are never scored except by a token's final report."""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db import transaction
+from django.db import connection, transaction
 
 from annotations.core.errors import DomainError
 from annotations.core.models import Item, Study
 from annotations.core.services.bulk import IN_LIST_MAX
-from annotations.core.services.records import option_index, option_text
+from annotations.core.services.records import option_text
 from annotations.evaluation.models import EvaluationCall, EvaluationSettings, EvaluationToken
 from annotations.evaluation.selectors import budget_used
 from annotations.partitioned.models import Query
@@ -41,6 +42,9 @@ from estimators.evaluation.ladder import ladder_release
 MAX_LISTED = 50  # offending entries listed in one rejection
 SCORE_METHOD = "ml"  # the fitness score: the ML estimate (uses both kinds of label)
 RELEASED_METHODS = ("comp", "ivw", "ml")
+
+
+_ABSENT = object()
 
 
 class EvaluationRejected(DomainError):
@@ -115,7 +119,25 @@ def submission_parse(body, max_batch: int) -> Submission:
             "call.", code="too_large", status=413)
     sub = Submission(candidate=candidate.strip() if isinstance(candidate, str) else "")
     first: dict[str, int] = {}
+    ids, givens = sub.item_ids, sub.given
     for i, entry in enumerate(predictions):
+        # the common shapes first ({"item": text, "index": int | "prediction": text}); any
+        # other entry takes the full checks below
+        if type(entry) is dict and len(entry) == 2:
+            item = entry.get("item")
+            if type(item) is str and item and item == item.strip() and item not in first:
+                value = entry.get("index", _ABSENT)
+                if type(value) is int:
+                    first[item] = i
+                    ids.append(item)
+                    givens.append(("index", value))
+                    continue
+                value = entry.get("prediction", _ABSENT)
+                if type(value) is str:
+                    first[item] = i
+                    ids.append(item)
+                    givens.append(("text", value.strip()))
+                    continue
         if not isinstance(entry, dict):
             problems.append({"entry": i, "item": None, "field": None,
                              "problem": "an object {item, prediction | index} is needed"})
@@ -164,12 +186,22 @@ def submission_parse(body, max_batch: int) -> Submission:
     return sub
 
 
-def _items(study: Study, ids: list[str]) -> dict[str, tuple[int, list, list]]:
-    """external id → (pk, options, option_order), read in chunks of IN_LIST_MAX ids."""
+def _items(study: Study, ids: list[str]) -> dict[str, tuple[int, str, str]]:
+    """external id → (pk, options JSON, option_order JSON) of the study's items among
+    ``ids`` (JSON as text: parsed only where needed, and an order once per distinct text):
+    on PostgreSQL one statement with one array parameter, elsewhere in chunks."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT external_id, id, options::text, option_order::text FROM "
+                f"{Item._meta.db_table} WHERE study_id = %s AND external_id = ANY(%s)",
+                [study.pk, ids])
+            return {ext: (pk, options, order) for ext, pk, options, order in cursor.fetchall()}
     out = {}
     for start in range(0, len(ids), IN_LIST_MAX):
         chunk = ids[start:start + IN_LIST_MAX]
-        out.update({ext: (pk, options, order) for ext, pk, options, order in
+        out.update({ext: (pk, json.dumps(options), json.dumps(order))
+                    for ext, pk, options, order in
                     Item.objects.filter(study=study, external_id__in=chunk)
                     .values_list("external_id", "pk", "options", "option_order")})
     return out
@@ -181,6 +213,7 @@ def _positions(study: Study, sub: Submission) -> tuple[np.ndarray, np.ndarray]:
     items = _items(study, sub.item_ids)
     class_names = list(study.classes.order_by("index").values_list("name", flat=True))
     problems: list[dict] = []
+    orders: dict[str, dict[int, int]] = {}  # option_order text → {option: position}
     pks = np.empty(len(sub.item_ids), dtype=np.int64)
     positions = np.full(len(sub.item_ids), -1, dtype=np.int64)
     for i, (item_id, (how, value)) in enumerate(zip(sub.item_ids, sub.given, strict=True)):
@@ -189,20 +222,24 @@ def _positions(study: Study, sub: Submission) -> tuple[np.ndarray, np.ndarray]:
             problems.append({"entry": i, "item": item_id, "field": "item",
                              "problem": "no item of this study has this id"})
             continue
-        pk, options, order = found
-        options = options or class_names
+        pk, options_json, order_json = found
+        order = orders.get(order_json)
+        if order is None:
+            order = orders[order_json] = {o: p for p, o in enumerate(json.loads(order_json))}
         pks[i] = pk
         if how == "index":
-            try:
-                option = option_index(value, len(options))
-            except ValueError as exc:
+            # an item's order lists each of its options once; without options: the classes
+            n_options = len(order) if options_json not in ("[]", "null") else len(class_names)
+            if not 0 <= value < n_options:  # an int: submission_parse refused the rest
                 problems.append({"entry": i, "item": item_id, "field": "index",
-                                 "problem": str(exc)})
+                                 "problem": f"{value} is outside 0..{n_options - 1}"})
                 continue
+            option = value
         else:
+            options = json.loads(options_json) or class_names
             option = options.index(value) if value and value in options else None
         if option is not None and option in order:
-            positions[i] = order.index(option)
+            positions[i] = order[option]
     if problems:
         raise EvaluationRejected("Some entries are invalid; nothing was evaluated.",
                                  errors=problems)
@@ -234,7 +271,8 @@ def engine_figures(study: Study, k: int, item: np.ndarray, label_k: np.ndarray,
             item=index.ravel(), n_items=len(items),
             item_strata=np.array([""] * len(items), dtype=object), k=label_k, yes=yes,
             match=match, present=present), k)
-    per_method = _estimates_for(totals, k, study.interval_method, clusters)
+    per_method = _estimates_for(totals, k, study.interval_method, clusters,
+                                methods=RELEASED_METHODS)
     n_o, n_c = float(totals["n_ord"][0]), float(totals["n_comp"][0])
     cells = _method_cells(per_method, 0, n_o, n_c, k)
     s_c = float(totals["s_comp"][0])
@@ -314,7 +352,7 @@ def _evaluate(token: EvaluationToken, study_id: int, body, kind: str, started: f
             "renews at 00:00 UTC.", code="budget_spent", status=429)
     pks, positions = _positions(study, sub)
     settings, _ = EvaluationSettings.objects.get_or_create(study=study)
-    item, label_k, yes = study_label_rows(study=study)
+    item, label_k, yes = study_label_rows(study=study, item_ids=pks)
     held = holdout_mask(item, study.seed, settings.holdout_share)
     scored = held if final else ~held
     order = np.argsort(pks)

@@ -19,16 +19,19 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 
 from annotations.core.errors import DomainError
-from annotations.core.models import Item, Study
-from annotations.core.services.bulk import IN_LIST_MAX
+from annotations.core.models import Study
 from annotations.core.services.records import option_text
 from annotations.evaluation.models import EvaluationCall, EvaluationSettings, EvaluationToken
 from annotations.evaluation.selectors import budget_used
 from annotations.partitioned.models import Query
-from annotations.partitioned.selectors import ItemLabels, LabelCounts, study_label_rows
+from annotations.partitioned.selectors import (
+    ItemLabels,
+    LabelCounts,
+    study_submitted_items,
+)
 from annotations.partitioned.services.scope_estimates import (
     CONFIDENCE,
     _clean,
@@ -186,31 +189,11 @@ def submission_parse(body, max_batch: int) -> Submission:
     return sub
 
 
-def _items(study: Study, ids: list[str]) -> dict[str, tuple[int, str, str]]:
-    """external id → (pk, options JSON, option_order JSON) of the study's items among
-    ``ids`` (JSON as text: parsed only where needed, and an order once per distinct text):
-    on PostgreSQL one statement with one array parameter, elsewhere in chunks."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT external_id, id, options::text, option_order::text FROM "
-                f"{Item._meta.db_table} WHERE study_id = %s AND external_id = ANY(%s)",
-                [study.pk, ids])
-            return {ext: (pk, options, order) for ext, pk, options, order in cursor.fetchall()}
-    out = {}
-    for start in range(0, len(ids), IN_LIST_MAX):
-        chunk = ids[start:start + IN_LIST_MAX]
-        out.update({ext: (pk, json.dumps(options), json.dumps(order))
-                    for ext, pk, options, order in
-                    Item.objects.filter(study=study, external_id__in=chunk)
-                    .values_list("external_id", "pk", "options", "option_order")})
-    return out
-
-
-def _positions(study: Study, sub: Submission) -> tuple[np.ndarray, np.ndarray]:
+def _positions(study: Study, sub: Submission, items: dict[str, tuple[int, str, str]]
+               ) -> tuple[np.ndarray, np.ndarray]:
     """The submitted items' database ids and predicted positions (−1: missing, as the
-    masks score a prediction naming no option); unknown ids and bad indexes refused."""
-    items = _items(study, sub.item_ids)
+    masks score a prediction naming no option) from ``items`` (external id → database id,
+    options and option order as JSON text); unknown ids and bad indexes refused."""
     class_names = list(study.classes.order_by("index").values_list("name", flat=True))
     problems: list[dict] = []
     orders: dict[str, dict[int, int]] = {}  # option_order text → {option: position}
@@ -350,9 +333,10 @@ def _evaluate(token: EvaluationToken, study_id: int, body, kind: str, started: f
         raise EvaluationRejected(
             f"This token's daily budget ({token.daily_budget} evaluations) is spent; it "
             "renews at 00:00 UTC.", code="budget_spent", status=429)
-    pks, positions = _positions(study, sub)
+    submitted_items = study_submitted_items(study=study, external_ids=sub.item_ids)
+    pks, positions = _positions(study, sub, submitted_items.items)
     settings, _ = EvaluationSettings.objects.get_or_create(study=study)
-    item, label_k, yes = study_label_rows(study=study, item_ids=pks)
+    item, label_k, yes = submitted_items.item, submitted_items.k, submitted_items.yes
     held = holdout_mask(item, study.seed, settings.holdout_share)
     scored = held if final else ~held
     order = np.argsort(pks)

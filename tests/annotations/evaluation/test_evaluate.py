@@ -186,3 +186,23 @@ def test_tokens_are_stored_hashed(study):
     token, raw = token_create(study=study, name="x")
     assert raw not in {token.digest, token.prefix} and token.digest != raw
     assert EvaluationToken.objects.filter(digest=token.digest).count() == 1
+
+
+def test_withdrawn_items_leave_the_figures_as_they_leave_the_dashboards(study):
+    from django.utils import timezone
+
+    from annotations.core.models import Item, ItemFlag
+    from tests.factories import specialist
+
+    withdrawn = list(Item.objects.filter(study=study).order_by("pk")[:30])
+    for item in withdrawn:
+        ItemFlag.objects.create(study=study, item_id=item.pk, user=specialist(study, 0),
+                                reason=ItemFlag.Reason.values[0],
+                                resolution=ItemFlag.Resolution.WITHDRAWN,
+                                resolved_at=timezone.now())
+    _, raw = token_create(study=study, name="loop", ladder=False, min_batch=1)
+    body = post(study.pk, raw, {"candidate": "c", "predictions": predictions_of(study)}).json()
+    est = study_recompute(study_id=study.pk).payload["systems"][0]["estimates"]
+    assert body["items_used"] == 210 and body["items_not_evaluated"] == 30
+    assert body["estimates"]["ml"]["accuracy"] == pytest.approx(est["ml"]["accuracy"])
+    assert body["estimates"]["comp"]["raw"] == pytest.approx(est["comp"]["accuracy"])

@@ -347,11 +347,13 @@ def _evaluate(token: EvaluationToken, study_id: int, body, kind: str, started: f
     item, label_k, yes = item[submitted], label_k[submitted], yes[submitted]
     position = positions[order][where[submitted]]
     n_used = len(np.unique(item))
-    minimum = 1 if final else token.min_batch
-    if n_used < minimum:
+    # the minimum holds for final reports too: one held-out item alone would be its label
+    if n_used < token.min_batch:
+        where = "held-out " if final else ""
         raise EvaluationRejected(
-            f"Only {n_used} of the {len(pks)} submitted items can be evaluated; this token "
-            f"needs at least {minimum}. Submit more items.", code="below_min_batch")
+            f"Only {n_used} of the {len(pks)} submitted items are {where}items that can be "
+            f"evaluated; this token needs at least {token.min_batch}. Submit more items.",
+            code="below_min_batch")
     k = study.classes.count()
     figures = engine_figures(study, k, item, label_k, yes, position)
     score = figures["cells"][SCORE_METHOD]["accuracy"]

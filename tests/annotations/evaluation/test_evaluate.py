@@ -173,6 +173,16 @@ def test_holdout_is_never_scored_except_by_one_final_report(study):
     assert other.status_code == 429 and other.json()["code"] == "final_spent"
 
 
+def test_a_final_report_needs_the_minimum_batch_of_held_out_items(study):
+    """One held-out item alone would give its label away: finals keep the minimum batch."""
+    EvaluationSettings.objects.filter(study=study).update(holdout_share=0.25)
+    token, raw = token_create(study=study, name="h", min_batch=100)
+    response = post(study.pk, raw, {"candidate": "best", "predictions": predictions_of(study)},
+                    final=True)
+    assert response.status_code == 400 and response.json()["code"] == "below_min_batch"
+    assert not token.calls.filter(accepted=True).exists()
+
+
 def test_the_split_is_deterministic_and_near_the_share():
     import numpy as np
     ids = np.arange(1, 20001)

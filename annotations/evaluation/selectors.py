@@ -67,3 +67,11 @@ def candidate_history(*, study: Study, candidate: str) -> list[dict]:
 def study_candidates(*, study: Study) -> list[str]:
     return list(EvaluationCall.objects.filter(study=study, accepted=True)
                 .values_list("candidate", flat=True).distinct().order_by("candidate"))
+
+
+def registered_candidates(*, study: Study) -> list[str]:
+    """Evaluated candidates that are also AI systems of the study (registered), by name."""
+    from assistants.models import AISystem
+
+    names = set(AISystem.objects.filter(study=study).values_list("name", flat=True))
+    return [name for name in study_candidates(study=study) if name in names]

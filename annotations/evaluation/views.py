@@ -7,12 +7,16 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from annotations.core.exports import download, rows_write
+from annotations.core.models import Study, StudyMembership
+from annotations.core.selectors import user_roles
 from annotations.evaluation.selectors import (
     candidate_history,
     evaluation_study,
+    registered_candidates,
     study_candidates,
     study_token_usage,
 )
@@ -44,3 +48,20 @@ def evaluations(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, "evaluation/evaluations.html", {
         "study": study, "usage": study_token_usage(study=study),
         "candidates": [(name, history, _points(history)) for name, history in candidates]})
+
+
+def dashboard_panel(request: HttpRequest, study: Study) -> str:
+    """The partitioned dashboard's panel for the study's researchers: each candidate
+    registered as an AI system, its score against submission number (chart and table), and
+    the link to the Evaluations page. Empty for anyone else and without such candidates."""
+    user = getattr(request, "user", None)
+    if (study.kind != Study.Kind.PARTITIONED or user is None or not user.is_authenticated
+            or StudyMembership.Role.RESEARCHER not in user_roles(user=user, study=study)):
+        return ""
+    rows = [(name, history, _points(history))
+            for name in registered_candidates(study=study)
+            if (history := candidate_history(study=study, candidate=name))]
+    if not rows:
+        return ""
+    return render_to_string("evaluation/_dashboard_panel.html",
+                            {"study": study, "candidates": rows}, request=request)

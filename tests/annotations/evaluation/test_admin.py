@@ -81,6 +81,16 @@ def test_the_log_the_page_and_registering_a_candidate(study):
     client.post("/admin/annotations/evaluationcall/", {
         "action": "register", "_selected_action": [call.pk]})
     assert AISystem.objects.filter(study=study, name="cot-v3").exists()
+    # the registered candidate's history on the dashboard, for researchers only
+    dashboard = client.get(f"/studies/{study.pk}/dashboard/").content.decode()
+    panel = dashboard[dashboard.index('data-testid="evaluation-panel"'):]
+    panel = panel[:panel.index("</section>")]
+    assert "cot-v3" in panel and panel.count("<tr><td>") == 3
+    assert f"{scores[0]:.3f}" in panel
+    manager = Client()
+    manager.force_login(role_user(study, "manager"))
+    assert "evaluation-panel" not in manager.get(f"/studies/{study.pk}/dashboard/"
+                                                ).content.decode()
 
 
 def test_the_page_is_for_researchers_only(study):

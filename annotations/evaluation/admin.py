@@ -4,20 +4,36 @@ and the study's holdout share."""
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
 
 from annotations.core.admin import ResearcherScopedAdmin
 from annotations.core.errors import DomainError
+from annotations.core.models import Study
 from annotations.evaluation.models import EvaluationCall, EvaluationSettings, EvaluationToken
 from annotations.evaluation.selectors import budget_used
 from annotations.evaluation.services.candidates import candidate_register
 from annotations.evaluation.services.tokens import token_issue, token_revoke
 
 
+class EvaluationTokenForm(forms.ModelForm):
+    class Meta:
+        model = EvaluationToken
+        fields = ("study", "name", "min_batch", "max_batch", "daily_budget", "ladder",
+                  "ladder_margin", "final_reports")
+
+    def clean_study(self):
+        study = self.cleaned_data.get("study")
+        if study is not None and study.kind != Study.Kind.PARTITIONED:
+            raise forms.ValidationError("Evaluation tokens need a partitioned study.")
+        return study
+
+
 @admin.register(EvaluationToken)
 class EvaluationTokenAdmin(ResearcherScopedAdmin):
+    form = EvaluationTokenForm
     list_display = ("name", "study", "prefix", "ladder", "ladder_margin", "min_batch",
                     "daily_budget", "spent_today", "left_today", "revoked_at", "log_link")
     list_filter = ("study",)
@@ -43,11 +59,7 @@ class EvaluationTokenAdmin(ResearcherScopedAdmin):
     def save_model(self, request, obj, form, change):
         if change:
             return super().save_model(request, obj, form, change)
-        try:
-            raw = token_issue(token=obj, created_by=request.user)
-        except DomainError as exc:
-            self.message_user(request, exc.message, messages.ERROR)
-            return None
+        raw = token_issue(token=obj, created_by=request.user)  # the form checked the study
         self.message_user(request, format_html(
             "The evaluation token, shown this once (only its digest is stored): "
             "<code data-testid=\"evaluation-token\">{}</code>", raw), messages.WARNING)

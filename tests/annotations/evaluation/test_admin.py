@@ -97,3 +97,22 @@ def test_the_page_is_for_researchers_only(study):
     client = Client()
     client.force_login(specialist(study, 0))
     assert client.get(f"/studies/{study.pk}/evaluations/").status_code == 404
+
+
+def test_a_token_needs_a_partitioned_study():
+    from annotations.core.models import Study, StudyMembership
+    from annotations.core.services.studies import membership_add, study_create
+
+    study = make_study(k=2, n_items=3)
+    assisted = study_create(name="assisted-for-token", classes=["a", "b"])
+    Study.objects.filter(pk=assisted.pk).update(kind=Study.Kind.ASSISTED)
+    researcher = role_user(study, "researcher")
+    membership_add(study=assisted, user=researcher, role=StudyMembership.Role.RESEARCHER)
+    client = Client()
+    client.force_login(researcher)
+    response = client.post("/admin/annotations/evaluationtoken/add/", {
+        "study": assisted.pk, "name": "x", "min_batch": 100, "max_batch": 20000,
+        "daily_budget": 20, "ladder": "on", "ladder_margin": 0.02, "final_reports": 1})
+    assert response.status_code == 200
+    assert "need a partitioned study" in response.content.decode()
+    assert not EvaluationToken.objects.exists()

@@ -349,9 +349,9 @@ def _evaluate(token: EvaluationToken, study_id: int, body, kind: str, started: f
     n_used = len(np.unique(item))
     # the minimum holds for final reports too: one held-out item alone would be its label
     if n_used < token.min_batch:
-        where = "held-out " if final else ""
+        scope = "held-out " if final else ""
         raise EvaluationRejected(
-            f"Only {n_used} of the {len(pks)} submitted items are {where}items that can be "
+            f"Only {n_used} of the {len(pks)} submitted items are {scope}items that can be "
             f"evaluated; this token needs at least {token.min_batch}. Submit more items.",
             code="below_min_batch")
     k = study.classes.count()

@@ -14,5 +14,9 @@ class AnnotationsConfig(AppConfig):
 
         for study_type in (partitioned, assisted, critique):
             study_type.register()
+        # the evaluation service's dashboard panel (above the study types: it registers)
+        from annotations.evaluation import hooks as evaluation
+
+        evaluation.register()
         # every Celery task registered in this process too: services start them by name
         import annotations.tasks  # noqa: F401

@@ -44,9 +44,15 @@ from annotations.core.models import (
 )
 from annotations.core.task_models import LeasedTask, TaskEvent, new_public_id
 from annotations.critique.models import *  # noqa: F403 - critique studies (issue 10)
+from annotations.evaluation.models import (
+    EvaluationCall,
+    EvaluationSettings,
+    EvaluationToken,
+)
 from annotations.partitioned.models import Query, QueryEvent, QuerySkip
 
 __all__ = [
+    "EvaluationCall", "EvaluationSettings", "EvaluationToken",
     "Audit", "AuditFile", "AuditOutcome", "Criterion", "Rubric", "VerifierQuestion",
     "VerifierQuestionEvent",
     "Arm", "AssistedSettings", "AssistedStudy", "Component", "Exposure", "Interaction",

@@ -26,7 +26,9 @@ GUIDES = {**ROLE_GUIDES, "annotator-critique": "annotator-critique.md",
           "estimators": "estimators.md", "coverage": "coverage.md",
           "confidence-bands": "confidence-bands.md", "performance": "performance.md",
           "performance-history": "performance-history.md",
-          "audit": "audit.md", "nodata": "nodata.md"}
+          "audit": "audit.md", "nodata": "nodata.md",
+          "evaluation-service": "evaluation-service.md",
+          "evaluation-example": "evaluation-example.md"}
 IMAGE_NAME = re.compile(r"^[\w-]+\.(png|svg)$")
 _GUIDE_LINK = re.compile(r'href="(?P<page>[\w-]+)\.md(?P<anchor>#[\w-]*)?"')
 _IMAGE_SRC = re.compile(r'src="img/(?P<name>[\w-]+\.(?:png|svg))"')

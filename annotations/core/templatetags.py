@@ -59,6 +59,19 @@ def study_page(study) -> str:
     return study_page_url(study)
 
 
+@register.simple_tag(takes_context=True)
+def dashboard_panels(context, study) -> str:
+    """The panels registered for every dashboard (``core.views.dashboard_panel_register``)."""
+    from django.utils.safestring import mark_safe
+
+    from annotations.core.views import dashboard_panels as panels
+
+    request = context.get("request")
+    if request is None:
+        return ""
+    return mark_safe("".join(panels(request, study)))  # noqa: S308 - rendered templates
+
+
 @register.inclusion_tag("annotations/_flagged.html", takes_context=True)
 def flagged(context, study) -> dict:
     """What a dashboard's estimates include of the study's flagged items (open flags; the

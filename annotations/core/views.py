@@ -25,6 +25,22 @@ def dashboard_register(kind: str, page: Callable[[HttpRequest, Study], HttpRespo
     _DASHBOARDS[kind] = page
 
 
+_DASHBOARD_PANELS: list[Callable[[HttpRequest, Study], str]] = []
+
+
+def dashboard_panel_register(panel: Callable[[HttpRequest, Study], str]) -> None:
+    """Add ``panel(request, study)`` → HTML (empty: nothing) below every dashboard's figures:
+    how a package above the study types (the evaluation service) shows its part of a study
+    on the dashboard without the study types importing it (idempotent)."""
+    if panel not in _DASHBOARD_PANELS:
+        _DASHBOARD_PANELS.append(panel)
+
+
+def dashboard_panels(request: HttpRequest, study: Study) -> list[str]:
+    """The registered panels' HTML for ``study`` (each already escaped by its template)."""
+    return [html for panel in _DASHBOARD_PANELS if (html := panel(request, study))]
+
+
 _STUDY_PAGES: dict[str, str] = {}
 _STUDY_ADDS: dict[str, tuple[str, str]] = {}
 _STUDY_IMPORTS: dict[str, tuple[tuple[str, str], ...]] = {}

@@ -4,6 +4,7 @@ checks and the researcher's setup checklist."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -13,6 +14,7 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 
 from annotations.core.models import Item, ItemFlag, Study, StudyMembership, User
 from annotations.core.selectors import row_id_possible, study_classes
+from annotations.core.services.bulk import IN_LIST_MAX
 from annotations.partitioned.models import Query, QuerySkip
 from assistants.models import Prediction
 
@@ -603,6 +605,73 @@ def _item_labels_copied(study: Study, bands: bool) -> LabelRows:
     data = np.frombuffer(b"".join(chunks), dtype=">i8").astype(np.int64)
     return (names, np.repeat(np.arange(len(names), dtype=np.intp), sizes),
             data.reshape(-1, len(columns)))
+
+
+def study_label_rows(*, study: Study, item_ids: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(item id, class k, 'yes' as bool) of every label the estimates read — the answered
+    'yes'/'no' queries, quality checks and withdrawn items left out — one row per label
+    (the evaluation service scores a submitted candidate's predictions on them). ``item_ids``:
+    only those items' labels (PostgreSQL: one array parameter; elsewhere filtered here)."""
+    q = connection.ops.quote_name
+    where, params = _item_labels_where(study)
+    sql = (f"SELECT {q('item_id')}, {q('k')}, "
+           f"CASE WHEN {q('answer')} = %s THEN 1 ELSE 0 END {where}")
+    params = [Query.Answer.YES, *params]
+    narrowed = item_ids is not None and connection.vendor == "postgresql"
+    if narrowed:
+        sql += f" AND {q('item_id')} = ANY(%s)"
+        params.append([int(i) for i in item_ids])
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        data = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 3)
+    if item_ids is not None and not narrowed:
+        data = data[np.isin(data[:, 0], item_ids)]
+    return data[:, 0], data[:, 1], data[:, 2] == 1
+
+
+@dataclass(frozen=True)
+class SubmittedItems:
+    """What the evaluation service reads for a submission: ``items`` maps each external id
+    found to (database id, options JSON text, option_order JSON text), and the labels of
+    those items as :func:`study_label_rows` gives them (``item``, ``k``, ``yes``)."""
+
+    items: dict[str, tuple[int, str, str]]
+    item: np.ndarray
+    k: np.ndarray
+    yes: np.ndarray
+
+
+def study_submitted_items(*, study: Study, external_ids: list[str]) -> SubmittedItems:
+    """The study's items named by ``external_ids`` with their labels (the labels
+    :func:`study_label_rows` reads: answered 'yes'/'no', no quality check, not withdrawn). On
+    PostgreSQL one statement with one array parameter (items LEFT JOIN their labels);
+    elsewhere the items in chunks, then their labels."""
+    if connection.vendor != "postgresql":
+        items: dict[str, tuple[int, str, str]] = {}
+        for start in range(0, len(external_ids), IN_LIST_MAX):
+            chunk = external_ids[start:start + IN_LIST_MAX]
+            items.update({ext: (pk, json.dumps(options), json.dumps(order))
+                          for ext, pk, options, order in
+                          Item.objects.filter(study=study, external_id__in=chunk)
+                          .values_list("external_id", "pk", "options", "option_order")})
+        pks = np.array([v[0] for v in items.values()], dtype=np.int64)
+        return SubmittedItems(items, *study_label_rows(study=study, item_ids=pks))
+    item_t, query_t = Item._meta.db_table, Query._meta.db_table
+    live = ItemFlag.not_withdrawn_sql("q.study_id", "q.item_id")
+    sql = (f"SELECT i.external_id, i.id, i.options::text, i.option_order::text, q.k, "
+           f"CASE WHEN q.answer = %s THEN 1 ELSE 0 END FROM {item_t} i "
+           f"LEFT JOIN {query_t} q ON q.item_id = i.id AND q.study_id = i.study_id "
+           f"AND q.status = %s AND NOT q.is_quality_check AND q.answer IN (%s, %s) AND {live} "
+           f"WHERE i.study_id = %s AND i.external_id = ANY(%s)")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [Query.Answer.YES, Query.Status.ANSWERED, Query.Answer.YES,
+                             Query.Answer.NO, study.pk, external_ids])
+        rows = cursor.fetchall()
+    items = {row[0]: (row[1], row[2], row[3]) for row in rows}
+    labels = np.array([(row[1], row[4], row[5]) for row in rows if row[4] is not None],
+                      dtype=np.int64).reshape(-1, 3)
+    return SubmittedItems(items, labels[:, 0], labels[:, 1], labels[:, 2] == 1)
 
 
 def study_population(*, study: Study) -> dict[str, int]:

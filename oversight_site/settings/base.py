@@ -92,7 +92,8 @@ TEMPLATES = [
         # the site's own templates, then each study type's (annotations/<type>/templates)
         "DIRS": [BASE_DIR / "templates",
                  *(BASE_DIR / "annotations" / t / "templates" for t in STUDY_TYPES),
-                 BASE_DIR / "annotations" / "audit" / "templates"],  # audits (study-level)
+                 BASE_DIR / "annotations" / "audit" / "templates",  # audits (study-level)
+                 BASE_DIR / "annotations" / "evaluation" / "templates"],  # evaluation service
         "APP_DIRS": True,
         "OPTIONS": {
             # each study type's tags live in its package (annotations/<type>/templatetags.py)

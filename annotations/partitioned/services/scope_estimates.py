@@ -102,14 +102,15 @@ def _columns(est) -> dict[str, list | None]:
 
 def _estimates_for(stats: dict[str, np.ndarray], k: int, interval: str,
                    clusters: Clusters | None = None,
-                   effects=None) -> dict[str, dict[str, list]]:
-    """Every method for every system of one scope: from the counts ``stats``, or, with
-    several queries per item, from ``clusters`` (item-clustered variance; ``effects``
-    their design effects when already computed)."""
+                   effects=None, methods: tuple[str, ...] = METHODS
+                   ) -> dict[str, dict[str, list]]:
+    """Every method (of ``methods``) for every system of one scope: from the counts
+    ``stats``, or, with several queries per item, from ``clusters`` (item-clustered
+    variance; ``effects`` their design effects when already computed)."""
     out = {}
     if clusters is not None and effects is None:
         effects = design_effects(clusters, k)
-    for method in METHODS:
+    for method in methods:
         if clusters is not None:
             est = estimate_clustered(clusters, k, method, CONFIDENCE, interval=interval,
                                      effects=effects)

@@ -23,6 +23,7 @@ from annotations.audit.selectors import (
 from annotations.audit.services.runs import ACTIVE, audit_progress
 from annotations.core.errors import DomainError, ImportFailed
 from annotations.core.inputs import accepts_upload
+from annotations.core.sqlite_locks import while_sqlite_locked
 
 AI_FIELDS = ("ai_base_url", "ai_model", "ai_strategy", "prompt_system", "prompt_user")
 
@@ -49,7 +50,8 @@ def audits(request: HttpRequest, study_id: int) -> HttpResponse:
 
     study = audit_study(user=request.user, study_id=study_id)
     if request.method == "GET" and request.htmx and request.GET.get("list"):
-        return render(request, "audit/_audits.html", _list_context(study))
+        return while_sqlite_locked(
+            lambda: render(request, "audit/_audits.html", _list_context(study)))
     errors: list[str] = []
     form = request.POST if request.method == "POST" else request.GET  # ?rubric= preselects
     if request.method == "POST":
@@ -156,7 +158,9 @@ def audit_detail(request: HttpRequest, study_id: int, audit_id: int) -> HttpResp
     from annotations.audit.services.runs import audit_cancel
 
     study = audit_study(user=request.user, study_id=study_id)
-    audit = audit_of(study=study, audit_id=audit_id)
+    # the embedded run thread writes the audit while this page polls it: in the test
+    # suite's shared-cache SQLite a read then meets a table lock (core.sqlite_locks)
+    audit = while_sqlite_locked(lambda: audit_of(study=study, audit_id=audit_id))
     if request.method == "POST":
         if request.POST.get("action") == "cancel":
             try:
@@ -165,9 +169,9 @@ def audit_detail(request: HttpRequest, study_id: int, audit_id: int) -> HttpResp
             except DomainError as exc:
                 messages.error(request, exc.message)
         return redirect("audit-detail", study_id=study.pk, audit_id=audit.pk)
-    if request.htmx and request.GET.get("progress"):
-        return render(request, "audit/_result.html", _detail_context(audit))
-    return render(request, "audit/audit.html", _detail_context(audit))
+    page = ("audit/_result.html" if request.htmx and request.GET.get("progress")
+            else "audit/audit.html")
+    return while_sqlite_locked(lambda: render(request, page, _detail_context(audit)))
 
 
 @require_GET

@@ -45,6 +45,7 @@ from annotations.audit.services.verify import (
 from annotations.core.errors import DomainError, ImportFailed
 from annotations.core.models import Study, User
 from annotations.core.queue import task
+from annotations.core.sqlite_locks import while_sqlite_locked
 from estimators.nodata.algorithm import no_data_algorithm, theorem1_bound
 from estimators.nodata.commitments import CommitmentsError, parse_commitments
 from estimators.nodata.evaluators import CommitmentsEvaluator
@@ -227,8 +228,8 @@ def _run_in_thread(audit_id: int) -> None:
 
 
 def _finish(audit_id: int, status: str, errors: list[str] | None = None, **fields) -> None:
-    Audit.objects.filter(pk=audit_id).update(status=status, finished_at=timezone.now(),
-                                             errors=errors or [], **fields)
+    while_sqlite_locked(lambda: Audit.objects.filter(pk=audit_id).update(
+        status=status, finished_at=timezone.now(), errors=errors or [], **fields))
 
 
 def _progress(audit_id: int):
@@ -239,8 +240,9 @@ def _progress(audit_id: int):
         if done < total and now - last[0] < PROGRESS_SECONDS:
             return
         last[0] = now
-        Audit.objects.filter(pk=audit_id).update(done=done)
-        if Audit.objects.filter(pk=audit_id, cancel_requested=True).exists():
+        while_sqlite_locked(lambda: Audit.objects.filter(pk=audit_id).update(done=done))
+        if while_sqlite_locked(lambda: Audit.objects.filter(
+                pk=audit_id, cancel_requested=True).exists()):
             raise _Cancelled
 
     return report
@@ -280,7 +282,8 @@ def audit_run(*, audit_id: int) -> None:
     if audit.cancel_requested:
         _finish(audit_id, Audit.Status.CANCELLED)
         return
-    Audit.objects.filter(pk=audit_id).update(status=Audit.Status.RUNNING, done=0)
+    while_sqlite_locked(lambda: Audit.objects.filter(pk=audit_id).update(
+        status=Audit.Status.RUNNING, done=0))
     try:
         files = AuditFile.objects.get(audit_id=audit_id)
         rows = parse_datapoints(bytes(files.datapoints), source=audit.dataset_name)
@@ -317,26 +320,38 @@ def audit_run(*, audit_id: int) -> None:
         _finish(audit_id, Audit.Status.FAILED, [f"{type(exc).__name__}: {exc}"])
         raise
     if human and verifier.needed:  # a wave of questions: wait for the answers
-        with transaction.atomic():
-            questions_create(audit=audit, needed=verifier.needed)
-            decided = sum(1 for o in result.outcomes if o.reason != PENDING)
-            Audit.objects.filter(pk=audit_id).update(status=Audit.Status.WAITING, done=decided)
+        decided = sum(1 for o in result.outcomes if o.reason != PENDING)
+
+        def wait() -> None:
+            with transaction.atomic():
+                questions_create(audit=audit, needed=verifier.needed)
+                Audit.objects.filter(pk=audit_id).update(status=Audit.Status.WAITING,
+                                                         done=decided)
+
+        while_sqlite_locked(wait)
         return
-    with transaction.atomic():
-        AuditOutcome.objects.filter(audit_id=audit_id).delete()
-        AuditOutcome.objects.bulk_create(
-            (AuditOutcome(
-                audit_id=audit_id, position=i, item=str(o.item), success=o.success,
-                label=o.label, final_label=result.labels[i], flipped=bool(result.flipped[i]),
-                challenge=None if o.challenge is None else int(o.challenge),
-                criterion=o.failure.criterion if o.failure else "", reason=o.reason,
-                reference=rows[i].reference,
-                rounds=[_round_row(r) for r in o.rounds])
-             for i, o in enumerate(result.outcomes)), batch_size=1000)
-        _finish(audit_id, Audit.Status.SUCCEEDED, done=result.n, successes=result.successes,
-                flips=result.flips,
-                summary=audit_summary(result, audit.rounds, audit.phi,
-                                      references=[r.reference for r in rows]))
+    summary = audit_summary(result, audit.rounds, audit.phi,
+                            references=[r.reference for r in rows])
+
+    def store() -> None:  # one transaction, retried whole while SQLite reports a lock
+        with transaction.atomic():
+            AuditOutcome.objects.filter(audit_id=audit_id).delete()
+            AuditOutcome.objects.bulk_create(
+                (AuditOutcome(
+                    audit_id=audit_id, position=i, item=str(o.item), success=o.success,
+                    label=o.label, final_label=result.labels[i],
+                    flipped=bool(result.flipped[i]),
+                    challenge=None if o.challenge is None else int(o.challenge),
+                    criterion=o.failure.criterion if o.failure else "", reason=o.reason,
+                    reference=rows[i].reference,
+                    rounds=[_round_row(r) for r in o.rounds])
+                 for i, o in enumerate(result.outcomes)), batch_size=1000)
+            Audit.objects.filter(pk=audit_id).update(
+                status=Audit.Status.SUCCEEDED, finished_at=timezone.now(), errors=[],
+                done=result.n, successes=result.successes, flips=result.flips,
+                summary=summary)
+
+    while_sqlite_locked(store)
 
 
 def audit_progress(audit: Audit) -> str:

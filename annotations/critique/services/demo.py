@@ -2,8 +2,12 @@
 made through the real services from simulations with planted per-level accuracies
 (``estimators.critique.simulation``), most of their tasks answered by simulated annotators, some
 left for people to try: one account per level a study's annotators write (``annotator-l0``
-… ``annotator-l3``), each offered its own level first by the level rule (it answered one
-task at each level above its own during the simulated work; ``annotators_work``).
+… ``annotator-l3``), each preferred at its own level by the level rule: it answered one
+task at each level above its own during the simulated work (``annotators_work``), so its own
+level is the least written share. The rule offers that level first while the level has a
+task the account may take; the simulation stops once each account is offered it (on SQLite,
+the embedded default, it is; elsewhere the order in which tasks are handed out may leave a
+level without one, and the rule then offers the next level).
 
 * "humans": annotators at every level, L = 3, the paper's tree (7, 5, 3, 1) — the paper's
   Tables 1–2 and 5;

@@ -30,6 +30,12 @@ DATAPOINT = re.compile(r"Datapoint:\n(\S+)")
 CANDIDATE = re.compile(r"^(\d+)\. (\S+)$", re.MULTILINE)
 
 
+@pytest.fixture(autouse=True)
+def _audits_in_process(settings):
+    """Audits run in process even with a broker (CI's second pass): no worker runs here."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+
+
 def user_prompt(body: dict) -> str:
     return [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
 
@@ -216,8 +222,9 @@ def test_parse_rules():
     assert "{{candidates}}" in DEFAULT_PICK
 
 
-def test_a_researcher_starts_an_ai_audit_on_the_page(client, standin,
+def test_a_researcher_starts_an_ai_audit_on_the_page(client, standin, settings,
                                                      django_capture_on_commit_callbacks):
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # the run in process, even with a broker
     from django.core.files.uploadedfile import SimpleUploadedFile
     from django.urls import reverse
 

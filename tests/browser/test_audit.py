@@ -24,6 +24,7 @@ expect.set_options(timeout=15_000)
 
 def test_a_researcher_defines_a_rubric_runs_an_audit_with_progress_and_reads_the_result(
         page, live_server, settings, tmp_path):
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # embedded, even with a broker (CI's second pass)
     settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.2  # the run goes to a thread, as embedded
     study, researcher = make_audit_study("browser-audit")
     login(page, live_server, researcher.username)
@@ -84,6 +85,7 @@ def test_a_specialist_answers_the_verifier_questions_and_the_audit_resumes(
     from tests.factories import specialist
 
     settings.OVERSIGHT_MIN_ANSWER_MS = 0
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # the resumed runs in process, even with a broker
     study, _ = make_audit_study("browser-verify")
     worker = specialist(study, 0)
     data = ["0110", "1000", "0" + "1" * 300]  # the last one long: it must wrap

@@ -36,7 +36,8 @@ def _post_start(client, study, rubric, commitments: bytes, **extra):
 
 
 @pytest.fixture
-def finished(client, django_capture_on_commit_callbacks):
+def finished(client, django_capture_on_commit_callbacks, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # the run in process, even with a broker
     study, researcher = make_audit_study()
     rubric = make_rubric(study)
     client.force_login(researcher)
@@ -201,7 +202,8 @@ def test_the_audit_guide_is_a_page_of_the_site_with_its_links(client):
 
 
 def test_the_result_shows_kappa_where_people_labelled_the_datapoints(
-        client, django_capture_on_commit_callbacks):
+        client, django_capture_on_commit_callbacks, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # the run in process, even with a broker
     study, researcher = make_audit_study()
     rubric = make_rubric(study)
     client.force_login(researcher)

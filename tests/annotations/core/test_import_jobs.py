@@ -619,7 +619,7 @@ def test_two_jobs_of_one_study_wait_for_each_other(celery_worker_process, settin
     assert [r["status"] for r in results] == ["failed", "succeeded"], results
     failed, succeeded = results
     line = 1 if failed["name"] == "second.jsonl" else 30_000
-    assert failed["errors"] == [f"{failed['name']}:{line}: id: 'i29999' already exists "
+    assert failed["errors"] == [f"{failed['name']}:{line}: id: 'i29999' is already in the study "
                                 f"(import it with the update option to rewrite existing ids)"]
     assert Item.objects.filter(study=study).count() == 30_000
     assert ImportJob.objects.get(pk=failed["id"]).started_at < ImportJob.objects.get(

@@ -26,7 +26,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import beta
+
+from estimators.numerics.proportion import clopper_pearson
 
 from .protocol import (
     Challenge,
@@ -57,13 +58,10 @@ def theorem1_bound(alpha: float, phi: float, rounds: int) -> float:
 
 
 def exact_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Clopper–Pearson interval for a success rate (0 and 1 at the ends are exact)."""
-    if n <= 0:
-        return (0.0, 1.0)
-    a = (1.0 - level) / 2.0
-    lo = 0.0 if successes == 0 else float(beta.ppf(a, successes, n - successes + 1))
-    hi = 1.0 if successes == n else float(beta.ppf(1 - a, successes + 1, n - successes))
-    return (lo, hi)
+    """Clopper–Pearson interval for a success rate (``estimators.numerics.proportion.
+    clopper_pearson``: 0 and 1 at the ends are exact; [0, 1] without datapoints)."""
+    lo, hi = clopper_pearson(successes, max(n, 0), level)
+    return (float(lo), float(hi))
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,22 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import binom
 
-from .algorithm import exact_interval
+from estimators.numerics import proportion
 
 NS = (10, 30, 100, 300, 1000)
 
 
 def exact_coverage(n: int, ps: Sequence[float], level: float = 0.95) -> np.ndarray:
-    """Coverage of the level-``level`` Clopper–Pearson interval at each p in ``ps``."""
-    ivs = np.array([exact_interval(k, n, level) for k in range(n + 1)])
-    ks = np.arange(n + 1)
-    out = []
-    for p in ps:
-        inside = (ivs[:, 0] <= p) & (p <= ivs[:, 1])
-        out.append(float(binom.pmf(ks, n, p)[inside].sum()))
-    return np.array(out)
+    """Coverage of the level-``level`` Clopper–Pearson interval at each p in ``ps`` (the
+    shared exact sum, ``estimators.numerics.proportion.exact_coverage``)."""
+    return proportion.exact_coverage(
+        n, ps, lambda s, m: proportion.clopper_pearson(s, m, level))
 
 
 def coverage_markdown(ns: Sequence[int] = NS, grid: int = 2000) -> list[str]:

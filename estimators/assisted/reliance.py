@@ -67,7 +67,7 @@ from estimators.numerics.clustered import (
 )
 
 # From this many raters per arm the intervals cover at least 93 % of the time
-# (docs/coverage.md "Reliance with few raters", ``python -m estimators.assisted.coverage
+# (docs/coverage.md "Assisted: reliance with few raters", ``python -m estimators.assisted.coverage
 # --reliance``: σ ≤ 0.5; 92.2 % at worst with very unequal raters, σ = 1;
 # tests/estimators/assisted/test_coverage.py checks 5); with fewer the dashboard says an
 # arm's intervals are unreliable.

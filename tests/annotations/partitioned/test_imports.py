@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -179,52 +178,6 @@ def test_import_commands_report_errors_and_export_round_trip(tmp_path, draft):
     lines = out.read_text().strip().splitlines()
     assert lines[0].startswith("query_id,item_id,stratum,k,class_name")
     assert len(lines) - 1 == Query.objects.filter(study=draft, status="answered").count()
-
-
-def test_validate_estimators_command_prints_the_table_and_writes_the_figure(tmp_path):
-    from io import StringIO
-
-    from django.core.management import call_command
-
-    out = StringIO()
-    figure = tmp_path / "fig2.svg"
-    call_command("validate_estimators", "--reps", "500", "--k", "4", "--accuracy", "0.8",
-                 "--n-ord", "50", "--n-comp", "150", "--figure", str(figure),
-                 "--ratios", "1,4", stdout=out, stderr=StringIO())
-    lines = out.getvalue().splitlines()
-    assert lines[0].startswith("K=4 A=0.8 n_o=50 n_c=150 reps=500")
-    assert [line.split()[0] for line in lines[2:]] == ["Ord", "Comp-n_o", "Comp-(K-1)",
-                                                       "Comp-Var", "IVW-0.5", "IVW", "ML"]
-    svg = figure.read_text()
-    assert svg.startswith("<svg") and svg.count("<polyline") == 5
-
-
-def test_validate_estimators_table1_preset_prints_the_papers_figures_beside_simulated_ones():
-    from io import StringIO
-
-    from django.core.management import call_command
-
-    from estimators.partitioned.simulation import TABLE1
-
-    out = StringIO()
-    call_command("validate_estimators", "--preset", "table1", "--reps", "200", stdout=out,
-                 stderr=StringIO())
-    text = out.getvalue()
-    assert text.startswith("The paper's Table 1 settings, simulated (reps=200")
-    lines = text.splitlines()
-    for b in TABLE1:
-        # each benchmark: its K, Ord-Eval accuracy and n_o = 300 (GPQA 120), n_c = (K−1)·n_o
-        head = lines.index(f"{b.name} (K={b.k}, Ord-Eval A={b.accuracy}, n_o={b.n_ord}, "
-                           f"n_c={(b.k - 1) * b.n_ord})")
-        rows = {line.split()[0]: line.split() for line in lines[head + 2:head + 9]}
-        assert list(rows) == ["Ord", "Comp-n_o", "Comp-(K-1)", "Comp-Var", "IVW-0.5", "IVW",
-                              "ML"]
-        assert rows["Comp-(K-1)"][-1] == "—"  # not a row of the paper's table
-        for name, (mean, sd_seeds, per_run) in b.paper.items():
-            row = rows[name]
-            # simulated mean, SD, (SE), then the paper's mean ± SD (per-run SD)
-            assert row[-4:] == [f"{mean:.2f}", "±", f"{sd_seeds:.2f}", f"({per_run:.2f})"]
-            assert abs(float(row[4]) - per_run) < 0.35 * per_run  # 200 replicates
 
 
 def test_api_imports_are_atomic_and_name_the_bad_record():
@@ -740,18 +693,3 @@ def test_every_problem_of_a_line_is_named():
         predictions_import(study=study, source=jsonl([bad_prediction]), name="p.jsonl")
     assert [e.split(": ")[1] for e in failed.value.errors] == [
         "item_id", "system", "prediction_index", "confidence"]
-
-
-def test_the_coverage_grid_keeps_the_sections_other_commands_write(tmp_path):
-    """validate_estimators --grid rewrites docs/coverage.md; the reliance section (written
-    by estimators.assisted.coverage) is carried over as it was, not dropped."""
-    from annotations.partitioned.commands.validate_estimators import _kept_sections
-
-    doc = tmp_path / "coverage.md"
-    assert _kept_sections(doc) == []
-    doc.write_text("# Coverage\n\n## Every cell\n\n| a |\n\n## Reliance with few raters: x\n\n"
-                   "table\n\n## Later\nnot kept\n")
-    assert _kept_sections(doc) == ["## Reliance with few raters: x", "", "table", ""]
-    real = Path(__file__).resolve().parents[3] / "docs" / "coverage.md"
-    kept = _kept_sections(real)
-    assert kept and "estimators.assisted.coverage --reliance" in "\n".join(kept)

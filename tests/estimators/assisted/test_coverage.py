@@ -83,7 +83,7 @@ def test_the_former_percentile_bootstrap_fell_short_with_five_raters():
 def test_table_command_prints_markdown(capsys):
     assert coverage.main(["--reliance", "--studies", "50", "--resamples", "0"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("## Reliance with few raters")
+    assert out.startswith("## Assisted: reliance with few raters")
     assert "| 5 |" in out and "python -m estimators.assisted.coverage --reliance" in out
     with pytest.raises(SystemExit):
         coverage.main([])
@@ -93,7 +93,7 @@ def test_docs_coverage_table_backs_the_constant():
     # docs/coverage.md carries the table the constant stands on: from MIN_RELIABLE_RATERS
     # raters per arm, with rater effects σ ≤ 0.5, no default cell below 93 %
     text = (Path(__file__).resolve().parents[3] / "docs" / "coverage.md").read_text()
-    section = text.split("## Reliance with few raters", 1)[1].split("\n## ", 1)[0]
+    section = text.split("## Assisted: reliance with few raters", 1)[1].split("\n## ", 1)[0]
     assert "python -m estimators.assisted.coverage --reliance" in section
     lines = section.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| raters per arm |"))

@@ -26,3 +26,13 @@ def test_exact_coverage_is_at_least_the_level_and_matches_scipys_interval(n):
 def test_the_docs_section_has_a_row_per_n():
     lines = coverage_markdown(ns=(10, 30), grid=200)
     assert sum(line.startswith("| 10 |") or line.startswith("| 30 |") for line in lines) == 2
+
+
+def test_the_command_writes_its_section_in_place(tmp_path):
+    from estimators.nodata.coverage import AUDIT_HEADING, main
+
+    doc = tmp_path / "coverage.md"
+    doc.write_text(f"# Coverage\n\n{AUDIT_HEADING}\n\nold\n\n## Other\n\nkept\n")
+    assert main(["--write", str(doc)]) == 0
+    text = doc.read_text()
+    assert "old" not in text and "| 1000 | 95.0" in text and text.endswith("## Other\n\nkept\n")

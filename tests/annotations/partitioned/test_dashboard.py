@@ -371,6 +371,9 @@ def test_intervals_resting_on_few_events_are_marked_approximate_with_the_reason(
     assert f"fewer than {APPROXIMATE_BELOW} events" in text
     assert f"{round(100 * low)}–{round(100 * high)} %" in text
     assert "counted after the design effect" in text  # several queries per item
+    link = re.search(r'href="(/help/coverage/)#([\w-]+)"', note[1])
+    guide = client.get(link[1]).content.decode()
+    assert f'id="{link[2]}"' in guide  # the section that shows those coverages
     # each of its intervals carries the mark: headline, ML table, chosen table, IPW,
     # stratified (one stratum: none), and the side-by-side table's six estimators
     rows = re.findall(r'<tr data-system="almost-perfect">(.*?)</tr>', html, re.S)

@@ -1,0 +1,431 @@
+"""Coverage of the assisted dashboard's sentence intervals, by simulation with known truth
+(issue 18; docs/coverage.md "Assisted: hybridization, sentence intervals" and "Assisted:
+calibration").
+
+    python -m estimators.assisted.coverage --hybrid --write docs/coverage.md
+    python -m estimators.assisted.coverage --calibration --write docs/coverage.md
+
+**Estimand.** Every figure resampled over sentences describes the study's protocol — this
+AI, these raters, these arms — on the *population of sentences* the study's sentences are a
+sample of: the accuracy one would see on new sentences from the same source, rated the same
+way. So the sentences (their confidence, the AI's correctness, their difficulty, which
+raters rate them and how) are redrawn in every simulated study; the raters of each arm are
+held fixed within a cell (they are the study's raters: the rater-clustered reliance
+intervals answer the question about other raters).
+
+**Generator** (vectorised: every study of a cell at once). Sentence i has the AI's
+confidence c_i ∈ {10/20, …, 20/20} (the share of 20 AI samples agreeing; probabilities π_c
+of :class:`estimators.assisted.simulation.AssistedDesign` with Beta(2, 1.2)), the AI is
+right with probability a(c_i) (``AI_CASES``: calibrated a = c; over-confident
+a = −0.2 + 1.2 c; near ceiling a = 0.9 + 0.1 c), the gold is Accurate with probability 0.6,
+and a difficulty u_i ~ N(0, τ²), τ = 1 (log-odds). Each arm has G = 8 raters with fixed
+effects b_r = σ Φ⁻¹((r − ½)/G), σ = 0.5; each sentence gets m ratings per arm from m
+distinct raters of the arm drawn at random, each right with probability
+logistic(logit p_arm,AI + u_i + b_r), p_arm,AI the arm's typical accuracy when the AI is
+right / wrong (baseline 0.75 / 0.65; assisted 0.90 / 0.45: over-reliance). A wrong rating
+says the opposite of the gold. Human labels per sentence as the platform makes them
+(:func:`estimators.assisted.factuality.item_human_correct`): individual = share of its
+ratings right; majority = the majority verdict right, a tie counted Inaccurate (right when
+the gold is Inaccurate). Sources: the assisted arm alone and both arms pooled (2m ratings).
+
+**Truth.** Given the AI's status s ∈ {right, wrong}, a sentence's human correctness has
+expectation H_s = E_u E_S f(k_S(u)), S a random m-subset of the arm's raters, k_S the number
+right (a Poisson-binomial); the subset distribution is a dynamic programme over the G raters
+and the integral over u a 60-point Gauss–Hermite rule. Then H(c) = a(c) H_right +
+(1 − a(c)) H_wrong, and the population hybrid accuracy at threshold t is
+
+    A(t) = Σ_c π_c [1{c ≤ t} H(c) + 1{c > t} a(c)],   AI alone ā = A(−∞),
+
+the gain A(t) − ā, the best threshold t* = argmax A(t) (ties to the smaller human share),
+a band assignment's accuracy Σ_bands Σ_{c in band} π_c x_source(c).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special, stats
+
+from estimators.assisted.hybridization import (
+    best_band_sources,
+    calibration_split,
+    curve_band,
+    held_out_threshold,
+)
+from estimators.assisted.reliance import overall_accuracy
+from estimators.assisted.simulation import AssistedDesign
+from estimators.numerics.bootstrap import bootstrap_means, shared_resamples
+
+N_AI_SAMPLES = 20
+CONFIDENCE_BETA = (2.0, 1.2)
+SHARE_ACCURATE = 0.6
+SENTENCE_SD = 1.0
+RATER_SD = 0.5
+RATERS_PER_ARM = 8
+ARMS = {"baseline": (0.75, 0.65), "assisted": (0.90, 0.45)}  # (AI right, AI wrong)
+POOLED = "pooled"
+SOURCES = ("assisted", POOLED)
+RULES = ("individual", "majority")
+SIZES = (50, 150, 500)
+RATINGS = (1, 3, 5)
+BAND_EDGES = (0.7, 0.9)  # the analysis' default bands
+LIVE_THRESHOLD = 0.8  # a fixed (live) routing threshold for the results table
+
+
+@dataclass(frozen=True)
+class AiCase:
+    """How often the AI is right at confidence c."""
+
+    name: str
+    accuracy: Callable[[np.ndarray], np.ndarray]
+
+
+AI_CASES = (
+    AiCase("calibrated", lambda c: np.asarray(c, dtype=float)),
+    AiCase("over-confident", lambda c: np.clip(-0.2 + 1.2 * np.asarray(c, float), 0, 1)),
+    AiCase("near ceiling", lambda c: np.clip(0.9 + 0.1 * np.asarray(c, float), 0, 1)),
+)
+
+
+def confidence_levels() -> tuple[np.ndarray, np.ndarray]:
+    """(levels c, probabilities π_c) of the AI's confidence."""
+    return AssistedDesign(n_samples=N_AI_SAMPLES,
+                          confidence_beta=CONFIDENCE_BETA).confidence_levels()
+
+
+def rater_effects(n_raters: int = RATERS_PER_ARM, sd: float = RATER_SD) -> np.ndarray:
+    """The fixed rater effects of an arm: σ Φ⁻¹((r − ½)/G), r = 1…G."""
+    return sd * stats.norm.ppf((np.arange(n_raters) + 0.5) / n_raters)
+
+
+_X, _W = np.polynomial.hermite_e.hermegauss(60)
+_W = _W / _W.sum()
+
+
+def subset_count_distribution(q: np.ndarray, m: int) -> np.ndarray:
+    """P(k of a uniformly random m-subset of raters are right), raters with probabilities
+    ``q`` on the last axis: (..., m + 1). Dynamic programme over the raters of
+    Σ_{|S| = m} Π_{r∈S} (1 − q_r + q_r z), divided by C(G, m)."""
+    q = np.asarray(q, dtype=float)
+    g = q.shape[-1]
+    if not 1 <= m <= g:
+        raise ValueError(f"m: need 1 ≤ m ≤ {g}, got {m}")
+    f = np.zeros(q.shape[:-1] + (m + 1, m + 1))  # [chosen, right]
+    f[..., 0, 0] = 1.0
+    for r in range(g):
+        qr = q[..., r][..., None, None]
+        new = f.copy()
+        new[..., 1:, 1:] += f[..., :-1, :-1] * qr
+        new[..., 1:, :] += f[..., :-1, :] * (1 - qr)
+        f = new
+    return f[..., m, :] / math.comb(g, m)
+
+
+def _label_correct(k: np.ndarray, m: int, rule: str) -> np.ndarray:
+    """E[human correctness | k of m ratings right] per k (majority: ties right when the gold
+    is Inaccurate, probability 1 − SHARE_ACCURATE)."""
+    k = np.asarray(k, dtype=float)
+    if rule == "individual":
+        return k / m
+    return (2 * k > m) + (2 * k == m) * (1 - SHARE_ACCURATE)
+
+
+def human_truth(m: int, rule: str, source: str, raters: np.ndarray | None = None
+                ) -> tuple[float, float]:
+    """(H_right, H_wrong): expected human correctness of a sentence the AI got right /
+    wrong, for ``source`` (an arm of ``ARMS`` or ``POOLED``) with m ratings per arm."""
+    b = rater_effects() if raters is None else raters
+    out = []
+    for s in (0, 1):  # AI right, AI wrong
+        dists = []
+        for arm in (("baseline", "assisted") if source == POOLED else (source,)):
+            q = special.expit(special.logit(ARMS[arm][s]) + SENTENCE_SD * _X[:, None]
+                              + b[None, :])
+            dists.append(subset_count_distribution(q, m))
+        if len(dists) == 2:  # the two arms' counts are independent given u: convolve
+            d = np.stack([np.convolve(x, y) for x, y in zip(*dists, strict=True)])
+            mm = 2 * m
+        else:
+            d, mm = dists[0], m
+        out.append(float((_W @ d) @ _label_correct(np.arange(mm + 1), mm, rule)))
+    return out[0], out[1]
+
+
+@dataclass(frozen=True)
+class Truth:
+    """The population values of one cell (module docstring)."""
+
+    levels: np.ndarray
+    probs: np.ndarray
+    ai: np.ndarray  # a(c) per level
+    human: dict  # (rule, source) → H(c) per level
+    ai_accuracy: float
+
+    def curve(self, rule: str, source: str) -> np.ndarray:
+        """A(t) at t = −∞ and every level."""
+        h = self.human[rule, source]
+        return self.ai_accuracy + np.r_[0.0, np.cumsum(self.probs * (h - self.ai))]
+
+    def at(self, rule: str, source: str, threshold: float) -> float:
+        """A(threshold) for any threshold (−∞: the AI alone)."""
+        low = self.levels <= threshold
+        h = self.human[rule, source]
+        return float((self.probs * np.where(low, h, self.ai)).sum())
+
+    def best_threshold(self, rule: str, source: str) -> float:
+        acc = self.curve(rule, source)
+        return float(np.r_[-np.inf, self.levels][int(np.argmax(acc >= acc.max() - 1e-12))])
+
+    def bands(self, rule: str, edges, sources) -> float:
+        band = np.searchsorted(np.asarray(edges, float), self.levels, side="left")
+        x = np.empty_like(self.ai)
+        for j, src in enumerate(sources):
+            m = band == j
+            x[m] = self.ai[m] if src == "ai" else self.human[rule, src][m]
+        return float((self.probs * x).sum())
+
+    @property
+    def ece(self) -> float:
+        return float((self.probs * np.abs(self.ai - self.levels)).sum())
+
+
+def cell_truth(ai: AiCase, m: int) -> Truth:
+    c, pi = confidence_levels()
+    a = ai.accuracy(c)
+    human = {}
+    for rule in RULES:
+        for source in ("baseline", "assisted", POOLED):
+            right, wrong = human_truth(m, rule, source)
+            human[rule, source] = a * right + (1 - a) * wrong
+    return Truth(c, pi, a, human, float((pi * a).sum()))
+
+
+@dataclass(frozen=True)
+class Studies:
+    """S simulated studies of n sentences: (S, n) arrays; ``human`` maps (rule, source) to
+    per-sentence human correctness."""
+
+    confidence: np.ndarray
+    ai_correct: np.ndarray
+    human: dict
+
+
+def simulate_studies(rng: np.random.Generator, ai: AiCase, n: int, m: int, n_studies: int
+                     ) -> Studies:
+    """The generator of the module docstring, ``n_studies`` studies at once."""
+    c_levels, pi = confidence_levels()
+    shape = (n_studies, n)
+    conf = c_levels[rng.choice(c_levels.size, size=shape, p=pi / pi.sum())]
+    right = rng.random(shape) < ai.accuracy(conf)
+    gold_inaccurate = rng.random(shape) >= SHARE_ACCURATE
+    u = SENTENCE_SD * rng.standard_normal(shape)
+    b = rater_effects()
+    counts = {}
+    for arm, (p_right, p_wrong) in ARMS.items():
+        who = np.argsort(rng.random(shape + (b.size,)), axis=-1)[..., :m]
+        base = special.logit(np.where(right, p_right, p_wrong))
+        p = special.expit(base[..., None] + u[..., None] + b[who])
+        counts[arm] = (rng.random(p.shape) < p).sum(axis=-1)
+    counts[POOLED] = counts["baseline"] + counts["assisted"]
+    human = {}
+    for source in ("baseline", "assisted", POOLED):
+        mm = 2 * m if source == POOLED else m
+        k = counts[source]
+        human["individual", source] = k / mm
+        human["majority", source] = ((2 * k > mm) | ((2 * k == mm) & gold_inaccurate)
+                                     ).astype(float)
+    return Studies(conf, right.astype(float), human)
+
+
+# --- measuring coverage ------------------------------------------------------------------
+BUDGETS = (1.0, 0.5, 0.3, 0.2, 0.1)  # as the analysis (annotations.assisted.services.analysis)
+FORMER_RESAMPLES = 1000  # the former sentence bootstraps (500 for the curve's bars)
+FORMER_CURVE_RESAMPLES = 500
+
+
+class Tally:
+    """Per figure key: (studies showing it, covered by the interval, studies where the
+    former interval was computed, covered by it)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple, np.ndarray] = {}
+
+    def add(self, key: tuple, new: bool, former: bool | None = None) -> None:
+        row = self.counts.setdefault(key, np.zeros(4))
+        row += (1, new, former is not None, bool(former))
+
+    def merge(self, other: Tally) -> None:
+        for k, v in other.counts.items():
+            self.counts.setdefault(k, np.zeros(4))
+            self.counts[k] += v
+
+
+def _covers(lower: float, upper: float, truth: float) -> bool:
+    return bool(lower - 1e-12 <= truth <= upper + 1e-12)
+
+
+def _former(values: np.ndarray, n_resamples: int, seed: int) -> list:
+    """The former intervals: percentile sentence bootstrap of column means."""
+    return bootstrap_means(values, n_resamples=n_resamples, level=0.95, seed=seed)
+
+
+def _curve_study(tally: Tally, key: tuple, truth: Truth, rule: str, source: str,
+                 c: np.ndarray, a: np.ndarray, h: np.ndarray, seed: int | None) -> None:
+    band = curve_band(c, a, h)
+    t = band.curve.thresholds
+    levels = np.r_[-np.inf, truth.levels]
+    idx = np.searchsorted(levels, t)
+    true_curve = truth.curve(rule, source)[idx]
+    former = former_gain = None
+    if seed is not None:
+        y = np.where(c[:, None] <= t[None, :], h[:, None], a[:, None])
+        former = _former(y, FORMER_CURVE_RESAMPLES, seed)
+        former_gain = _former(y - a[:, None], FORMER_CURVE_RESAMPLES, seed)
+        diff = _former(y - y[:, [band.best.index]], FORMER_CURVE_RESAMPLES, seed)
+        near = np.array([d.upper >= -1e-9 for d in diff])
+        near[band.best.index] = True
+        former_range = (t[near].min(), t[near].max())
+    for j, level in enumerate(idx):
+        tally.add(key + ("curve", level), _covers(band.lower[j], band.upper[j], true_curve[j]),
+                  None if former is None else _covers(former[j].lower, former[j].upper,
+                                                      true_curve[j]))
+        if level > 0:  # the all-AI point's gain is 0 by definition
+            g = true_curve[j] - truth.ai_accuracy
+            tally.add(key + ("curve gain", level),
+                      _covers(band.gain_lower[j], band.gain_upper[j], g),
+                      None if former_gain is None else _covers(
+                          former_gain[j].lower, former_gain[j].upper, g))
+    best = truth.best_threshold(rule, source)
+    tally.add(key + ("best range",), _covers(*band.best_threshold_interval, best),
+              None if seed is None else _covers(*former_range, best))
+
+
+def _held_out_study(tally: Tally, key: tuple, truth: Truth, rule: str, source: str,
+                    c: np.ndarray, a: np.ndarray, h: np.ndarray, cal: np.ndarray,
+                    seed: int | None) -> None:
+    done: dict[float, tuple] = {}
+    for budget in BUDGETS:
+        res = held_out_threshold(c, a, h, cal, max_human_share=budget)
+        if res.threshold in done:  # a budget that does not bind: the same figures
+            for k, covered in done[res.threshold]:
+                tally.add(key + ("held-out", budget, k), *covered)
+            continue
+        at = truth.at(rule, source, res.threshold)
+        former = None
+        if seed is not None:
+            ho = ~cal
+            y = np.where(c[ho] <= res.threshold, h[ho], a[ho])
+            former = _former(np.c_[y, a[ho], y - a[ho]], FORMER_RESAMPLES, seed)
+        results = []
+        for j, (what, est, value) in enumerate((
+                ("accuracy", res.held_out_accuracy, at),
+                ("AI alone", res.held_out_ai_accuracy, truth.ai_accuracy),
+                ("gain", res.held_out_gain, at - truth.ai_accuracy))):
+            covered = (_covers(est.lower, est.upper, value),
+                       None if former is None else _covers(former[j].lower, former[j].upper,
+                                                           value))
+            tally.add(key + ("held-out", budget, what), *covered)
+            results.append((what, covered))
+        done[res.threshold] = tuple(results)
+
+
+def _results_study(tally: Tally, key: tuple, truth: Truth, rule: str, arms: dict,
+                   c: np.ndarray, a: np.ndarray, threshold: float, kind: str,
+                   seed: int | None) -> None:
+    table = overall_accuracy(c, a, arms, threshold)
+    former = None
+    if seed is not None:
+        cols = [a]
+        for h in arms.values():
+            cols += [h, np.where(c <= threshold, h, a)]
+        vals = np.stack(cols, axis=1)
+        former = _former(np.c_[vals, vals - a[:, None]], FORMER_RESAMPLES, seed)
+    k = len(table.entries)
+    for j, row in enumerate(table.entries):
+        value = (truth.ai_accuracy if row.protocol == "ai" else
+                 truth.at(rule, row.arm, math.inf if row.protocol == "humans" else threshold))
+        label = "AI alone" if row.protocol == "ai" else row.protocol
+        tally.add(key + ("results", kind, label, "accuracy"),
+                  _covers(row.accuracy.lower, row.accuracy.upper, value),
+                  None if former is None else _covers(former[j].lower, former[j].upper,
+                                                      value))
+        if row.protocol != "ai":
+            gain = value - truth.ai_accuracy
+            tally.add(key + ("results", kind, label, "gain"),
+                      _covers(row.gain_over_ai.lower, row.gain_over_ai.upper, gain),
+                      None if former is None else _covers(
+                          former[k + j].lower, former[k + j].upper, gain))
+
+
+def _bands_study(tally: Tally, key: tuple, truth: Truth, rule: str, arms: dict,
+                 c: np.ndarray, a: np.ndarray, cal: np.ndarray, seed: int | None) -> None:
+    choice = best_band_sources(c, a, arms, BAND_EDGES, calibration=cal)
+    value = truth.bands(rule, BAND_EDGES, choice.sources)
+    former = None
+    if seed is not None:
+        ho = ~cal
+        band = np.searchsorted(np.asarray(BAND_EDGES), c[ho], side="left")
+        y = a[ho].copy()
+        for j, src in enumerate(choice.sources):
+            if src != "ai":
+                y[band == j] = arms[src][ho][band == j]
+        former = _former(np.c_[y, a[ho], y - a[ho]], FORMER_RESAMPLES, seed)
+    for j, (what, est, v) in enumerate((
+            ("accuracy", choice.held_out_accuracy, value),
+            ("AI alone", choice.held_out_ai_accuracy, truth.ai_accuracy),
+            ("gain", choice.held_out_gain, value - truth.ai_accuracy))):
+        tally.add(key + ("bands", what), _covers(est.lower, est.upper, v),
+                  None if former is None else _covers(former[j].lower, former[j].upper, v))
+
+
+def hybrid_cell(ai: AiCase, n: int, m: int, n_studies: int, *, seed: int = 0,
+                n_former: int = 0) -> Tally:
+    """Coverage of every sentence figure of the dashboard in one cell (AI case, n sentences,
+    m ratings per sentence per arm): keys (rule, source, figure, …) or (rule, figure, …);
+    the former intervals on the first ``n_former`` studies."""
+    rng = np.random.default_rng([seed, n, m, AI_CASES.index(ai) if ai in AI_CASES else 99])
+    truth = cell_truth(ai, m)
+    studies = simulate_studies(rng, ai, n, m, n_studies)
+    cal = calibration_split(np.arange(n), 0.5, seed=0)
+    tally = Tally()
+    with _one_thread():
+        _hybrid_studies(tally, truth, studies, cal, n_studies, n_former)
+    return tally
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """BLAS on one thread: the many small matrix products of the former bootstraps run
+    several times faster than with threads contending for two cores."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        yield
+        return
+    with threadpool_limits(1):
+        yield
+
+
+def _hybrid_studies(tally: Tally, truth: Truth, studies: Studies, cal: np.ndarray,
+                    n_studies: int, n_former: int) -> None:
+    for i in range(n_studies):
+        c, a = studies.confidence[i], studies.ai_correct[i]
+        s = i if i < n_former else None
+        with shared_resamples():
+            for rule in RULES:
+                for source in SOURCES:
+                    h = studies.human[rule, source][i]
+                    _curve_study(tally, (rule, source), truth, rule, source, c, a, h, s)
+                    _held_out_study(tally, (rule, source), truth, rule, source, c, a, h, cal,
+                                    s)
+                arms = {arm: studies.human[rule, arm][i] for arm in ARMS}
+                _results_study(tally, (rule,), truth, rule, arms, c, a, LIVE_THRESHOLD,
+                               "live threshold", s)
+                chosen = held_out_threshold(c, a, studies.human[rule, POOLED][i], cal)
+                _results_study(tally, (rule,), truth, rule, arms, c, a, chosen.threshold,
+                               "held-out threshold", s)
+                _bands_study(tally, (rule,), truth, rule, arms, c, a, cal, s)

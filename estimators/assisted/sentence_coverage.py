@@ -44,12 +44,14 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special, stats
 
+from estimators.assisted.calibration import reliability_bins, wilson_interval
 from estimators.assisted.hybridization import (
     best_band_sources,
     calibration_split,
@@ -58,7 +60,8 @@ from estimators.assisted.hybridization import (
 )
 from estimators.assisted.reliance import overall_accuracy
 from estimators.assisted.simulation import AssistedDesign
-from estimators.numerics.bootstrap import bootstrap_means, shared_resamples
+from estimators.numerics.bootstrap import bootstrap_means, resampled_sums, shared_resamples
+from estimators.numerics.proportion import blaker, exact_coverage
 
 N_AI_SAMPLES = 20
 CONFIDENCE_BETA = (2.0, 1.2)
@@ -258,11 +261,6 @@ class Tally:
         row = self.counts.setdefault(key, np.zeros(4))
         row += (1, new, former is not None, bool(former))
 
-    def merge(self, other: Tally) -> None:
-        for k, v in other.counts.items():
-            self.counts.setdefault(k, np.zeros(4))
-            self.counts[k] += v
-
 
 def _covers(lower: float, upper: float, truth: float) -> bool:
     return bool(lower - 1e-12 <= truth <= upper + 1e-12)
@@ -429,3 +427,242 @@ def _hybrid_studies(tally: Tally, truth: Truth, studies: Studies, cal: np.ndarra
                 _results_study(tally, (rule,), truth, rule, arms, c, a, chosen.threshold,
                                "held-out threshold", s)
                 _bands_study(tally, (rule,), truth, rule, arms, c, a, cal, s)
+
+
+# --- the tables ---------------------------------------------------------------------------
+HYBRID_HEADING = "## Assisted: hybridization, intervals over sentences"
+CALIBRATION_HEADING = "## Assisted: calibration (reliability bins, ECE)"
+GOAL_FLOOR = 0.935
+MIN_SHOWN = 50  # a figure shown in fewer of a cell's studies is left out of the summaries
+
+# (label, interval now, predicate on a tally key)
+FIGURES = (
+    ("Figure 1: hybrid accuracy at each threshold (bars)", "Clopper–Pearson, effective n",
+     lambda k: k[2] == "curve"),
+    ("Figure 1: gain over the AI at each threshold (CSV, API)", "Newcombe",
+     lambda k: k[2] == "curve gain"),
+    ("Thresholds as good (95 %): holds the best threshold", "Newcombe test vs the best",
+     lambda k: k[2] == "best range"),
+    ("Held out: accuracy at the chosen threshold", "Clopper–Pearson, effective n",
+     lambda k: k[2] == "held-out" and k[-1] == "accuracy"),
+    ("Held out: AI alone", "Clopper–Pearson, effective n", lambda k: k[2] == "held-out" and k[-1] == "AI alone"),
+    ("Held out: gain", "Newcombe", lambda k: k[2] == "held-out" and k[-1] == "gain"),
+    ("Results, live threshold: AI alone, humans, hybrid (accuracy)", "Clopper–Pearson, effective n",
+     lambda k: k[1] == "results" and k[2] == "live threshold" and k[-1] == "accuracy"),
+    ("Results, live threshold: gains", "Newcombe",
+     lambda k: k[1] == "results" and k[2] == "live threshold" and k[-1] == "gain"),
+    ("Results, held-out threshold: AI alone, humans, hybrid (accuracy)", "Clopper–Pearson, effective n",
+     lambda k: k[1] == "results" and k[2] == "held-out threshold" and k[-1] == "accuracy"),
+    ("Results, held-out threshold: gains", "Newcombe",
+     lambda k: k[1] == "results" and k[2] == "held-out threshold" and k[-1] == "gain"),
+    ("Bands: held-out accuracy, AI alone", "Clopper–Pearson, effective n",
+     lambda k: k[1] == "bands" and k[-1] != "gain"),
+    ("Bands: held-out gain", "Newcombe", lambda k: k[1] == "bands" and k[-1] == "gain"),
+)
+
+
+def _coverages(tallies: list[Tally], pick: Callable[[tuple], bool], former: bool
+               ) -> np.ndarray:
+    """Coverage of every cell (one tally per setting) of the figures ``pick`` selects,
+    where shown in at least ``MIN_SHOWN`` studies (former: a quarter of that)."""
+    col, den = (3, 2) if former else (1, 0)
+    least = max(MIN_SHOWN // 4, 1) if former else MIN_SHOWN
+    return np.array([v[col] / v[den] for t in tallies for k, v in t.counts.items()
+                     if pick(k) and v[den] >= least])
+
+
+def _summary(cov: np.ndarray) -> str:
+    if cov.size == 0:
+        return "– | – | – | –"
+    return (f"{100 * cov.min():.1f} | {100 * np.median(cov):.1f} | {100 * cov.max():.1f} | "
+            f"{int((cov < GOAL_FLOOR).sum())} of {cov.size}")
+
+
+def hybrid_table(n_studies: int = 600, n_former: int = 200, seed: int = 0,
+                 sizes: tuple[int, ...] = SIZES, ratings: tuple[int, ...] = RATINGS,
+                 ai_cases: tuple[AiCase, ...] = AI_CASES) -> str:
+    """The Markdown section of docs/coverage.md for the hybridization figures."""
+    t0 = time.time()
+    cells = {(ai.name, n, m): hybrid_cell(ai, n, m, n_studies, seed=seed, n_former=n_former)
+             for ai in ai_cases for n in sizes for m in ratings}
+    everything = list(cells.values())
+    se = 100 * math.sqrt(0.95 * 0.05 / n_studies)
+    se_former = 100 * math.sqrt(0.95 * 0.05 / max(n_former, 1))
+    lines = [
+        HYBRID_HEADING,
+        "",
+        f"Generated by `python -m estimators.assisted.coverage --hybrid --studies {n_studies} "
+        f"--former {n_former} --seed {seed} --write docs/coverage.md` "
+        f"({time.time() - t0:.0f} s). Simulated studies with known truth: {n_studies} per "
+        f"cell (Monte-Carlo SE ≈ {se:.1f} points at 95 %), the former intervals on the "
+        f"first {n_former} of them (SE ≈ {se_former:.1f}). Generator and truth: the docstring "
+        "of `estimators/assisted/sentence_coverage.py` — sentences with the AI's confidence "
+        "(20 samples), the AI right with probability a(c) (calibrated, over-confident, near "
+        "ceiling), a difficulty per sentence, m ratings per sentence and arm from 8 raters "
+        "of unequal skill, the study's raters held fixed. **The estimand is the population "
+        "of sentences**: the accuracy these raters and this AI would reach on new sentences "
+        "from the same source (not the study's own sentences, on which the AI's accuracy "
+        "is known exactly). Grid: "
+        f"n ∈ {{{', '.join(map(str, sizes))}}} sentences × m ∈ "
+        f"{{{', '.join(map(str, ratings))}}} ratings per sentence per arm × "
+        f"{len(ai_cases)} AI cases; in each, both rules (individual ratings, majority "
+        "vote), the assisted arm and both arms pooled, every threshold of the curve, every "
+        "budget (100, 50, 30, 20, 10 %), the results table at a live threshold (0.8) and "
+        "at the held-out one. A cell is one figure in one setting (one threshold, one "
+        f"budget, …), counted where the figure was shown in at least {MIN_SHOWN} studies. "
+        "**Now**: Clopper–Pearson at the sentences' effective size for accuracies "
+        "(Korn–Graubard), Newcombe's paired interval for gains (Wilson–t components), "
+        "Newcombe's test against the best threshold for the thresholds as good "
+        "(`estimators/numerics/units.py`; closed form). **Former**: percentile bootstrap "
+        "of sentences (1000 resamples; 500 for the curve).",
+        "",
+        "| figure | interval now | min | median | max | cells < 93.5 % | former min | "
+        "former median | former max | former cells < 93.5 % |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, method, pick in FIGURES:
+        lines.append(f"| {label} | {method} | {_summary(_coverages(everything, pick, False))}"
+                     f" | {_summary(_coverages(everything, pick, True))} |")
+    lines += ["", "Per setting: the lowest coverage over its cells (the former interval's in "
+              "parentheses).", "",
+              "| AI | n | m | " + " | ".join(f"{j + 1}" for j in range(len(FIGURES))) + " |",
+              "|---|---|---|" + "---|" * len(FIGURES)]
+    for (name, n, m), t in cells.items():
+        vals = []
+        for _, _, pick in FIGURES:
+            new, old = _coverages([t], pick, False), _coverages([t], pick, True)
+            vals.append(("–" if new.size == 0 else f"{100 * new.min():.1f}")
+                        + ("" if old.size == 0 else f" ({100 * old.min():.1f})"))
+        lines.append(f"| {name} | {n} | {m} | " + " | ".join(vals) + " |")
+    lines += ["", "Columns: " + "; ".join(f"{j + 1} = {label}"
+                                          for j, (label, _, _) in enumerate(FIGURES)) + "."]
+    return "\n".join(lines) + "\n"
+
+
+# --- calibration -------------------------------------------------------------------------
+BIN_SIZES = (1, 2, 3, 5, 10, 20, 30, 50, 100)
+BIN_ACCURACIES = np.round(np.r_[np.arange(0.40, 0.951, 0.05), 0.97, 0.98, 0.99], 4)
+
+
+def _wilson(s: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return wilson_interval(s, n, 0.95)
+
+
+def _blaker(s: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return blaker(s, n, 0.95)
+
+
+BIN_INTERVALS = (("Wilson (former)", _wilson), ("Blaker (now)", _blaker))
+
+
+def bin_coverage(k: int, p: np.ndarray, interval) -> np.ndarray:
+    """Exact coverage of a bin of k items at true accuracies p."""
+    return exact_coverage(k, p, interval)
+
+
+def study_bin_coverage(n: int, prob: float, p: float, interval, cache: dict) -> float:
+    """Exact coverage of the bar of a bin holding each of n sentences with probability
+    ``prob`` (its count k ~ Binomial(n, prob), shown when k ≥ 1) at true accuracy p:
+    Σ_{k ≥ 1} P(k) cov_k(p) / P(k ≥ 1), k over its range of probability ≥ 1e-12."""
+    ks = np.arange(max(1, int(stats.binom.ppf(1e-12, n, prob))),
+                   int(stats.binom.isf(1e-12, n, prob)) + 1)
+    w = stats.binom.pmf(ks, n, prob)
+    cov = np.array([cache.setdefault((k, p, interval), float(bin_coverage(k, np.array([p]),
+                                                                            interval)[0]))
+                    for k in ks])
+    return float((w * cov).sum() / w.sum())
+
+
+def _former_ece(c: np.ndarray, x: np.ndarray, n_resamples: int, seed: int
+                ) -> tuple[float, float]:
+    """The former ECE interval: percentile bootstrap of sentences with the study's bins."""
+    levels, bins = np.unique(c, return_inverse=True)
+    k = levels.size
+    cols = np.zeros((c.size, 2 * k))
+    rows = np.arange(c.size)
+    cols[rows, bins], cols[rows, k + bins] = c, x
+    rs = resampled_sums(cols, n_resamples, seed)
+    reps = np.abs(rs[:, k:] - rs[:, :k]).sum(axis=1) / c.size
+    lo, hi = np.quantile(reps, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def ece_cell(ai: AiCase, n: int, n_studies: int, *, seed: int = 0, n_former: int = 0
+             ) -> dict[str, float]:
+    """Coverage and mean width of the ECE interval (now; former on the first ``n_former``
+    studies) over simulated studies with one bin per confidence (the analysis' "distinct"
+    bins); truth Σ_c π_c |a(c) − c|."""
+    rng = np.random.default_rng([seed, n, AI_CASES.index(ai) if ai in AI_CASES else 99, 7])
+    truth = cell_truth(ai, 1).ece
+    studies = simulate_studies(rng, ai, n, 1, n_studies)
+    hit = width = old_hit = old_width = 0.0
+    with _one_thread():
+        for i in range(n_studies):
+            c, x = studies.confidence[i], studies.ai_correct[i]
+            lo, hi = reliability_bins(c, x, strategy="distinct", ece_interval=True).ece_interval
+            hit += _covers(lo, hi, truth)
+            width += hi - lo
+            if i < n_former:
+                lo, hi = _former_ece(c, x, FORMER_RESAMPLES, i)
+                old_hit += _covers(lo, hi, truth)
+                old_width += hi - lo
+    k = max(min(n_former, n_studies), 1)
+    return {"truth": truth, "coverage": hit / n_studies, "width": width / n_studies,
+            "former": old_hit / k if n_former else math.nan,
+            "former_width": old_width / k if n_former else math.nan}
+
+
+def calibration_table(n_studies: int = 1000, n_former: int = 300, seed: int = 0) -> str:
+    """The Markdown section of docs/coverage.md for the calibration figure."""
+    t0 = time.time()
+    levels, probs = confidence_levels()
+    cache: dict = {}
+    lines = [CALIBRATION_HEADING, "",
+             f"Generated by `python -m estimators.assisted.coverage --calibration --studies "
+             f"{n_studies} --former {n_former} --seed {seed} --write docs/coverage.md` "
+             "(TIME s). **The bars** (the AI's accuracy per confidence bin) are computed "
+             "**exactly**: given its count k a bin's number of right verdicts is "
+             "Binomial(k, p) (p the bin's accuracy in the population of sentences), so "
+             "coverage is a sum over every outcome. **The ECE's interval** is simulated "
+             f"({n_studies} studies per cell, SE ≈ "
+             f"{100 * math.sqrt(0.95 * 0.05 / n_studies):.1f} points; the former bootstrap "
+             f"on {n_former}), with the generator of `estimators/assisted/sentence_coverage.py` "
+             "(one bin per confidence level k/20, as the dashboard bins when there are at most "
+             "12 levels) and truth ECE = Σ_c π_c |a(c) − c|.",
+             "", "By bin size (every accuracy p in "
+             f"{{{', '.join(f'{p:g}' for p in BIN_ACCURACIES)}}}):", "",
+             "| items in the bin | " + " | ".join(f"{name} min | {name} median"
+                                                  for name, _ in BIN_INTERVALS) + " |",
+             "|---|" + "---|---|" * len(BIN_INTERVALS)]
+    for k in BIN_SIZES:
+        row = f"| {k} |"
+        for _, interval in BIN_INTERVALS:
+            cov = bin_coverage(k, BIN_ACCURACIES, interval)
+            row += f" {100 * cov.min():.1f} | {100 * np.median(cov):.1f} |"
+        lines.append(row)
+    lines += ["", "In studies of n sentences (each bin's count drawn with the study; the bar "
+              "shown when the bin holds a sentence): lowest and median coverage over the 11 "
+              "confidence levels.", "",
+              "| AI | n | " + " | ".join(f"{name} min | {name} median"
+                                         for name, _ in BIN_INTERVALS) + " |",
+              "|---|---|" + "---|---|" * len(BIN_INTERVALS)]
+    for ai in AI_CASES:
+        a = ai.accuracy(levels)
+        for n in SIZES:
+            row = f"| {ai.name} | {n} |"
+            for _, interval in BIN_INTERVALS:
+                cov = np.array([study_bin_coverage(n, pr, float(p), interval, cache)
+                                for pr, p in zip(probs, a, strict=True)])
+                row += f" {100 * cov.min():.1f} | {100 * np.median(cov):.1f} |"
+            lines.append(row)
+    lines += ["", "The ECE's interval:", "",
+              "| AI | n | true ECE | now: coverage | now: mean width | former: coverage | "
+              "former: mean width |", "|---|---|---|---|---|---|---|"]
+    for ai in AI_CASES:
+        for n in SIZES:
+            r = ece_cell(ai, n, n_studies, seed=seed, n_former=n_former)
+            lines.append(f"| {ai.name} | {n} | {r['truth']:.3f} | {100 * r['coverage']:.1f} | "
+                         f"{r['width']:.3f} | {100 * r['former']:.1f} | "
+                         f"{r['former_width']:.3f} |")
+    text = "\n".join(lines) + "\n"
+    return text.replace("(TIME s)", f"({time.time() - t0:.0f} s)")

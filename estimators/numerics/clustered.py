@@ -140,19 +140,26 @@ def clustered_proportion(n: np.ndarray, s: np.ndarray, *,
     return ClusteredArrays(p, lower, upper, total_n.astype(int), g, variance, residual)
 
 
+def effective_size(p: np.ndarray, variance: np.ndarray, total_n: np.ndarray, g: np.ndarray
+                   ) -> np.ndarray:
+    """n* = p̂(1−p̂)/V with the module's edge rules: G where p̂ ∈ {0, 1} or V is undefined,
+    and at most N / ``MIN_DESIGN_EFFECT``."""
+    p, variance = np.asarray(p, dtype=float), np.asarray(variance, dtype=float)
+    edge = (p <= 0) | (p >= 1) | ~np.isfinite(variance)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where(edge, g, p * (1 - p) / np.where(variance > 0, variance, 1))
+        n_eff = np.where(~edge & (variance <= 0), np.inf, n_eff)
+    return np.minimum(n_eff, np.asarray(total_n, dtype=float) / MIN_DESIGN_EFFECT)
+
+
 def wilson_t_bounds(p: np.ndarray, variance: np.ndarray, total_n: np.ndarray, g: np.ndarray,
                     *, interval_level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Wilson's score interval for p̂ at the effective size n* = p̂(1−p̂)/V with the
     Student t quantile on G − 1 degrees of freedom, and the edge rules of the module
     docstring (n* = G where p̂ ∈ {0, 1}; design effect floored at ``MIN_DESIGN_EFFECT``;
     [0, 1] with G < 2; NaN with N = 0). Vectorised over cells."""
-    p, variance = np.asarray(p, dtype=float), np.asarray(variance, dtype=float)
-    total_n, g = np.asarray(total_n, dtype=float), np.asarray(g)
-    edge = (p <= 0) | (p >= 1) | ~np.isfinite(variance)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(edge, g, p * (1 - p) / np.where(variance > 0, variance, 1))
-        n_eff = np.where(~edge & (variance <= 0), np.inf, n_eff)
-    n_eff = np.minimum(n_eff, total_n / MIN_DESIGN_EFFECT)
+    p, total_n, g = np.asarray(p, dtype=float), np.asarray(total_n, dtype=float), np.asarray(g)
+    n_eff = effective_size(p, variance, total_n, g)
     c = _quantile(interval_level, g)
     with np.errstate(divide="ignore", invalid="ignore"):
         c2n = c ** 2 / np.where(n_eff > 0, n_eff, 1)

@@ -62,6 +62,7 @@ from estimators.assisted.reliance import overall_accuracy
 from estimators.assisted.simulation import AssistedDesign
 from estimators.numerics.bootstrap import bootstrap_means, resampled_sums, shared_resamples
 from estimators.numerics.proportion import blaker, exact_coverage
+from estimators.numerics.units import difference_bounds, mean_bounds
 
 N_AI_SAMPLES = 20
 CONFIDENCE_BETA = (2.0, 1.2)
@@ -261,6 +262,11 @@ class Tally:
         row = self.counts.setdefault(key, np.zeros(4))
         row += (1, new, former is not None, bool(former))
 
+    def add_studies(self, key: tuple, shown: np.ndarray, covered: np.ndarray) -> None:
+        """The new interval over many studies at once (boolean arrays)."""
+        row = self.counts.setdefault(key, np.zeros(4))
+        row[:2] += (int(shown.sum()), int((shown & covered).sum()))
+
 
 def _covers(lower: float, upper: float, truth: float) -> bool:
     return bool(lower - 1e-12 <= truth <= upper + 1e-12)
@@ -383,16 +389,104 @@ def _bands_study(tally: Tally, key: tuple, truth: Truth, rule: str, arms: dict,
 def hybrid_cell(ai: AiCase, n: int, m: int, n_studies: int, *, seed: int = 0,
                 n_former: int = 0) -> Tally:
     """Coverage of every sentence figure of the dashboard in one cell (AI case, n sentences,
-    m ratings per sentence per arm): keys (rule, source, figure, …) or (rule, figure, …);
-    the former intervals on the first ``n_former`` studies."""
+    m ratings per sentence per arm): keys (rule, source, figure, …) or (rule, figure, …).
+    The intervals of all studies at once (:func:`curves_at_once`, …: the same numbers the
+    analysis' functions give, a test checks); the former bootstrap intervals, study by
+    study through those functions, on the first ``n_former`` studies."""
     rng = np.random.default_rng([seed, n, m, AI_CASES.index(ai) if ai in AI_CASES else 99])
     truth = cell_truth(ai, m)
     studies = simulate_studies(rng, ai, n, m, n_studies)
     cal = calibration_split(np.arange(n), 0.5, seed=0)
     tally = Tally()
-    with _one_thread():
-        _hybrid_studies(tally, truth, studies, cal, n_studies, n_former)
+    _new_intervals(tally, truth, studies, cal)
+    if n_former:
+        former = Tally()
+        with _one_thread():
+            _hybrid_studies(former, truth, studies, cal, min(n_former, n_studies), n_former)
+        for k, v in former.counts.items():
+            tally.counts.setdefault(k, np.zeros(4))[2:] += v[2:]
     return tally
+
+
+def _covered(bounds: tuple[np.ndarray, np.ndarray], truth) -> np.ndarray:
+    lo, hi = bounds
+    return (lo - 1e-12 <= truth) & (truth <= hi + 1e-12)
+
+
+def _new_intervals(tally: Tally, truth: Truth, studies: Studies, cal: np.ndarray) -> None:
+    levels = truth.levels
+    n_levels = levels.size
+    n = studies.confidence.shape[1]
+    lv = np.searchsorted(levels, studies.confidence - 1e-9)
+    a = studies.ai_correct
+    every = np.ones(a.shape[0], dtype=bool)
+    j_live = np.full(a.shape[0], int(np.searchsorted(levels, LIVE_THRESHOLD + 1e-9, "right")))
+    level_band = np.searchsorted(np.asarray(BAND_EDGES), levels, side="left")
+    arms = tuple(ARMS)
+    for rule in RULES:
+        whole, cal_mo, ho_mo = {}, {}, {}
+        for source in (*arms, POOLED):
+            h = studies.human[rule, source]
+            whole[source] = level_moments(lv, a, h, n_levels)
+            cal_mo[source] = level_moments(lv, a, h, n_levels, cal)
+            ho_mo[source] = level_moments(lv, a, h, n_levels, ~cal)
+        j_held = {}
+        for source in SOURCES:
+            key, curve = (rule, source), truth.curve(rule, source)
+            got = curves_at_once(whole[source], n, levels)
+            for j in range(n_levels + 1):
+                shown = got["shown"][:, j]
+                tally.add_studies(key + ("curve", j), shown,
+                                  _covered((got["lower"][:, j], got["upper"][:, j]), curve[j]))
+                if j:
+                    tally.add_studies(key + ("curve gain", j), shown, _covered(
+                        (got["gain_lower"][:, j], got["gain_upper"][:, j]),
+                        curve[j] - truth.ai_accuracy))
+            tally.add_studies(key + ("best range",), every, _covered(
+                (got["range"][:, 0], got["range"][:, 1]), truth.best_threshold(rule, source)))
+            for budget in BUDGETS:
+                j, bounds = held_out_at_once(cal_mo[source], ho_mo[source], budget)
+                j_held[source, budget] = j
+                for what, b, value in zip(("accuracy", "AI alone", "gain"), bounds, (
+                        curve[j], truth.ai_accuracy, curve[j] - truth.ai_accuracy),
+                        strict=True):
+                    tally.add_studies(key + ("held-out", budget, what), every,
+                                      _covered(b, value))
+        for kind, j in (("live threshold", j_live), ("held-out threshold",
+                                                     j_held[POOLED, 1.0])):
+            key = (rule, "results", kind)
+            tally.add_studies(key + ("AI alone", "accuracy"), every, _covered(
+                mean_bounds(n, whole[arms[0]].a[:, -1], whole[arms[0]].aa[:, -1])[1:],
+                truth.ai_accuracy))
+            for arm in arms:
+                mo, curve = whole[arm], truth.curve(rule, arm)
+                for label, (sy, syy, sya), value in (
+                        ("humans", (mo.h[:, -1], mo.hh[:, -1], mo.ha[:, -1]), curve[-1]),
+                        ("hybrid", mo.hybrid(j), curve[j])):
+                    tally.add_studies(key + (label, "accuracy"), every,
+                                      _covered(mean_bounds(n, sy, syy)[1:], value))
+                    tally.add_studies(key + (label, "gain"), every, _covered(
+                        difference_bounds(n, sy, syy, mo.a[:, -1], mo.aa[:, -1], sya)[1:],
+                        value - truth.ai_accuracy))
+        chosen, bounds = bands_at_once(level_band, cal_mo, ho_mo, arms)
+        value = _band_truth(truth, rule, level_band, chosen, arms)
+        for what, b, v in zip(("accuracy", "AI alone", "gain"), bounds,
+                              (value, truth.ai_accuracy, value - truth.ai_accuracy),
+                              strict=True):
+            tally.add_studies((rule, "bands", what), every, _covered(b, v))
+
+
+def _band_truth(truth: Truth, rule: str, level_band: np.ndarray, chosen: np.ndarray,
+                arms: tuple[str, ...]) -> np.ndarray:
+    """Per study the population accuracy of its band assignment (``chosen``: per band the
+    index into ("ai",) + arms)."""
+    value = np.zeros(chosen.shape[0])
+    for k in range(chosen.shape[1]):
+        m = level_band == k
+        options = np.array([(truth.probs[m] * truth.ai[m]).sum()] + [
+            (truth.probs[m] * truth.human[rule, arm][m]).sum() for arm in arms])
+        value += options[chosen[:, k]]
+    return value
 
 
 @contextlib.contextmanager
@@ -410,6 +504,8 @@ def _one_thread() -> Iterator[None]:
 
 def _hybrid_studies(tally: Tally, truth: Truth, studies: Studies, cal: np.ndarray,
                     n_studies: int, n_former: int) -> None:
+    """Study by study through the analysis' own functions, with the former intervals on the
+    first ``n_former`` studies."""
     for i in range(n_studies):
         c, a = studies.confidence[i], studies.ai_correct[i]
         s = i if i < n_former else None
@@ -666,3 +762,144 @@ def calibration_table(n_studies: int = 1000, n_former: int = 300, seed: int = 0)
                          f"{r['former_width']:.3f} |")
     text = "\n".join(lines) + "\n"
     return text.replace("(TIME s)", f"({time.time() - t0:.0f} s)")
+
+
+# --- the intervals of every study at once ------------------------------------------------
+_TIE = 1e-9  # as estimators.assisted.hybridization
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Per study, cumulative sums over the confidence levels (column 0: t = −∞, nothing;
+    column j: every sentence with c ≤ level j) of the count and of h, h², a, a², h·a; and
+    their totals. Arrays (S, L + 1)."""
+
+    count: np.ndarray
+    h: np.ndarray
+    hh: np.ndarray
+    a: np.ndarray
+    aa: np.ndarray
+    ha: np.ndarray
+
+    def hybrid(self, j: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(Σ y, Σ y², Σ y·a) at level index j (per study) for y = h below, a above."""
+        take = lambda x: np.take_along_axis(x, j[:, None], axis=1)[:, 0]  # noqa: E731
+        ta, taa = self.a[:, -1], self.aa[:, -1]
+        return (take(self.h) + ta - take(self.a), take(self.hh) + taa - take(self.aa),
+                take(self.ha) + taa - take(self.aa))
+
+
+def level_moments(level: np.ndarray, a: np.ndarray, h: np.ndarray, n_levels: int,
+                  mask: np.ndarray | None = None) -> Moments:
+    """:class:`Moments` of (S, n) studies (``level``: each sentence's confidence level
+    index; ``mask``: the sentences counted)."""
+    s, n = level.shape
+    w = np.ones(level.shape) if mask is None else np.broadcast_to(mask, level.shape) * 1.0
+    flat = (np.arange(s)[:, None] * n_levels + level).ravel()
+
+    def per_level(x: np.ndarray) -> np.ndarray:
+        sums = np.bincount(flat, weights=(x * w).ravel(), minlength=s * n_levels)
+        return np.c_[np.zeros(s), np.cumsum(sums.reshape(s, n_levels), axis=1)]
+
+    return Moments(per_level(np.ones(level.shape)), per_level(h), per_level(h * h),
+                   per_level(a), per_level(a * a), per_level(h * a))
+
+
+def _best(acc: np.ndarray, share: np.ndarray, shown: np.ndarray, budget: float) -> np.ndarray:
+    """Per study the first shown point within _TIE of the best accuracy among those within
+    the budget (``hybridization._best_index``)."""
+    ok = shown & (share <= budget + 1e-12)
+    acc = np.where(ok, acc, -np.inf)
+    return np.argmax(acc >= acc.max(axis=1, keepdims=True) - _TIE, axis=1)
+
+
+def curves_at_once(mo: Moments, n: int, levels: np.ndarray) -> dict[str, np.ndarray]:
+    """What :func:`curve_band` gives for every study: per point (S, L + 1) ``shown``,
+    ``lower``/``upper``, ``gain_lower``/``gain_upper``; per study ``best`` (index) and
+    ``range`` (S, 2), the thresholds as good."""
+    j = np.arange(mo.count.shape[1])
+    shown = np.diff(mo.count, prepend=0, axis=1) > 0  # point j: level j − 1 observed
+    shown[:, 0] = True
+    ta, taa = mo.a[:, -1:], mo.aa[:, -1:]
+    sy, syy, sya = mo.h + ta - mo.a, mo.hh + taa - mo.aa, mo.ha + taa - mo.aa
+    _, lo, hi = mean_bounds(n, sy, syy)
+    _, glo, ghi = difference_bounds(n, sy, syy, ta, taa, sya)
+    acc = (mo.h + ta - mo.a) / n
+    best = _best(acc, mo.count / n, shown, 1.0)
+    b = best[:, None]
+    low, high = np.minimum(j[None, :], b), np.maximum(j[None, :], b)
+    take = lambda x, k: np.take_along_axis(x, k, axis=1)  # noqa: E731
+    syb = take(mo.hh, low) + take(mo.ha, high) - take(mo.ha, low) + taa - take(mo.aa, high)
+    _, _, diff_upper = difference_bounds(n, sy, syy, take(sy, b), take(syy, b), syb)
+    near = shown & ((diff_upper >= -_TIE) | (j[None, :] == b))
+    t = np.r_[-np.inf, levels]
+    first = np.argmax(near, axis=1)
+    last = j.size - 1 - np.argmax(near[:, ::-1], axis=1)
+    return {"shown": shown, "lower": lo, "upper": hi, "gain_lower": glo, "gain_upper": ghi,
+            "best": best, "range": np.c_[t[first], t[last]]}
+
+
+def held_out_at_once(cal_mo: Moments, ho_mo: Moments, budget: float
+                     ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """Per study the level index of the threshold chosen on the calibration sentences under
+    ``budget`` and the held-out (lower, upper) of accuracy, AI alone and gain."""
+    n_cal, n_ho = cal_mo.count[:, -1:], ho_mo.count[:, -1]
+    shown = np.diff(cal_mo.count, prepend=0, axis=1) > 0
+    shown[:, 0] = True
+    acc = (cal_mo.h + cal_mo.a[:, -1:] - cal_mo.a) / n_cal
+    j = _best(acc, cal_mo.count / n_cal, shown, budget)
+    return j, _three(ho_mo, j, n_ho)
+
+
+def _three(mo: Moments, j: np.ndarray, n: np.ndarray
+           ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(lower, upper) of the hybrid accuracy at level index j, of the AI alone and of the
+    gain, on the sentences of ``mo``."""
+    sy, syy, sya = mo.hybrid(j)
+    ta, taa = mo.a[:, -1], mo.aa[:, -1]
+    _, lo, hi = mean_bounds(n, sy, syy)
+    _, alo, ahi = mean_bounds(n, ta, taa)
+    _, glo, ghi = difference_bounds(n, sy, syy, ta, taa, sya)
+    return [(lo, hi), (alo, ahi), (glo, ghi)]
+
+
+def bands_at_once(level_band: np.ndarray, cal_mo: dict, ho_mo: dict, sources: tuple[str, ...]
+                  ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """Per study and band the chosen source (index into ("ai",) + ``sources``) and the
+    held-out (lower, upper) of accuracy, AI alone and gain (``best_band_sources``).
+    ``cal_mo``/``ho_mo``: :class:`Moments` per arm (same AI sums in each)."""
+    first = cal_mo[sources[0]]
+    edges = np.r_[0, np.flatnonzero(np.diff(level_band)) + 1, level_band.size]
+
+    def band_sum(x: np.ndarray, k: int) -> np.ndarray:  # sums of band k (cumulative arrays)
+        return x[:, edges[k + 1]] - x[:, edges[k]]
+
+    n_bands = edges.size - 1
+    s = first.count.shape[0]
+    chosen = np.zeros((s, n_bands), dtype=int)
+    sy = np.zeros(s)
+    syy = np.zeros(s)
+    sya = np.zeros(s)
+    for k in range(n_bands):
+        cnt = band_sum(first.count, k)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            best = np.where(cnt > 0, band_sum(first.a, k) / cnt, -np.inf)
+            for i, src in enumerate(sources):
+                acc = band_sum(cal_mo[src].h, k) / cnt
+                better = (cnt > 0) & (acc > best + _TIE)
+                chosen[better, k] = i + 1
+                best = np.where(better, acc, best)
+        ho_first = ho_mo[sources[0]]
+        part = [band_sum(ho_first.a, k), band_sum(ho_first.aa, k), band_sum(ho_first.aa, k)]
+        for i, src in enumerate(sources):
+            mo = ho_mo[src]
+            use = chosen[:, k] == i + 1
+            for p, x in zip(part, (mo.h, mo.hh, mo.ha), strict=True):
+                p[use] = band_sum(x, k)[use]
+        sy, syy, sya = sy + part[0], syy + part[1], sya + part[2]
+    n = ho_first.count[:, -1]
+    ta, taa = ho_first.a[:, -1], ho_first.aa[:, -1]
+    _, lo, hi = mean_bounds(n, sy, syy)
+    _, alo, ahi = mean_bounds(n, ta, taa)
+    _, glo, ghi = difference_bounds(n, sy, syy, ta, taa, sya)
+    return chosen, [(lo, hi), (alo, ahi), (glo, ghi)]

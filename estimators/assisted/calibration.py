@@ -119,20 +119,30 @@ def _bin_sums(bins: np.ndarray, m: int, *cols: np.ndarray) -> list[np.ndarray]:
     return [np.bincount(bins, weights=col, minlength=m) for col in cols]
 
 
-def ece_bounds(n: np.ndarray, successes: np.ndarray, mean_confidence: np.ndarray,
-               level: float = 0.95) -> tuple[float, float]:
+def ece_bounds(n: ArrayLike, successes: ArrayLike, mean_confidence: ArrayLike,
+               level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Interval of Σ_b (n_b/N) |p_b − conf_b| (module docstring): with (l_b, u_b) Blaker's
     interval of successes_b / n_b at level^(1/K) (K non-empty bins),
 
         lower = Σ_b (n_b/N) dist(conf_b, [l_b, u_b]),
-        upper = Σ_b (n_b/N) max(|l_b − conf_b|, |u_b − conf_b|)."""
+        upper = Σ_b (n_b/N) max(|l_b − conf_b|, |u_b − conf_b|).
+
+    Bins on the last axis (empty bins, n_b = 0, are left out); leading axes are independent
+    diagrams (the coverage study's simulated studies). Returns (lower, upper) arrays."""
     check_level(level)
-    n = np.asarray(n, dtype=float)
-    conf = np.asarray(mean_confidence, dtype=float)
-    lo, hi = blaker(np.asarray(successes), n.astype(int), level ** (1 / n.size))
-    w = n / n.sum()
-    lower = float((w * np.maximum(0.0, np.maximum(lo - conf, conf - hi))).sum())
-    upper = float((w * np.maximum(np.abs(lo - conf), np.abs(hi - conf))).sum())
+    n = np.atleast_1d(np.asarray(n, dtype=float))
+    s = np.atleast_1d(np.asarray(successes, dtype=float))
+    conf = np.atleast_1d(np.asarray(mean_confidence, dtype=float))
+    full = n > 0
+    k = full.sum(axis=-1, keepdims=True)
+    lo, hi = np.zeros(n.shape), np.ones(n.shape)
+    for bins in np.unique(k):  # one simultaneous level per number of bins
+        m = full & (k == bins)
+        lo[m], hi[m] = blaker(np.round(s[m]).astype(int), n[m].astype(int),
+                              level ** (1 / bins))
+    w = n / n.sum(axis=-1, keepdims=True)
+    lower = (w * np.where(full, np.maximum(0.0, np.maximum(lo - conf, conf - hi)), 0.0)).sum(-1)
+    upper = (w * np.where(full, np.maximum(np.abs(lo - conf), np.abs(hi - conf)), 0.0)).sum(-1)
     return lower, upper
 
 
@@ -172,7 +182,7 @@ def reliability_bins(confidence: ArrayLike, correct: ArrayLike, *, n_bins: int =
         lower_edge=lower_edge, upper_edge=upper_edge, n=n[full].astype(int),
         mean_confidence=conf_b, accuracy=acc_b, accuracy_lower=lo, accuracy_upper=hi,
         ece=float((n[full] * gap).sum() / c.size), mce=float(gap.max()),
-        ece_interval=ece_bounds(n[full], np.round(sx[full]), conf_b, level)
+        ece_interval=tuple(float(v) for v in ece_bounds(n[full], sx[full], conf_b, level))
         if ece_interval else None, n_items=int(c.size), level=level)
 
 

@@ -21,8 +21,8 @@ the human share; bands of confidence can each go to their own arm or to the AI
 Intervals (issue 18) treat the items as the sampling unit — independent draws from the
 population of items the study's items come from, each with its human label as the study's
 raters gave it (the raters are held fixed: the rater-clustered reliance intervals speak of
-other raters). An accuracy is Wilson's score interval at the items' effective size with a
-Student t quantile, a gain over the AI on the same items Newcombe's paired interval
+other raters). An accuracy is Clopper–Pearson's interval at the items' effective size
+(Korn–Graubard), a gain over the AI on the same items Newcombe's paired interval
 (:mod:`estimators.numerics.units`; closed form, from sums over items). A held-out figure is
 a fixed-threshold estimate on items independent of the choice. Their coverage, measured on
 simulated studies with known truth: docs/coverage.md "Assisted: hybridization".
@@ -268,8 +268,8 @@ def _check_mask(mask: ArrayLike, n: int, field: str) -> np.ndarray:
 def held_out_intervals(y: np.ndarray, a: np.ndarray, level: float
                        ) -> tuple[IntervalEstimate, IntervalEstimate, IntervalEstimate]:
     """Accuracy of y, of the AI (a) and the gain mean(y − a) on held-out items, whose
-    routing was fixed on other items: Wilson–t intervals for the two accuracies and
-    Newcombe's paired interval for the gain (:mod:`estimators.numerics.units`)."""
+    routing was fixed on other items: Clopper–Pearson at the effective size for the two
+    accuracies and Newcombe's paired interval for the gain (:mod:`estimators.numerics.units`)."""
     acc, ai_acc = unit_means(np.c_[y, a], level=level)
     return acc, ai_acc, unit_differences(y, a, level=level)[0]
 
@@ -359,9 +359,9 @@ def curve_band(confidence: ArrayLike, ai_correct: ArrayLike, human_correct: Arra
                level: float = 0.95) -> ThresholdCurveBand:
     """:func:`threshold_curve` with pointwise intervals over items. At each point the
     hybrid labels y_i(t) = h_i (c_i ≤ t) or a_i are n independent values in [0, 1]: the
-    accuracy gets the Wilson–t interval and the gain over the AI Newcombe's paired
-    interval (:mod:`estimators.numerics.units`), from cumulative sums of h, h², a, a²
-    and h·a over the items sorted by confidence — O(n log n), no resampling.
+    accuracy gets Clopper–Pearson at the effective size and the gain over the AI Newcombe's
+    paired interval (:mod:`estimators.numerics.units`), from cumulative sums of h, h², a,
+    a² and h·a over the items sorted by confidence — O(n log n), no resampling.
 
     The best threshold t̂ (under the budget) is an argmax over a curve that is flat near its
     top, so no interval around t̂ itself is offered. Instead, t is "near best" when the

@@ -312,9 +312,10 @@ def overall_accuracy(confidence: ArrayLike, ai_correct: ArrayLike,
                      level: float = 0.95) -> OverallAccuracy:
     """Accuracy over all items of the AI alone (mean a_i), each arm alone (mean h_arm,i) and
     hybridized with each arm (mean of h_arm,i where c_i ≤ threshold, a_i elsewhere); gains
-    over the AI alone. Items are the unit: Wilson–t intervals for the accuracies, Newcombe's
-    paired interval for the gains (:mod:`estimators.numerics.units`; coverage in
-    docs/coverage.md "Assisted: hybridization"). ``human_correct_by_arm``: per-item correctness of each arm (NaN: no rating;
+    over the AI alone. Items are the unit: Clopper–Pearson at the items' effective size for
+    the accuracies, Newcombe's paired interval for the gains (:mod:`estimators.numerics.
+    units`; coverage in docs/coverage.md "Assisted: hybridization, intervals over
+    sentences"). ``human_correct_by_arm``: per-item correctness of each arm (NaN: no rating;
     :func:`estimators.assisted.factuality.item_human_correct`)."""
     check_level(level)
     c = check_confidence(confidence)

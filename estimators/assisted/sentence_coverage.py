@@ -560,27 +560,28 @@ CALIBRATION_HEADING = "## Assisted: calibration (reliability bins, ECE)"
 GOAL_FLOOR = 0.935
 MIN_SHOWN = 50  # a figure shown in fewer of a cell's studies is left out of the summaries
 
+_CP = "Clopper–Pearson, effective n"
 # (label, interval now, predicate on a tally key)
 FIGURES = (
-    ("Figure 1: hybrid accuracy at each threshold (bars)", "Clopper–Pearson, effective n",
+    ("Figure 1: hybrid accuracy at each threshold (bars)", _CP,
      lambda k: k[2] == "curve"),
     ("Figure 1: gain over the AI at each threshold (CSV, API)", "Newcombe",
      lambda k: k[2] == "curve gain"),
     ("Thresholds as good (95 %): holds the best threshold", "Newcombe test vs the best",
      lambda k: k[2] == "best range"),
-    ("Held out: accuracy at the chosen threshold", "Clopper–Pearson, effective n",
+    ("Held out: accuracy at the chosen threshold", _CP,
      lambda k: k[2] == "held-out" and k[-1] == "accuracy"),
-    ("Held out: AI alone", "Clopper–Pearson, effective n", lambda k: k[2] == "held-out" and k[-1] == "AI alone"),
+    ("Held out: AI alone", _CP, lambda k: k[2] == "held-out" and k[-1] == "AI alone"),
     ("Held out: gain", "Newcombe", lambda k: k[2] == "held-out" and k[-1] == "gain"),
-    ("Results, live threshold: AI alone, humans, hybrid (accuracy)", "Clopper–Pearson, effective n",
+    ("Results, live threshold: AI alone, humans, hybrid (accuracy)", _CP,
      lambda k: k[1] == "results" and k[2] == "live threshold" and k[-1] == "accuracy"),
     ("Results, live threshold: gains", "Newcombe",
      lambda k: k[1] == "results" and k[2] == "live threshold" and k[-1] == "gain"),
-    ("Results, held-out threshold: AI alone, humans, hybrid (accuracy)", "Clopper–Pearson, effective n",
+    ("Results, held-out threshold: AI alone, humans, hybrid (accuracy)", _CP,
      lambda k: k[1] == "results" and k[2] == "held-out threshold" and k[-1] == "accuracy"),
     ("Results, held-out threshold: gains", "Newcombe",
      lambda k: k[1] == "results" and k[2] == "held-out threshold" and k[-1] == "gain"),
-    ("Bands: held-out accuracy, AI alone", "Clopper–Pearson, effective n",
+    ("Bands: held-out accuracy, AI alone", _CP,
      lambda k: k[1] == "bands" and k[-1] != "gain"),
     ("Bands: held-out gain", "Newcombe", lambda k: k[1] == "bands" and k[-1] == "gain"),
 )

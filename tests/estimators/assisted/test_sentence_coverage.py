@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from estimators.assisted import coverage, sentence_coverage as sc
+from estimators.assisted import coverage
+from estimators.assisted import sentence_coverage as sc
 from estimators.assisted.calibration import ece_bounds, reliability_bins
 from estimators.assisted.hybridization import calibration_split
 

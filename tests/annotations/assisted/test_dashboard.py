@@ -192,18 +192,23 @@ def test_the_unreliable_note_names_only_the_arms_with_few_raters():
     assert reliance_unreliable(None) is None
 
 
-def test_the_page_says_the_sentence_intervals_speak_for_these_few_raters_only(seeded):
-    # given a study of 4 raters per arm, fewer than MIN_RELIABLE_RATERS (5)
+def _manager_page(seeded) -> str:
     study, users = seeded
-    html = _client(users["manager"]).get(
-        reverse("dashboard", args=[study.pk])).content.decode()
+    return _client(users["manager"]).get(reverse("dashboard", args=[study.pk])).content.decode()
+
+
+def _between(html: str, start: str, end: str) -> str:
+    return html.split(start, 1)[1].split(end, 1)[0]
+
+
+def test_the_page_says_the_sentence_intervals_speak_for_these_few_raters_only(seeded):
+    # given a study of 4 raters per arm (fewer than MIN_RELIABLE_RATERS): every arm listed
+    html = _manager_page(seeded)
+    listed = re.findall(r'<tr data-arm="([^"]+)">', _between(html, 'data-testid="arms"',
+                                                             "</table>"))
     # then Figure 1 says its intervals hold these raters fixed, naming every arm
-    note = html.split('data-testid="few-raters-hybrid">', 1)[1].split("</p>", 1)[0]
-    table = html.split('data-testid="arms"', 1)[1].split("</table>", 1)[0]
-    arms = re.findall(r'<tr data-arm="([^"]+)">', table)
-    assert len(arms) == len(DESIGN.arms)
-    for arm in arms:
-        assert arm in note
+    note = _between(html, 'data-testid="few-raters-hybrid">', "</p>")
+    assert len(listed) == len(DESIGN.arms) and all(arm in note for arm in listed)
     assert "fewer than 5 raters" in note and "hold the raters fixed" in note
 
 
@@ -216,10 +221,7 @@ def test_the_few_raters_note_names_only_the_arms_with_few_raters():
 
 
 def test_the_page_says_the_ece_is_biased_and_its_interval_conservative(seeded):
-    study, users = seeded
-    html = _client(users["manager"]).get(
-        reverse("dashboard", args=[study.pk])).content.decode()
-    note = html.split('data-testid="ece-note">', 1)[1].split("</p>", 1)[0]
+    note = _between(_manager_page(seeded), 'data-testid="ece-note">', "</p>")
     assert "biased upwards" in note and "at least 95 %" in note
 
 

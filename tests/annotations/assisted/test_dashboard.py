@@ -210,6 +210,9 @@ def test_the_page_says_the_sentence_intervals_speak_for_these_few_raters_only(se
     note = _between(html, 'data-testid="few-raters-hybrid">', "</p>")
     assert len(listed) == len(DESIGN.arms) and all(arm in note for arm in listed)
     assert "fewer than 5 raters" in note and "hold the raters fixed" in note
+    # and so do the results rows
+    results = _between(html, 'data-testid="few-raters-results">', "</p>")
+    assert all(arm in results for arm in listed) and "raters held fixed" in results
 
 
 def test_the_few_raters_note_names_only_the_arms_with_few_raters():

@@ -3,6 +3,9 @@
 
     python -m estimators.assisted.coverage --reliance            # the Markdown tables
     python -m estimators.assisted.coverage --reliance --studies 500 --resamples 500
+    python -m estimators.assisted.coverage --hybrid        # the sentence figures (curve,
+    python -m estimators.assisted.coverage --calibration   # held out, …; calibration):
+                                                           # estimators.assisted.sentence_coverage
 
 Generator (vectorised: every simulated study of a cell at once). Two arms, a baseline and an
 assisted arm, of G raters each (between-subjects, as the platform randomises raters). Rater r
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, logit
 
+from estimators.assisted import sentence_coverage
 from estimators.assisted.reliance import MIN_RELIABLE_RATERS
 from estimators.numerics.clustered import clustered_difference, clustered_proportion
 from estimators.numerics.coverage_doc import WRITE_HELP, emit
@@ -256,16 +260,33 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reliance", action="store_true",
                         help="coverage of the reliance intervals (Markdown on stdout)")
-    parser.add_argument("--studies", type=int, default=2000,
-                        help="simulated studies per cell (default 2000)")
+    parser.add_argument("--hybrid", action="store_true",
+                        help="coverage of the sentence intervals of the hybridization figures "
+                             "(estimators.assisted.sentence_coverage)")
+    parser.add_argument("--calibration", action="store_true",
+                        help="coverage of the calibration bars and the ECE's interval")
+    parser.add_argument("--studies", type=int, default=None,
+                        help="simulated studies per cell (default 2000 for --reliance, "
+                             "600 for --hybrid, 1000 for --calibration)")
     parser.add_argument("--resamples", type=int, default=1000,
                         help="bootstrap resamples of the former interval; 0 skips it")
+    parser.add_argument("--former", type=int, default=None,
+                        help="--hybrid / --calibration: studies per cell also scored with "
+                             "the former bootstrap (default 200 / 300; 0 skips it)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--write", metavar="PATH", help=WRITE_HELP)
     args = parser.parse_args(argv)
-    if not args.reliance:
-        parser.error("say which table: --reliance")
-    emit(reliance_table(args.studies, args.resamples, args.seed), args.write)
+    if args.reliance + args.hybrid + args.calibration != 1:
+        parser.error("say which table: --reliance, --hybrid or --calibration")
+    if args.reliance:
+        section = reliance_table(args.studies or 2000, args.resamples, args.seed)
+    elif args.hybrid:
+        section = sentence_coverage.hybrid_table(
+            args.studies or 600, 200 if args.former is None else args.former, args.seed)
+    else:
+        section = sentence_coverage.calibration_table(
+            args.studies or 1000, 300 if args.former is None else args.former, args.seed)
+    emit(section, args.write)
     return 0
 
 

@@ -71,6 +71,14 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "hybrid_accuracy": ("Hybrid accuracy", "Share of all sentences labelled correctly when "
                         "humans take those at or below the threshold and the AI the rest."),
     "budget": ("Budget", "The largest share of sentences that may go to humans."),
+    "as_good": ("Thresholds as good", "The smallest and largest threshold whose accuracy is "
+                "not significantly below the best one's. It holds the best threshold for "
+                "sentences like these at least 95 % of the time; a wide range means the curve "
+                "is flat there and the exact threshold matters little."),
+    "sentence_interval": ("Interval over sentences", "A 95 % interval that resamples "
+                          "sentences: how accurate these raters and this AI would be on new "
+                          "sentences from the same source. It does not include how much "
+                          "other raters would differ."),
     "held_out": ("Held-out accuracy", "The best threshold is chosen on half of the "
                  "sentences and its accuracy measured on the other half, so it is not "
                  "flattered by the choice."),
@@ -205,6 +213,14 @@ def agreement_unreliable(agreement: list[dict] | None) -> dict | None:
     return {"sources": [a["source"] for a in rows], "min_minority": MIN_ALPHA_MINORITY}
 
 
+def few_raters(payload: dict) -> list[str]:
+    """Arms with ratings but fewer than ``MIN_RELIABLE_RATERS`` raters: their sentence
+    intervals (curves, results rows) hold these few raters fixed (docs/coverage.md
+    "Assisted: hybridization, intervals over sentences")."""
+    return [a["key"] for a in payload.get("arms", [])
+            if a.get("n_ratings") and (a.get("n_raters") or 0) < MIN_RELIABLE_RATERS]
+
+
 def calibration_chart(calibration: dict | None, rule: str) -> dict | None:
     """Figure 3: the AI's accuracy against its confidence (reliability diagram, Wilson
     95 % bars) and the humans' accuracy on the same sentences; the diagonal is perfect
@@ -273,6 +289,7 @@ def assisted_dashboard_context(study: Study, rule: str = "individual") -> dict:
         reliance_chart=reliance_chart(payload.get("reliance")),
         reliance_unreliable=reliance_unreliable(payload.get("reliance")),
         agreement_unreliable=agreement_unreliable(payload.get("agreement")),
+        few_raters=few_raters(payload), min_raters=MIN_RELIABLE_RATERS,
         calibration_chart=calibration_chart(payload.get("calibration"), rule),
         curves=figures.get("curves", []),
         band_rows=_band_rows(figures.get("bands")),

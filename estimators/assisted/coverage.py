@@ -3,6 +3,9 @@
 
     python -m estimators.assisted.coverage --reliance            # the Markdown tables
     python -m estimators.assisted.coverage --reliance --studies 500 --resamples 500
+    python -m estimators.assisted.coverage --hybrid        # the sentence figures (curve,
+    python -m estimators.assisted.coverage --calibration   # held out, …; calibration):
+                                                           # estimators.assisted.sentence_coverage
 
 The same command writes the other rater-, model- and agreement-based tables of the assisted
 dashboard: ``--reliance-columns`` (:mod:`estimators.assisted.coverage_columns`),
@@ -37,6 +40,7 @@ import time
 
 import numpy as np
 
+from estimators.assisted import sentence_coverage
 from estimators.assisted.rater_simulation import (
     EFFECTS,
     FIGURES,
@@ -261,35 +265,52 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--alpha", action="store_true",
                         help="coverage of Krippendorff's α's interval "
                              "(estimators.assisted.coverage_alpha)")
+    parser.add_argument("--hybrid", action="store_true",
+                        help="coverage of the sentence intervals of the hybridization figures "
+                             "(estimators.assisted.sentence_coverage)")
+    parser.add_argument("--calibration", action="store_true",
+                        help="coverage of the calibration bars and the ECE's interval")
     parser.add_argument("--studies", type=int, default=None,
                         help="simulated studies per cell (default: 40000 for --reliance, "
                              "20000 for --reliance-columns, 1000 for --regression, 600 for "
-                             "--alpha)")
+                             "--alpha and --hybrid, 1000 for --calibration)")
     parser.add_argument("--boot-studies", type=int, default=2000,
-                        help="of which the percentile bootstrap runs on (default 2000)")
+                        help="--reliance: of which the percentile bootstrap runs on "
+                             "(default 2000)")
     parser.add_argument("--resamples", type=int, default=1000,
                         help="bootstrap resamples of the former interval; 0 skips it")
+    parser.add_argument("--former", type=int, default=None,
+                        help="--hybrid / --calibration: studies per cell also scored with "
+                             "the former bootstrap (default 200 / 300; 0 skips it)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--write", metavar="PATH", help=WRITE_HELP)
     args = parser.parse_args(argv)
+    tables = ("reliance", "reliance_columns", "regression", "alpha", "hybrid", "calibration")
+    if sum(bool(getattr(args, name)) for name in tables) != 1:
+        parser.error("say which table: --reliance, --reliance-columns, --regression, "
+                     "--alpha, --hybrid or --calibration")
     if args.reliance:
-        emit(reliance_table(args.studies or 40000, args.resamples, args.seed,
-                            n_boot_studies=args.boot_studies), args.write)
+        section = reliance_table(args.studies or 40000, args.resamples, args.seed,
+                                 n_boot_studies=args.boot_studies)
     elif args.reliance_columns:
         from estimators.assisted.coverage_columns import columns_table
 
-        emit(columns_table(args.studies or 20000, args.seed), args.write)
+        section = columns_table(args.studies or 20000, args.seed)
     elif args.regression:
         from estimators.assisted.coverage_regression import regression_table
 
-        emit(regression_table(args.studies or 1000, args.seed), args.write)
+        section = regression_table(args.studies or 1000, args.seed)
     elif args.alpha:
         from estimators.assisted.coverage_alpha import alpha_table
 
-        emit(alpha_table(args.studies or 600, args.seed), args.write)
+        section = alpha_table(args.studies or 600, args.seed)
+    elif args.hybrid:
+        section = sentence_coverage.hybrid_table(
+            args.studies or 600, 200 if args.former is None else args.former, args.seed)
     else:
-        parser.error("say which table: --reliance, --reliance-columns, --regression or "
-                     "--alpha")
+        section = sentence_coverage.calibration_table(
+            args.studies or 1000, 300 if args.former is None else args.former, args.seed)
+    emit(section, args.write)
     return 0
 
 

@@ -59,7 +59,6 @@ from estimators.numerics.bootstrap import (
     UNDEFINED,
     IntervalEstimate,
     _json_float,
-    bootstrap_means,
     check_level,
     cluster_sums,
     encode,
@@ -70,6 +69,7 @@ from estimators.numerics.clustered import (
     cr2_log_mean,
     cr2_proportion,
 )
+from estimators.numerics.units import unit_differences, unit_means
 
 # From this many raters per arm the intervals cover at least 93 % of the time
 # (docs/coverage.md "Assisted: reliance with few raters", ``python -m estimators.assisted.coverage
@@ -315,12 +315,13 @@ class OverallAccuracy:
 
 def overall_accuracy(confidence: ArrayLike, ai_correct: ArrayLike,
                      human_correct_by_arm: Mapping[str, ArrayLike], threshold: float, *,
-                     n_resamples: int = 2000, level: float = 0.95, seed: int = 0
-                     ) -> OverallAccuracy:
+                     level: float = 0.95) -> OverallAccuracy:
     """Accuracy over all items of the AI alone (mean a_i), each arm alone (mean h_arm,i) and
     hybridized with each arm (mean of h_arm,i where c_i ≤ threshold, a_i elsewhere); gains
-    over the AI alone; paired item-bootstrap percentile intervals (one set of resamples for
-    every row). ``human_correct_by_arm``: per-item correctness of each arm (NaN: no rating;
+    over the AI alone. Items are the unit: Clopper–Pearson at the items' effective size for
+    the accuracies, Newcombe's paired interval for the gains (:mod:`estimators.numerics.
+    units`; coverage in docs/coverage.md "Assisted: hybridization, intervals over
+    sentences"). ``human_correct_by_arm``: per-item correctness of each arm (NaN: no rating;
     :func:`estimators.assisted.factuality.item_human_correct`)."""
     check_level(level)
     c = check_confidence(confidence)
@@ -337,9 +338,8 @@ def overall_accuracy(confidence: ArrayLike, ai_correct: ArrayLike,
         cols.append(hyb)
         meta.append(("hybrid", name, float(low.mean()), int(np.isnan(hyb).sum())))
     vals = np.stack(cols, axis=1)
-    gains = vals - a[:, None]
-    res = bootstrap_means(np.c_[vals, gains], n_resamples=n_resamples, level=level, seed=seed)
-    k = vals.shape[1]
-    rows = tuple(AccuracyRow(p, arm_name, res[j], res[k + j], share, c.size, miss)
+    accuracy = unit_means(vals, level=level)
+    gain = unit_differences(vals, a, level=level)
+    rows = tuple(AccuracyRow(p, arm_name, accuracy[j], gain[j], share, c.size, miss)
                  for j, (p, arm_name, share, miss) in enumerate(meta))
     return OverallAccuracy(float(threshold), rows, level)

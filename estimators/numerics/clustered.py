@@ -181,12 +181,47 @@ def _proportion(n: np.ndarray, s: np.ndarray, interval_level: float,
         raise ValueError("s must lie in [0, n] for every question")
     p, residual, variance, total_n, g, own_df = _ratio(n, s, cr2=cr2)
     df = own_df if df is None else df
+    lower, upper = _wilson_bounds(p, variance, total_n, g, _quantile(interval_level, df))
+    return ClusteredArrays(p, lower, upper, total_n.astype(int), g, variance, residual, df)
+
+
+def clustered_proportion(n: np.ndarray, s: np.ndarray, *,
+                         interval_level: float = 0.95) -> ClusteredArrays:
+    """Accuracy with its design-effect Wilson interval clustered by question (CR1, t on
+    G − 1 degrees of freedom).
+
+    ``n``, ``s``: per-question outputs and correct outputs, questions on axis 0 (any
+    further axes are independent cells). Formula and edge rules: module docstring."""
+    return _proportion(n, s, interval_level, cr2=False)
+
+
+def effective_size(p: np.ndarray, variance: np.ndarray, total_n: np.ndarray, g: np.ndarray
+                   ) -> np.ndarray:
+    """n* = p̂(1−p̂)/V with the module's edge rules: G where p̂ ∈ {0, 1} or V is undefined,
+    and at most N / ``MIN_DESIGN_EFFECT``."""
+    p, variance = np.asarray(p, dtype=float), np.asarray(variance, dtype=float)
     edge = (p <= 0) | (p >= 1) | ~np.isfinite(variance)
     with np.errstate(divide="ignore", invalid="ignore"):
         n_eff = np.where(edge, g, p * (1 - p) / np.where(variance > 0, variance, 1))
         n_eff = np.where(~edge & (variance <= 0), np.inf, n_eff)
-    n_eff = np.minimum(n_eff, total_n / MIN_DESIGN_EFFECT)
-    c = _quantile(interval_level, df)
+    return np.minimum(n_eff, np.asarray(total_n, dtype=float) / MIN_DESIGN_EFFECT)
+
+
+def wilson_t_bounds(p: np.ndarray, variance: np.ndarray, total_n: np.ndarray, g: np.ndarray,
+                    *, interval_level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson's score interval for p̂ at the effective size n* = p̂(1−p̂)/V with the
+    Student t quantile on G − 1 degrees of freedom, and the edge rules of the module
+    docstring (n* = G where p̂ ∈ {0, 1}; design effect floored at ``MIN_DESIGN_EFFECT``;
+    [0, 1] with G < 2; NaN with N = 0). Vectorised over cells."""
+    g = np.asarray(g)
+    return _wilson_bounds(p, variance, total_n, g, _quantile(interval_level, g - 1.0))
+
+
+def _wilson_bounds(p: np.ndarray, variance: np.ndarray, total_n: np.ndarray, g: np.ndarray,
+                   c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`wilson_t_bounds` with the quantile ``c`` given."""
+    p, total_n, g = np.asarray(p, dtype=float), np.asarray(total_n, dtype=float), np.asarray(g)
+    n_eff = effective_size(p, variance, total_n, g)
     with np.errstate(divide="ignore", invalid="ignore"):
         c2n = c ** 2 / np.where(n_eff > 0, n_eff, 1)
         centre = (p + c2n / 2) / (1 + c2n)
@@ -197,9 +232,7 @@ def _proportion(n: np.ndarray, s: np.ndarray, interval_level: float,
     p0 = np.where(total_n > 0, p, 0.0)
     lower, upper = np.minimum(lower, p0), np.maximum(upper, p0)
     nothing = total_n <= 0
-    lower = np.where(nothing, np.nan, lower)
-    upper = np.where(nothing, np.nan, upper)
-    return ClusteredArrays(p, lower, upper, total_n.astype(int), g, variance, residual, df)
+    return np.where(nothing, np.nan, lower), np.where(nothing, np.nan, upper)
 
 
 def _mean(n: np.ndarray, x: np.ndarray, interval_level: float, cr2: bool
@@ -239,26 +272,13 @@ def _difference(n1: np.ndarray, s1: np.ndarray, n2: np.ndarray, s2: np.ndarray,
                        cov / np.sqrt(a.variance * b.variance), 0.0)
     phi = np.clip(np.where(np.isfinite(phi), phi, 0.0), -1, 1)
     d = a.value - b.value
-    down1, up1 = a.value - a.lower, a.upper - a.value
-    down2, up2 = b.value - b.lower, b.upper - b.value
-    lower = d - np.sqrt(np.maximum(down1 ** 2 - 2 * phi * down1 * up2 + up2 ** 2, 0))
-    upper = d + np.sqrt(np.maximum(up1 ** 2 - 2 * phi * up1 * down2 + down2 ** 2, 0))
+    lower, upper = newcombe_bounds(a.value, a.lower, a.upper, b.value, b.lower, b.upper, phi)
     with np.errstate(invalid="ignore"):
         variance = a.variance + b.variance - 2 * cov
-    return ClusteredArrays(d, np.clip(lower, -1, 1), np.clip(upper, -1, 1),
+    return ClusteredArrays(d, lower, upper,
                            a.n, g, variance, a.residual / np.maximum(n1.sum(axis=0), 1)
                            - b.residual / np.maximum(n2.sum(axis=0), 1),
                            np.minimum(a.df, b.df))
-
-
-def clustered_proportion(n: np.ndarray, s: np.ndarray, *,
-                         interval_level: float = 0.95) -> ClusteredArrays:
-    """Accuracy with its design-effect Wilson interval clustered by question (CR1, t on
-    G − 1 degrees of freedom).
-
-    ``n``, ``s``: per-question outputs and correct outputs, questions on axis 0 (any
-    further axes are independent cells). Formula and edge rules: module docstring."""
-    return _proportion(n, s, interval_level, cr2=False)
 
 
 def clustered_mean(n: np.ndarray, x: np.ndarray, *,
@@ -297,6 +317,19 @@ def cr2_difference(n1: np.ndarray, s1: np.ndarray, n2: np.ndarray, s2: np.ndarra
     """:func:`clustered_difference` from the two :func:`cr2_proportion` intervals (the
     correlation from the CR2-adjusted residuals)."""
     return _difference(n1, s1, n2, s2, interval_level, cr2=True)
+
+
+def newcombe_bounds(p1: np.ndarray, l1: np.ndarray, u1: np.ndarray, p2: np.ndarray,
+                    l2: np.ndarray, u2: np.ndarray, phi: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Newcombe's hybrid score (MOVER) bounds of p̂₁ − p̂₂ from the two intervals and the
+    correlation φ of the estimates (module docstring), clipped to [−1, 1]."""
+    d = p1 - p2
+    down1, up1 = p1 - l1, u1 - p1
+    down2, up2 = p2 - l2, u2 - p2
+    lower = d - np.sqrt(np.maximum(down1 ** 2 - 2 * phi * down1 * up2 + up2 ** 2, 0))
+    upper = d + np.sqrt(np.maximum(up1 ** 2 - 2 * phi * up1 * down2 + down2 ** 2, 0))
+    return np.clip(lower, -1, 1), np.clip(upper, -1, 1)
 
 
 def cr2_log_mean(n: np.ndarray, x: np.ndarray, *,

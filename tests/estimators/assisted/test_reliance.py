@@ -327,7 +327,7 @@ def test_overall_accuracy_rows_are_item_means():
     gold = gold_accurate(sim.gold)
     by_arm = {a: item_human_correct(sim.item[sim.arm == a], v[sim.arm == a], gold,
                                     n_items=DESIGN.n_items) for a in sim.arm_names}
-    res = overall_accuracy(sim.confidence, sim.ai_correct, by_arm, 0.7, n_resamples=300)
+    res = overall_accuracy(sim.confidence, sim.ai_correct, by_arm, 0.7)
     rows = {(r.protocol, r.arm): r for r in res.entries}
     a = sim.ai_correct.astype(float)
     assert rows[("ai", None)].accuracy.value == pytest.approx(a.mean())

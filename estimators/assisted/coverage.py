@@ -254,22 +254,17 @@ def reliance_table(n_studies: int = 40000, n_resamples: int = 1000, seed: int = 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reliance", action="store_true",
-                        help="coverage of the reliance intervals (Markdown on stdout)")
-    parser.add_argument("--reliance-columns", action="store_true",
-                        help="coverage of the reliance table's agreement with the AI, "
-                             "helpfulness and time (estimators.assisted.coverage_columns)")
-    parser.add_argument("--regression", action="store_true",
-                        help="coverage of the paper's regression test, each arm's effect "
-                             "(estimators.assisted.coverage_regression)")
-    parser.add_argument("--alpha", action="store_true",
-                        help="coverage of Krippendorff's α's interval "
-                             "(estimators.assisted.coverage_alpha)")
-    parser.add_argument("--hybrid", action="store_true",
-                        help="coverage of the sentence intervals of the hybridization figures "
-                             "(estimators.assisted.sentence_coverage)")
-    parser.add_argument("--calibration", action="store_true",
-                        help="coverage of the calibration bars and the ECE's interval")
+    for flag, what in (
+            ("--reliance", "the reliance intervals"),
+            ("--reliance-columns", "the reliance table's agreement with the AI, helpfulness "
+                                   "and time (estimators.assisted.coverage_columns)"),
+            ("--regression", "the paper's regression test, each arm's effect "
+                             "(estimators.assisted.coverage_regression)"),
+            ("--alpha", "Krippendorff's α's interval (estimators.assisted.coverage_alpha)"),
+            ("--hybrid", "the sentence intervals of the hybridization figures "
+                         "(estimators.assisted.sentence_coverage)"),
+            ("--calibration", "the calibration bars and the ECE's interval")):
+        parser.add_argument(flag, action="store_true", help=f"coverage of {what}")
     parser.add_argument("--studies", type=int, default=None,
                         help="simulated studies per cell (default: 40000 for --reliance, "
                              "20000 for --reliance-columns, 1000 for --regression, 600 for "

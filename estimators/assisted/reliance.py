@@ -33,11 +33,12 @@ Welch–Satterthwaite degrees of freedom of the difference when every rater belo
 (the arms are independent), with their rater-clustered correlation otherwise. The items are
 held fixed (the quantities are "on these items"); arm − baseline differences on the same
 items are little affected by item-to-item variation. Simulated coverage (docs/coverage.md,
-``python -m estimators.assisted.coverage --reliance`` and ``--reliance-other``): from
-``MIN_RELIABLE_RATERS`` (5) raters per arm at least 93 % with rater effects up to σ = 1 on the
-log-odds scale; the first interval of issue 18 (CR1, t on G − 1) fell to 92.7 % with very
-unequal raters, and the rater-clustered percentile bootstrap before it covered 76–89 % with
-5 raters per arm. Below 5 raters the dashboard says the intervals are unreliable.
+``python -m estimators.assisted.coverage --reliance`` and ``--reliance-columns``): from
+``MIN_RELIABLE_RATERS`` (5) raters per arm 93.3–99.2 % with rater effects up to σ = 1 on the
+log-odds scale; the first interval of issue 18 (CR1, t on G − 1) fell to 92.6 % with very
+unequal raters, and the rater-clustered percentile bootstrap before it covered 79–94 %. Time
+is the exception: approximate (88–91 % when raters' speeds differ several-fold). Below 5
+raters the dashboard says the intervals are unreliable.
 
 The paper's significance test — a mixed-effects logistic regression of rating correctness
 on the arm with a random intercept per sentence — is :func:`estimators.assisted.mixed_logit.

@@ -22,6 +22,7 @@ from annotations.assisted.services.analysis import assisted_recompute
 from annotations.assisted.services.demo import assisted_study_from_simulation
 from annotations.core.services.studies import membership_add
 from annotations.models import EstimateSnapshot, StudyMembership
+from estimators.assisted.agreement import MIN_ALPHA_MINORITY
 from estimators.assisted.reliance import MIN_RELIABLE_RATERS
 from estimators.assisted.simulation import AssistedDesign, simulate_assisted
 from tests.factories import UserFactory, make_study
@@ -190,6 +191,32 @@ def test_the_unreliable_note_names_only_the_arms_with_few_raters():
                     "baseline": False}
     assert reliance_unreliable({"rows": rows[:2], "baseline": "Baseline"}) is None
     assert reliance_unreliable(None) is None
+
+
+@pytest.mark.parametrize("unreliable", [set(), {"All arms"}])
+def test_the_page_says_where_alphas_interval_is_unreliable(seeded, unreliable):
+    # given the latest analysis with α's rows marked as the estimator marks them
+    study, users = seeded
+    latest = EstimateSnapshot.objects.filter(study=study).latest("computed_at")
+    payload = dict(latest.payload)
+    payload["agreement"] = [{**row, "interval_reliable": row["source"] not in unreliable,
+                             "n_minority": 12 if row["source"] in unreliable else 80}
+                            for row in payload["agreement"]]
+    EstimateSnapshot.objects.create(study=study, n_answered=latest.n_answered,
+                                    duration_ms=1.0, payload=payload)
+    # when the dashboard is read
+    html = _client(users["manager"]).get(
+        reverse("dashboard", args=[study.pk])).content.decode()
+    # then the agreement table says so only for the sources with too few disagreements
+    if not unreliable:
+        assert 'data-testid="agreement-unreliable"' not in html
+    else:
+        note = html.split('data-testid="agreement-unreliable">', 1)[1].split("</p>", 1)[0]
+        assert "All arms" in note and f"fewer than {MIN_ALPHA_MINORITY} ratings" in note
+        others = {row["source"] for row in payload["agreement"]} - unreliable
+        assert others and not any(f"for {s}" in note or f", {s}" in note for s in others)
+    # and the time column says its interval is approximate
+    assert "is approximate: a few raters rarely include the slowest" in html
 
 
 def _manager_page(seeded) -> str:

@@ -1,0 +1,519 @@
+"""Coverage of every interval the critique dashboard shows, by simulation with known truth
+(issue 18; docs/coverage.md "Critique: …").
+
+    python -m estimators.critique.coverage --levels [--studies 1000] [--write docs/coverage.md]
+
+Generator (vectorised: every simulated study of a cell at once; the model of
+:mod:`estimators.critique.simulation` with annotators added). A study has Q questions, T
+whole trees per question (the paper repeats trees; the platform grows one) with
+``counts[l]`` outputs of level l per tree, every critique of level l on the first two
+outputs of level l − 1 (the chain pair), and a pool of G annotators:
+
+* question q: a difficulty quantile U_q ~ Uniform(0, 1); p_lq = Beta⁻¹(U_q) with mean
+  ``accuracy[l]`` and SD ``spread`` (a hard question is hard at every level);
+* annotator a: a skill b_a ~ N(0, σ²) on the log-odds scale (the same at every level); an
+  output of annotator a at level l on q is right with probability
+  expit(logit p_lq + b_a) for a response, and r_k = that + w (k/2 − π_q) for a critique
+  whose two inputs hold k right finals (π_q = the population accuracy of the inputs' level
+  on q, w = min(``input_weight``, (1 − ·)/(1 − π_q), ·/π_q) as in the simulation module);
+* who writes what, per tree: a random order π of the pool; output i of level l is written
+  by π[2l + i] — so no annotator writes two outputs of one level of a tree or critiques a
+  chain holding their own output (the platform's rules), and every annotator works at every
+  level. Needs G ≥ max_l (counts[l] + 2l);
+* finals, choices: as the simulation module (a wrong critique follows a wrong input unless
+  it says "neither", probability ``neither_rate``; a wrong output's final is otherwise a
+  uniformly drawn wrong option; no unparseable finals);
+* confidence: clip(c_l + σ_c z_a + κ (½ − U_q), 1, 5) rounded at random (floor +
+  Bernoulli of the fraction); minutes: m_l · exp(σ_m z'_a − σ_m²/2) · exp(0.3 z_q − 0.045)
+  · log-normal(σ = 0.4, mean 1) — annotators differ in speed and confidence too.
+
+Truth: the population value over questions *and annotators* of each figure (a new study
+with other questions and other annotators from the same populations targets the same
+numbers). Given q, every output's annotator is a fresh draw from the population
+(marginally), so each output is right with the annotator-averaged probability and outputs
+of one sibling group are independent given their inputs' finals; the truth of every figure
+is then an exact sum over the finals of the chain pairs (k options, concrete), integrated
+over q by Gauss–Legendre on U and over b by Gauss–Hermite quadrature (no simulation).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import special, stats
+
+from estimators.critique.votes import pivots, voters
+from estimators.numerics.clustered import (
+    clustered_difference,
+    clustered_mean,
+    clustered_proportion,
+)
+from estimators.numerics.crossed import (
+    Links,
+    crossed_covariance,
+    crossed_difference,
+    crossed_mean,
+    crossed_proportion,
+    crossed_totals,
+)
+
+N_OPTIONS = 4
+NEITHER_RATE = 0.1
+INPUT_WEIGHT = 0.6
+CONFIDENCE_ANNOTATOR_SD = 0.5
+CONFIDENCE_DIFFICULTY = 1.0
+MINUTES_ANNOTATOR_SD = 0.3
+MINUTES_QUESTION_SD = 0.3
+MINUTES_NOISE_SD = 0.4
+
+_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(40)
+_GH_W = _GH_W / _GH_W.sum()
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(400)
+U_NODES = (_GL_X + 1) / 2
+U_WEIGHTS = _GL_W / 2
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One configuration of the grid."""
+
+    n_questions: int
+    n_annotators: int
+    counts: tuple[int, ...] = (7, 5, 3, 1)
+    accuracy: tuple[float, ...] = (0.55, 0.65, 0.72, 0.78)
+    annotator_sd: float = 0.5
+    trees: int = 1
+    spread: float = 0.15
+    confidence: tuple[float, ...] = (3.2, 3.5, 3.8, 4.0)
+    minutes: tuple[float, ...] = (16.0, 15.0, 14.0, 13.0)
+    n_options: int = N_OPTIONS
+    neither_rate: float = NEITHER_RATE
+    input_weight: float = INPUT_WEIGHT
+
+    @property
+    def top(self) -> int:
+        return len(self.counts) - 1
+
+    def check(self) -> None:
+        need = max(c + 2 * lv for lv, c in enumerate(self.counts))
+        if self.n_annotators < need:
+            raise ValueError(f"counts {self.counts} need at least {need} annotators, got "
+                             f"{self.n_annotators}")
+
+
+def _beta_ppf(u: np.ndarray, mean: float, spread: float) -> np.ndarray:
+    if spread == 0:
+        return np.full(np.shape(u), mean)
+    k = mean * (1 - mean) / spread ** 2 - 1
+    return stats.beta.ppf(u, mean * k, (1 - mean) * k)
+
+
+def _skill_average(logit_p: np.ndarray, sd: float) -> np.ndarray:
+    """E_b expit(logit p + b), b ~ N(0, sd²) (Gauss–Hermite)."""
+    return (special.expit(logit_p[..., None] + sd * _GH_X) * _GH_W).sum(axis=-1)
+
+
+def _weight_average(logit_p: np.ndarray, sd: float, pi: np.ndarray, weight: float):
+    """E_b w(b), w = min(weight, (1 − p_b)/(1 − π), p_b/π)."""
+    p = special.expit(logit_p[..., None] + sd * _GH_X)
+    pi = pi[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.minimum.reduce([np.full(p.shape, weight),
+                               np.where(pi < 1, (1 - p) / (1 - pi), np.inf),
+                               np.where(pi > 0, p / pi, np.inf)])
+    return (w * _GH_W).sum(axis=-1)
+
+
+# --- exact truth ----------------------------------------------------------------------
+
+
+def _compositions(n: int, k: int) -> np.ndarray:
+    """Every count vector of n votes over k options, (m, k)."""
+    return np.array([c for c in itertools.product(range(n + 1), repeat=k) if sum(c) == n])
+
+
+def majority_right(dist: np.ndarray, n: int) -> np.ndarray:
+    """P(the plurality of n independent finals drawn from ``dist`` (…, k; option 0 = gold)
+    is the gold option, ties broken uniformly) — a sum over every count vector."""
+    k = dist.shape[-1]
+    comp = _compositions(n, k)
+    best = comp.max(axis=1)
+    win = np.where(comp[:, 0] == best, 1.0 / (comp == best[:, None]).sum(axis=1), 0.0)
+    logcoef = (special.gammaln(n + 1) - special.gammaln(comp + 1).sum(axis=1))
+    keep = win > 0
+    comp, win, logcoef = comp[keep], win[keep], logcoef[keep]
+    with np.errstate(divide="ignore"):
+        logd = np.log(dist)
+    terms = np.where(comp > 0, comp * logd[..., None, :], 0.0).sum(axis=-1)
+    return (np.exp(terms + logcoef) * win).sum(axis=-1)
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """Per U node: level accuracies ā_l, the critique accuracies r̄_k per level, and the
+    distribution of the chain pair's finals per level (nodes, k, k)."""
+
+    mean_right: np.ndarray  # (L+1, nodes)
+    r: np.ndarray  # (L+1, nodes, 3): r̄_k (row 0 unused)
+    pair: list[np.ndarray]  # per level: (nodes, k, k)
+    child: list[np.ndarray]  # per level ≥ 1: (nodes, k, k, k) final dist given parent pair
+
+
+def _chain(cell: Cell, u: np.ndarray) -> _Chain:
+    k = cell.n_options
+    n_lv = cell.top + 1
+    logit_p = np.stack([special.logit(_beta_ppf(u, a, cell.spread)) for a in cell.accuracy])
+    mean_right = _skill_average(logit_p, cell.annotator_sd)
+    r = np.zeros((n_lv, len(u), 3))
+    d0 = np.concatenate([mean_right[0][:, None],
+                         np.repeat(((1 - mean_right[0]) / (k - 1))[:, None], k - 1, 1)], 1)
+    pair = [d0[:, :, None] * d0[:, None, :]]
+    child: list[np.ndarray] = [np.zeros(0)]
+    nu = cell.neither_rate
+    for lv in range(1, n_lv):
+        pi = mean_right[lv - 1]
+        w = _weight_average(logit_p[lv], cell.annotator_sd, pi, cell.input_weight)
+        for kk in range(3):
+            r[lv, :, kk] = mean_right[lv] + w * (kk / 2 - pi)
+        c = np.zeros((len(u), k, k, k))
+        for f1, f2 in itertools.product(range(k), repeat=2):
+            n_right = (f1 == 0) + (f2 == 0)
+            right = r[lv, :, n_right]
+            wrong = 1 - right
+            out = np.zeros((len(u), k))
+            out[:, 0] = right
+            uniform = wrong * (nu if n_right < 2 else 1.0) / (k - 1)
+            out[:, 1:] += uniform[:, None]
+            wrong_inputs = [f for f in (f1, f2) if f != 0]
+            for f in wrong_inputs:
+                out[:, f] += wrong * (1 - nu) / len(wrong_inputs)
+            c[:, f1, f2] = out
+        child.append(c)
+        pair.append(np.einsum("nab,nabx,naby->nxy", pair[-1], c, c))
+    return _Chain(mean_right=mean_right, r=r, pair=pair, child=child)
+
+
+def _expect(values: np.ndarray) -> float:
+    return float((values * U_WEIGHTS).sum())
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> float:
+    return _expect(num) / _expect(den)
+
+
+def true_values(cell: Cell) -> dict[str, float]:
+    """Every figure's population value (module docstring), keyed as :func:`figure_names`."""
+    ch = _chain(cell, U_NODES)
+    k = cell.n_options
+    truth: dict[str, float] = {}
+    top = cell.top
+    for lv in range(top + 1):
+        truth[f"accuracy_{lv}"] = _expect(ch.mean_right[lv])
+        truth[f"minutes_{lv}"] = cell.minutes[lv]
+        c = (cell.confidence[lv] + CONFIDENCE_ANNOTATOR_SD * _GH_X[None, :]
+             + CONFIDENCE_DIFFICULTY * (0.5 - U_NODES[:, None]))
+        truth[f"confidence_{lv}"] = _expect((np.clip(c, 1, 5) * _GH_W).sum(axis=1))
+    d0 = ch.pair[0].sum(axis=2)  # a response's final distribution
+    for t in range(1, top + 1):
+        for j in range(t):
+            n = voters(t, j)
+            if j == 0:
+                vote = majority_right(d0, n)
+            else:
+                vote = np.einsum("nab,nab->n", ch.pair[j - 1],
+                                 majority_right(ch.child[j], n))
+            truth[f"vote_{t}_{j}"] = _expect(vote)
+            truth[f"gain_{t}_{j}"] = truth[f"accuracy_{t}"] - truth[f"vote_{t}_{j}"]
+        truth[f"naive_{t}"] = _expect(_naive_right(ch, t, k))
+        truth[f"gain_naive_{t}"] = truth[f"accuracy_{t}"] - truth[f"naive_{t}"]
+        # input pairs of level t: the chain pair of level t − 1
+        p_pair = ch.pair[t - 1]
+        gold = np.arange(k) == 0
+        n_right = gold[:, None].astype(int) + gold[None, :].astype(int)
+        nu = cell.neither_rate
+        for kk, name in enumerate(("both_wrong", "one_correct", "both_correct")):
+            share = (p_pair * (n_right == kk)).sum(axis=(1, 2))
+            rk = ch.r[t, :, kk]
+            truth[f"pairs_{t}_{name}_accuracy"] = _ratio(share * rk, share)
+            neither = (rk + (1 - rk) * nu, np.full_like(rk, nu), rk * nu + (1 - rk))[kk]
+            truth[f"pairs_{t}_{name}_neither"] = _ratio(share * neither, share)
+            if kk == 1:
+                truth[f"pairs_{t}_{name}_correct"] = _ratio(share * rk * (1 - nu), share)
+                truth[f"pairs_{t}_{name}_wrong"] = _ratio(share * (1 - rk) * (1 - nu), share)
+    return truth
+
+
+def _naive_right(ch: _Chain, t: int, k: int) -> np.ndarray:
+    """P(the plurality of the 2t chain finals below a level-t critique is gold), per node:
+    the chain's pairs' finals tracked with their running counts."""
+    nodes = ch.pair[0].shape[0]
+    d0 = ch.pair[0]
+    # state: (f1, f2, counts) → probability per node
+    states: dict[tuple, np.ndarray] = {}
+    for f1, f2 in itertools.product(range(k), repeat=2):
+        cnt = [0] * k
+        cnt[f1] += 1
+        cnt[f2] += 1
+        key = (f1, f2, tuple(cnt))
+        states[key] = states.get(key, np.zeros(nodes)) + d0[:, f1, f2]
+    for lv in range(1, t):
+        nxt: dict[tuple, np.ndarray] = {}
+        c = ch.child[lv]
+        for (f1, f2, cnt), prob in states.items():
+            for g1, g2 in itertools.product(range(k), repeat=2):
+                new = list(cnt)
+                new[g1] += 1
+                new[g2] += 1
+                key = (g1, g2, tuple(new))
+                add = prob * c[:, f1, f2, g1] * c[:, f1, f2, g2]
+                nxt[key] = nxt[key] + add if key in nxt else add
+        states = nxt
+    total = np.zeros(nodes)
+    for (_, _, cnt), prob in states.items():
+        best = max(cnt)
+        if cnt[0] == best:
+            total += prob / sum(1 for x in cnt if x == best)
+    return total
+
+
+# --- simulation -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Level:
+    """The outputs of one level of every tree of every study: arrays (R, Q, T, count)."""
+
+    right: np.ndarray
+    final: np.ndarray
+    choice: np.ndarray  # −1 neither, 0/1 the input picked (critiques)
+    n_right_inputs: np.ndarray  # −1 for responses
+    annotator: np.ndarray
+    confidence: np.ndarray
+    minutes: np.ndarray
+
+
+def simulate(cell: Cell, n_studies: int, rng: np.random.Generator) -> list[Level]:
+    """``n_studies`` studies of the cell (model: module docstring), level by level."""
+    cell.check()
+    r_n, q_n, t_n, g = n_studies, cell.n_questions, cell.trees, cell.n_annotators
+    k = cell.n_options
+    u = rng.random((r_n, q_n))
+    skill = cell.annotator_sd * rng.standard_normal((r_n, g))
+    conf_shift = CONFIDENCE_ANNOTATOR_SD * rng.standard_normal((r_n, g))
+    speed = np.exp(MINUTES_ANNOTATOR_SD * rng.standard_normal((r_n, g))
+                   - MINUTES_ANNOTATOR_SD ** 2 / 2)
+    q_time = np.exp(MINUTES_QUESTION_SD * rng.standard_normal((r_n, q_n))
+                    - MINUTES_QUESTION_SD ** 2 / 2)
+    gold = np.zeros((r_n, q_n), dtype=np.int64)  # option 0 is gold (options are symmetric)
+    need = max(c + 2 * lv for lv, c in enumerate(cell.counts))
+    order = np.argsort(rng.random((r_n, q_n, t_n, g)), axis=-1)[..., :need]
+    logit_p = [special.logit(_beta_ppf(u, a, cell.spread)) for a in cell.accuracy]
+    levels: list[Level] = []
+    studies = np.arange(r_n)[:, None, None, None]
+    for lv, count in enumerate(cell.counts):
+        who = order[..., 2 * lv:2 * lv + count]
+        b = skill[studies, who]
+        p = special.expit(logit_p[lv][:, :, None, None] + b)
+        shape = (r_n, q_n, t_n, count)
+        wrong_option = (gold[:, :, None, None] + rng.integers(1, k, shape)) % k
+        choice = np.full(shape, -1)
+        if lv == 0:
+            right = rng.random(shape) < p
+            final = np.where(right, gold[:, :, None, None], wrong_option)
+            n_in = np.full(shape, -1)
+        else:
+            below = levels[-1]
+            in_final, in_right = below.final[..., :2], below.right[..., :2]
+            pi = _skill_average(logit_p[lv - 1], cell.annotator_sd)[:, :, None, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                w = np.minimum.reduce([np.full(shape, cell.input_weight),
+                                       np.where(pi < 1, (1 - p) / (1 - pi), np.inf),
+                                       np.where(pi > 0, p / pi, np.inf)])
+            n_in = np.broadcast_to(in_right.sum(axis=-1, keepdims=True), shape)
+            right = rng.random(shape) < p + w * (n_in / 2 - pi)
+            coin = rng.integers(0, 2, shape)
+            neither = rng.random(shape) < cell.neither_rate
+            first_right = in_right[..., :1]
+            correct_pick = np.where(n_in == 2, coin, np.where(first_right, 0, 1))
+            wrong_pick = np.where(n_in == 0, coin, np.where(first_right, 1, 0))
+            follow = ~right & (n_in < 2) & ~neither
+            choice = np.where(right & (n_in > 0) & ~neither, correct_pick, choice)
+            choice = np.where(follow, wrong_pick, choice)
+            followed = np.take_along_axis(np.broadcast_to(in_final, shape[:3] + (2,)),
+                                          np.where(follow, wrong_pick, 0), axis=-1)
+            final = np.where(right, gold[:, :, None, None],
+                             np.where(follow, followed, wrong_option))
+        c = np.clip(cell.confidence[lv] + conf_shift[studies, who]
+                    + CONFIDENCE_DIFFICULTY * (0.5 - u)[:, :, None, None], 1, 5)
+        confidence = np.floor(c) + (rng.random(shape) < c - np.floor(c))
+        minutes = (cell.minutes[lv] * speed[studies, who] * q_time[:, :, None, None]
+                   * np.exp(MINUTES_NOISE_SD * rng.standard_normal(shape)
+                            - MINUTES_NOISE_SD ** 2 / 2))
+        levels.append(Level(right=right, final=final, choice=choice, n_right_inputs=n_in,
+                            annotator=who, confidence=confidence, minutes=minutes))
+    return levels
+
+
+def plurality(finals: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """The plurality option of the last axis's finals, ties broken uniformly."""
+    counts = (finals[..., None] == np.arange(k)).sum(axis=-2)
+    best = counts.max(axis=-1, keepdims=True)
+    noise = rng.random(counts.shape)
+    return np.argmax(np.where(counts == best, noise + 1, 0), axis=-1)
+
+
+@dataclass(frozen=True)
+class Voters:
+    """The voters of each vote observation: annotators, finals (0 = gold), right, and the
+    level they answered at, each (m, width)."""
+
+    annotator: np.ndarray
+    final: np.ndarray
+    right: np.ndarray
+    level: np.ndarray
+
+
+@dataclass(frozen=True)
+class Obs:
+    """One figure's observations in every study: per observation its study, question and
+    author (single-author figures; the anchor of a difference), its count n and sum s —
+    for a paired difference also the other side's s2 — and, for votes (or a difference's
+    vote side), the voters."""
+
+    kind: str  # "p" proportion, "m" mean, "d" paired difference
+    study: np.ndarray
+    question: np.ndarray
+    author: np.ndarray | None
+    n: np.ndarray
+    s: np.ndarray
+    s2: np.ndarray | None = None
+    voters: Voters | None = None
+
+
+def _flat(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x).reshape(-1)
+
+
+def observations(cell: Cell, levels: list[Level], rng: np.random.Generator
+                 ) -> dict[str, Obs]:
+    """Every figure of every simulated study as observations (:class:`Obs`)."""
+    r_n, q_n, t_n = levels[0].right.shape[:3]
+    k = cell.n_options
+    out: dict[str, Obs] = {}
+
+    def index(count: int):
+        st = np.broadcast_to(np.arange(r_n)[:, None, None, None], (r_n, q_n, t_n, count))
+        qu = np.broadcast_to(np.arange(q_n)[None, :, None, None], (r_n, q_n, t_n, count))
+        return _flat(st), _flat(qu)
+
+    def single(kind, lv, values, mask=None):
+        st, qu = index(cell.counts[lv])
+        n = np.ones(st.shape) if mask is None else _flat(mask).astype(float)
+        return Obs(kind, st, qu, _flat(levels[lv].annotator), n,
+                   _flat(values).astype(float) * n)
+
+    def voting(shape, parts):
+        """Voters of per-tree votes (parts: (level, Level, how many)), one row per anchor."""
+        cols = {f: np.concatenate([getattr(x, f)[..., :m] for _, x, m in parts], axis=-1)
+                for f in ("annotator", "final", "right")}
+        cols["level"] = np.concatenate([np.full(x.right.shape[:3] + (m,), j)
+                                        for j, x, m in parts], axis=-1)
+        width = cols["level"].shape[-1]
+        return Voters(**{f: np.broadcast_to(v[..., None, :], shape + (width,))
+                         .reshape(-1, width) for f, v in cols.items()})
+
+    for lv, level in enumerate(levels):
+        out[f"accuracy_{lv}"] = single("p", lv, level.right)
+        out[f"confidence_{lv}"] = single("m", lv, level.confidence)
+        out[f"minutes_{lv}"] = single("m", lv, level.minutes)
+    for t in range(1, cell.top + 1):
+        anchor = levels[t]
+        shape = anchor.right.shape
+        st, qu = index(cell.counts[t])
+        ones = np.ones(st.shape)
+        anchor_right = _flat(anchor.right).astype(float)
+        anchor_who = _flat(anchor.annotator)
+        for j in range(t):
+            n = voters(t, j)
+            if cell.counts[j] < n:
+                continue  # incomplete: not scored
+            vote = plurality(levels[j].final[..., :n], k, rng) == 0
+            vote = _flat(np.broadcast_to(vote[..., None], shape)).astype(float)
+            who = voting(shape, [(j, levels[j], n)])
+            out[f"vote_{t}_{j}"] = Obs("p", st, qu, None, ones, vote, voters=who)
+            out[f"gain_{t}_{j}"] = Obs("d", st, qu, anchor_who, ones, anchor_right, vote,
+                                       voters=who)
+        chain = np.concatenate([levels[j].final[..., :2] for j in range(t)], axis=-1)
+        naive = plurality(chain, k, rng) == 0
+        naive = _flat(np.broadcast_to(naive[..., None], shape)).astype(float)
+        who = voting(shape, [(j, levels[j], 2) for j in range(t)])
+        out[f"naive_{t}"] = Obs("p", st, qu, None, ones, naive, voters=who)
+        out[f"gain_naive_{t}"] = Obs("d", st, qu, anchor_who, ones, anchor_right, naive,
+                                     voters=who)
+        for kk, name in enumerate(("both_wrong", "one_correct", "both_correct")):
+            mask = anchor.n_right_inputs == kk
+            out[f"pairs_{t}_{name}_accuracy"] = single("p", t, anchor.right, mask)
+            out[f"pairs_{t}_{name}_neither"] = single("p", t, anchor.choice < 0, mask)
+            if kk == 1:
+                first_right = np.broadcast_to(levels[t - 1].right[..., :1], mask.shape)
+                picked = np.where(first_right, 0, 1)
+                out[f"pairs_{t}_{name}_correct"] = single("p", t, anchor.choice == picked,
+                                                          mask)
+                out[f"pairs_{t}_{name}_wrong"] = single("p", t, anchor.choice == 1 - picked,
+                                                        mask)
+    return out
+
+
+def question_sums(obs: Obs, r_n: int, q_n: int) -> tuple[np.ndarray, ...]:
+    """(questions, studies) sums of an observation set: (n, s) or (n, s, s2)."""
+    key = obs.question * r_n + obs.study
+    size = q_n * r_n
+
+    def total(v):
+        return np.bincount(key, weights=v, minlength=size).reshape(q_n, r_n)
+
+    sums = (total(obs.n), total(obs.s))
+    return sums + ((total(obs.s2),) if obs.s2 is not None else ())
+
+
+def question_bounds(obs: Obs, r_n: int, q_n: int, level: float = 0.95):
+    """The question-clustered interval (the former default) of every study: (lower, upper)."""
+    sums = question_sums(obs, r_n, q_n)
+    if obs.kind == "p":
+        ci = clustered_proportion(*sums, interval_level=level)
+    elif obs.kind == "m":
+        ci = clustered_mean(*sums, interval_level=level)
+    else:
+        n, s1, s2 = sums
+        ci = clustered_difference(n, s1, n, s2, interval_level=level)
+    return ci.lower, ci.upper
+
+
+def _voter_links(obs: Obs, level_accuracy: np.ndarray) -> Links:
+    """Each voter's linearised share of its vote: pivot × (right − its level's accuracy)."""
+    v = obs.voters
+    m, width = v.final.shape
+    piece = pivots(v.final, np.zeros(m, dtype=np.int64)) * (
+        v.right - level_accuracy[obs.study[:, None], v.level])
+    return Links(np.repeat(np.arange(m), width), v.annotator.reshape(-1), piece.reshape(-1))
+
+
+def crossed_bounds(obs: Obs, r_n: int, level_accuracy: np.ndarray, level: float = 0.95):
+    """The two-way (question × annotator) interval of every study: (lower, upper)."""
+    m = obs.study.size
+    own = None if obs.author is None else (np.arange(m), obs.author)
+    if obs.kind in ("p", "m"):
+        links = _voter_links(obs, level_accuracy) if obs.voters is not None else None
+        c = crossed_totals(obs.n, obs.s, obs.study, obs.question, r_n, links, own_links=own)
+        ci = (crossed_proportion if obs.kind == "p" else crossed_mean)(c, interval_level=level)
+        return ci.lower, ci.upper
+    a = crossed_totals(obs.n, obs.s, obs.study, obs.question, r_n, own_links=own)
+    links_b = _voter_links(obs, level_accuracy)
+    b = crossed_totals(obs.n, obs.s2, obs.study, obs.question, r_n, links_b)
+    links_a = Links(own[0], own[1], a.residual[own[0]])
+    cov = crossed_covariance(a, b, obs.study, obs.question, r_n, links_a, links_b)
+    ci = crossed_difference(a, b, cov, interval_level=level)
+    return ci.lower, ci.upper

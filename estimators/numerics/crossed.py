@@ -1,0 +1,274 @@
+"""Intervals clustered two ways at once — by question *and* by annotator (crossed random
+effects): the critique tables (``estimators.critique.report``), where every annotator
+answers many questions and every question is answered by several annotators.
+
+Why. A question-clustered interval (:mod:`estimators.numerics.clustered`) treats the
+annotators as fixed: it covers what *these* annotators would do on more questions. When
+annotators differ in skill, speed or confidence, a study of other annotators from the same
+population would give other numbers, and with a pool of 5–30 people that difference
+dominates; question clustering then covers far below 95 % (docs/coverage.md, "Critique:
+…"). These intervals add the annotator dimension.
+
+Data. Observations in cells (each cell an independent figure): observation o has a
+question and a count n_o with a sum s_o (proportions: correct outputs; means: the summed
+value). Its residual is r_o = s_o − θ̂ n_o, θ̂ = S/N per cell. *Links* tie observations to
+annotators: link ℓ = (observation, annotator, piece x_ℓ), the part of the residual that
+annotator's skill moves — for an output written by one annotator x = r_o (built by
+:func:`author_links`); for a majority vote each voter's linearised share (the caller's,
+``estimators.critique.report``). Outputs without an annotator (the AI's) have no links:
+the AI is one fixed system, not a sample.
+
+Variance (Cameron, Gelbach & Miller's two-way cluster-robust variance, with the
+annotator part written as the within-annotator covariance across questions):
+
+    V = V_Q + A,
+    V_Q = G_Q/(G_Q − 1) Σ_q R_q² / N²,        R_q = Σ_{o in q} r_o,
+    A   = max(0, G_A/(G_A − 1) [Σ_a X_a² − Σ_{q,a} x_qa²] / N²),
+
+X_a = Σ of annotator a's pieces, x_qa = the same on question q alone; G_Q, G_A = the
+questions and annotators present. A is the covariance of one annotator's pieces on
+*different* questions — zero in expectation when annotators do not differ — floored at 0,
+so the interval is never narrower than the question-clustered one.
+
+Interval: Wilson's score interval at the effective size n* = θ̂(1 − θ̂)/V (the edge rules
+of :func:`estimators.numerics.clustered.clustered_proportion`: n* = G_Q where θ̂ ∈ {0, 1},
+design effect ≥ ``MIN_DESIGN_EFFECT``) with Student's t on Satterthwaite's degrees of
+freedom ν = V² / (V_Q²/(G_Q − 1) + A²/(G_A − 1)) — G_Q − 1 when annotators add nothing,
+towards G_A − 1 when they dominate; means: θ̂ ± t_ν √V; paired differences: Newcombe's
+hybrid interval from the two sides' intervals with the correlation of their two-way
+covariance (Σ_q R1_q R2_q plus the annotator part of Σ_a X1_a X2_a), as
+:func:`estimators.numerics.clustered.clustered_difference` does with questions alone.
+
+Coverage (simulated, known truth): docs/coverage.md, "Critique: …", from
+``python -m estimators.critique.coverage``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from estimators.numerics.clustered import MIN_DESIGN_EFFECT, ClusteredArrays
+
+
+@dataclass(frozen=True)
+class Links:
+    """Which annotator's skill moves which observation, and by how much: per link the
+    observation's index, the annotator (any integer id) and the piece x."""
+
+    obs: np.ndarray
+    annotator: np.ndarray
+    piece: np.ndarray
+
+
+@dataclass(frozen=True)
+class Crossed:
+    """Per cell: estimate, the two variance parts, their covariance pieces, sizes."""
+
+    value: np.ndarray
+    total: np.ndarray
+    v_question: np.ndarray
+    v_annotator: np.ndarray
+    g_question: np.ndarray
+    g_annotator: np.ndarray
+    residual: np.ndarray  # per observation
+
+    @property
+    def variance(self) -> np.ndarray:
+        return self.v_question + self.v_annotator
+
+    def df(self) -> np.ndarray:
+        """Satterthwaite's degrees of freedom (module docstring), ≥ 1."""
+        vq, va = self.v_question, self.v_annotator
+        gq, ga = self.g_question, self.g_annotator
+        with np.errstate(divide="ignore", invalid="ignore"):
+            den = vq ** 2 / np.maximum(gq - 1, 1) + va ** 2 / np.maximum(ga - 1, 1)
+            df = np.where(den > 0, (vq + va) ** 2 / den, np.maximum(gq - 1, 1))
+        return np.maximum(np.nan_to_num(df, nan=1.0), 1.0)
+
+
+def _sums(key: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Σ values per distinct key (order irrelevant to the callers' sums of squares)."""
+    if key.size == 0:
+        return np.zeros(0)
+    _, inverse = np.unique(key, return_inverse=True)
+    return np.bincount(inverse.reshape(-1), weights=values)
+
+
+def _count_distinct(cell: np.ndarray, ids: np.ndarray, n_cells: int) -> np.ndarray:
+    if cell.size == 0:
+        return np.zeros(n_cells, dtype=np.int64)
+    pairs = np.unique(np.stack([cell, ids]), axis=1)
+    return np.bincount(pairs[0], minlength=n_cells)
+
+
+def _key(*parts: np.ndarray) -> np.ndarray:
+    """One int64 key from non-negative integer columns (dense recoding first)."""
+    key = np.zeros(len(parts[0]), dtype=np.int64)
+    for p in parts:
+        _, code = np.unique(p, return_inverse=True)
+        code = code.reshape(-1).astype(np.int64)
+        key = key * (int(code.max()) + 1 if code.size else 1) + code
+    return key
+
+
+def author_links(obs: np.ndarray, annotator: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Links of single-author observations: (obs, annotator) where the annotator is known
+    (≥ 0); the piece is the observation's own residual (:func:`crossed_totals` fills it
+    in with ``own_residual=True``)."""
+    keep = annotator >= 0
+    return obs[keep], annotator[keep]
+
+
+def crossed_totals(n: np.ndarray, s: np.ndarray, cell: np.ndarray, question: np.ndarray,
+                   n_cells: int, links: Links | None = None, *,
+                   own_links: tuple[np.ndarray, np.ndarray] | None = None) -> Crossed:
+    """Estimates and two-way variance parts per cell (module docstring). ``links`` carry
+    their own pieces; ``own_links`` = (obs, annotator) links whose piece is the
+    observation's residual (single authors)."""
+    n = np.asarray(n, dtype=float)
+    s = np.asarray(s, dtype=float)
+    cell = np.asarray(cell, dtype=np.int64)
+    question = np.asarray(question, dtype=np.int64)
+    total_n = np.bincount(cell, weights=n, minlength=n_cells)
+    total_s = np.bincount(cell, weights=s, minlength=n_cells)
+    value = np.where(total_n > 0, total_s / np.where(total_n > 0, total_n, 1), np.nan)
+    theta = np.nan_to_num(value)[cell]
+    residual = s - theta * n
+    has = n > 0
+    cq = _key(cell, question)
+    r_q = _sums(cq, residual)
+    q_cell = np.zeros(r_q.size, dtype=np.int64)
+    if cq.size:
+        _, first = np.unique(cq, return_index=True)
+        q_cell = cell[first]
+    g_q = _count_distinct(cell[has], question[has], n_cells)
+    n2 = np.where(total_n > 0, total_n, 1) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v_q = np.where(g_q >= 2, g_q / np.maximum(g_q - 1, 1)
+                       * np.bincount(q_cell, weights=r_q ** 2, minlength=n_cells) / n2,
+                       np.nan)
+    obs_l, ann_l, piece_l = [], [], []
+    if links is not None:
+        obs_l.append(np.asarray(links.obs, np.int64))
+        ann_l.append(np.asarray(links.annotator, np.int64))
+        piece_l.append(np.asarray(links.piece, float))
+    if own_links is not None:
+        o, a = own_links
+        obs_l.append(np.asarray(o, np.int64))
+        ann_l.append(np.asarray(a, np.int64))
+        piece_l.append(residual[np.asarray(o, np.int64)])
+    v_a = np.zeros(n_cells)
+    g_a = np.zeros(n_cells, dtype=np.int64)
+    if obs_l and sum(x.size for x in obs_l):
+        lo, la, lp = np.concatenate(obs_l), np.concatenate(ann_l), np.concatenate(piece_l)
+        lc = cell[lo]
+        ca = _key(lc, la)
+        x_a = _sums(ca, lp)
+        a_cell = lc[np.unique(ca, return_index=True)[1]]
+        x_qa = _sums(_key(lc, question[lo], la), lp)
+        qa_cell = lc[np.unique(_key(lc, question[lo], la), return_index=True)[1]]
+        g_a = _count_distinct(lc, la, n_cells)
+        cross = (np.bincount(a_cell, weights=x_a ** 2, minlength=n_cells)
+                 - np.bincount(qa_cell, weights=x_qa ** 2, minlength=n_cells))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v_a = np.where(g_a >= 2, np.maximum(g_a / np.maximum(g_a - 1, 1) * cross, 0)
+                           / n2, 0.0)
+    return Crossed(value=value, total=total_n, v_question=v_q, v_annotator=v_a,
+                   g_question=g_q, g_annotator=g_a, residual=residual)
+
+
+def _t(interval_level: float, df: np.ndarray) -> np.ndarray:
+    if not 0 < interval_level < 1:
+        raise ValueError(f"interval_level must be in (0, 1), got {interval_level}")
+    return np.asarray(special.stdtrit(df, 0.5 + interval_level / 2))
+
+
+def crossed_proportion(c: Crossed, *, interval_level: float = 0.95) -> ClusteredArrays:
+    """Wilson at the two-way effective size with t on Satterthwaite's df (module
+    docstring); the same edge rules as the question-clustered interval."""
+    p, g, total_n = c.value, c.g_question, c.total
+    variance = c.variance
+    edge = ~np.isfinite(p) | (p <= 0) | (p >= 1) | ~np.isfinite(variance)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where(edge, g, p * (1 - p) / np.where(variance > 0, variance, 1))
+        n_eff = np.where(~edge & (variance <= 0), np.inf, n_eff)
+    n_eff = np.minimum(n_eff, total_n / MIN_DESIGN_EFFECT)
+    t = _t(interval_level, c.df())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c2n = t ** 2 / np.where(n_eff > 0, n_eff, 1)
+        centre = (p + c2n / 2) / (1 + c2n)
+        half = t / (1 + c2n) * np.sqrt(p * (1 - p) / n_eff + c2n / (4 * n_eff))
+    lower = np.where(g >= 2, np.clip(centre - half, 0, 1), 0.0)
+    upper = np.where(g >= 2, np.clip(centre + half, 0, 1), 1.0)
+    p0 = np.where(total_n > 0, p, 0.0)
+    lower, upper = np.minimum(lower, p0), np.maximum(upper, p0)
+    nothing = total_n <= 0
+    return ClusteredArrays(p, np.where(nothing, np.nan, lower),
+                           np.where(nothing, np.nan, upper), total_n.astype(int), g,
+                           variance, c.residual)
+
+
+def crossed_mean(c: Crossed, *, interval_level: float = 0.95) -> ClusteredArrays:
+    """θ̂ ± t_ν √V (NaN bounds with fewer than 2 questions)."""
+    half = _t(interval_level, c.df()) * np.sqrt(c.variance)
+    ok = c.g_question >= 2
+    return ClusteredArrays(c.value, np.where(ok, c.value - half, np.nan),
+                           np.where(ok, c.value + half, np.nan), c.total.astype(int),
+                           c.g_question, c.variance, c.residual)
+
+
+def crossed_covariance(a: Crossed, b: Crossed, cell: np.ndarray, question: np.ndarray,
+                       n_cells: int, links_a: Links, links_b: Links) -> np.ndarray:
+    """Two-way covariance of two estimates on the same observations (rows): questions'
+    Σ R1_q R2_q plus the annotators' cross-question part, each with its G/(G − 1)."""
+    cq = _key(cell, question)
+    r1, r2 = _sums(cq, a.residual), _sums(cq, b.residual)
+    q_cell = cell[np.unique(cq, return_index=True)[1]] if cq.size else cq
+    g_q = np.minimum(a.g_question, b.g_question)
+    den = np.where(a.total > 0, a.total, 1) * np.where(b.total > 0, b.total, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cov = g_q / np.maximum(g_q - 1, 1) * np.bincount(q_cell, weights=r1 * r2,
+                                                         minlength=n_cells) / den
+    lo = np.concatenate([links_a.obs, links_b.obs]).astype(np.int64)
+    la = np.concatenate([links_a.annotator, links_b.annotator]).astype(np.int64)
+    side = np.r_[np.zeros(links_a.obs.size), np.ones(links_b.obs.size)]
+    if lo.size:
+        lc = cell[lo]
+        pa = np.where(side == 0, np.r_[links_a.piece, np.zeros(links_b.obs.size)], 0.0)
+        pb = np.where(side == 1, np.r_[np.zeros(links_a.obs.size), links_b.piece], 0.0)
+        ca = _key(lc, la)
+        a_cell = lc[np.unique(ca, return_index=True)[1]]
+        cqa = _key(lc, question[lo], la)
+        qa_cell = lc[np.unique(cqa, return_index=True)[1]]
+        g_a = _count_distinct(lc, la, n_cells)
+        cross = (np.bincount(a_cell, weights=_sums(ca, pa) * _sums(ca, pb),
+                             minlength=n_cells)
+                 - np.bincount(qa_cell, weights=_sums(cqa, pa) * _sums(cqa, pb),
+                               minlength=n_cells))
+        cov = cov + np.where(g_a >= 2, g_a / np.maximum(g_a - 1, 1) * cross / den, 0.0)
+    return cov
+
+
+def crossed_difference(a: Crossed, b: Crossed, cov: np.ndarray, *,
+                       interval_level: float = 0.95) -> ClusteredArrays:
+    """θ̂₁ − θ̂₂ with Newcombe's hybrid interval from the two sides' two-way Wilson
+    intervals and their two-way correlation (module docstring)."""
+    ia = crossed_proportion(a, interval_level=interval_level)
+    ib = crossed_proportion(b, interval_level=interval_level)
+    va, vb = a.variance, b.variance
+    with np.errstate(divide="ignore", invalid="ignore"):
+        phi = np.where((va > 0) & (vb > 0), cov / np.sqrt(va * vb), 0.0)
+    phi = np.clip(np.where(np.isfinite(phi), phi, 0.0), -1, 1)
+    d = ia.value - ib.value
+    down1, up1 = ia.value - ia.lower, ia.upper - ia.value
+    down2, up2 = ib.value - ib.lower, ib.upper - ib.value
+    lower = d - np.sqrt(np.maximum(down1 ** 2 - 2 * phi * down1 * up2 + up2 ** 2, 0))
+    upper = d + np.sqrt(np.maximum(up1 ** 2 - 2 * phi * up1 * down2 + down2 ** 2, 0))
+    with np.errstate(invalid="ignore"):
+        variance = va + vb - 2 * cov
+    return ClusteredArrays(d, np.clip(lower, -1, 1), np.clip(upper, -1, 1),
+                           ia.n, np.minimum(a.g_question, b.g_question), variance,
+                           a.residual - b.residual)

@@ -45,7 +45,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special, stats
 
-from estimators.critique.votes import pivots, voters
+from estimators.critique.influence import (
+    Chain,
+    input_slopes,
+    output_links,
+    vote_links,
+)
+from estimators.critique.votes import voters
 from estimators.numerics.clustered import (
     clustered_difference,
     clustered_mean,
@@ -366,104 +372,140 @@ def plurality(finals: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarra
 
 
 @dataclass(frozen=True)
-class Voters:
-    """The voters of each vote observation: annotators, finals (0 = gold), right, and the
-    level they answered at, each (m, width)."""
+class Flat:
+    """Every output of every simulated study of a chunk as one row: what the report sees
+    (levels, authors, chains) plus the simulation's own columns. Annotator ids are the
+    study's own (0 … G − 1; every interval is per study); ``parents`` / ``ancestors`` hold
+    rows (−1: none)."""
 
-    annotator: np.ndarray
-    final: np.ndarray
-    right: np.ndarray
+    study: np.ndarray
+    question: np.ndarray
     level: np.ndarray
+    right: np.ndarray
+    final: np.ndarray
+    choice: np.ndarray
+    n_right_inputs: np.ndarray
+    author: np.ndarray
+    confidence: np.ndarray
+    minutes: np.ndarray
+    parents: np.ndarray
+    ancestors: np.ndarray
+    first_input_right: np.ndarray
+    blocks: list  # per level: row numbers, shape (R, Q, T, count)
+
+
+def flatten(cell: Cell, levels: list[Level]) -> Flat:
+    r_n, q_n, t_n = levels[0].right.shape[:3]
+    blocks, start = [], 0
+    for lv in levels:
+        size = lv.right.size
+        blocks.append(start + np.arange(size).reshape(lv.right.shape))
+        start += size
+    n = start
+    top = len(levels) - 1
+    parents = np.full((n, 2), -1, dtype=np.int64)
+    ancestors = np.full((n, max(top, 1), 2), -1, dtype=np.int64)
+    first_right = np.zeros(n, dtype=bool)
+    cols = {f: [] for f in ("study", "question", "level")}
+    for lv, rows in enumerate(blocks):
+        shape = rows.shape
+        cols["study"].append(np.broadcast_to(np.arange(r_n)[:, None, None, None], shape))
+        cols["question"].append(np.broadcast_to(np.arange(q_n)[None, :, None, None], shape))
+        cols["level"].append(np.full(shape, lv))
+        for j in range(lv):
+            pair = np.broadcast_to(blocks[j][..., None, :2], shape + (2,))
+            ancestors[rows.reshape(-1), j] = pair.reshape(-1, 2)
+        if lv:
+            parents[rows.reshape(-1)] = ancestors[rows.reshape(-1), lv - 1]
+            first_right[rows.reshape(-1)] = np.broadcast_to(
+                levels[lv - 1].right[..., :1], shape).reshape(-1)
+
+    def cat(xs):
+        return np.concatenate([np.asarray(x).reshape(-1) for x in xs])
+
+    study = cat(cols["study"])
+    return Flat(study=study, question=cat(cols["question"]), level=cat(cols["level"]),
+                right=cat(x.right for x in levels), final=cat(x.final for x in levels),
+                choice=cat(x.choice for x in levels),
+                n_right_inputs=cat(x.n_right_inputs for x in levels),
+                author=cat(x.annotator for x in levels),
+                confidence=cat(x.confidence for x in levels),
+                minutes=cat(x.minutes for x in levels), parents=parents,
+                ancestors=ancestors, first_input_right=first_right, blocks=blocks)
 
 
 @dataclass(frozen=True)
 class Obs:
-    """One figure's observations in every study: per observation its study, question and
-    author (single-author figures; the anchor of a difference), its count n and sum s —
-    for a paired difference also the other side's s2 — and, for votes (or a difference's
-    vote side), the voters."""
+    """One figure's observations in every study of a chunk: per observation its study,
+    question, count n and sum s (a paired difference: also the other side's s2); the
+    output row it rests on (``row``: single-output figures and a difference's anchor;
+    ``chain``: whether its annotator links unroll the chain) and, for votes, the voters'
+    rows (−1 padded)."""
 
     kind: str  # "p" proportion, "m" mean, "d" paired difference
     study: np.ndarray
     question: np.ndarray
-    author: np.ndarray | None
     n: np.ndarray
     s: np.ndarray
     s2: np.ndarray | None = None
-    voters: Voters | None = None
+    row: np.ndarray | None = None
+    chain: bool = False
+    voters: np.ndarray | None = None
 
 
-def _flat(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(x).reshape(-1)
-
-
-def observations(cell: Cell, levels: list[Level], rng: np.random.Generator
-                 ) -> dict[str, Obs]:
-    """Every figure of every simulated study as observations (:class:`Obs`)."""
-    r_n, q_n, t_n = levels[0].right.shape[:3]
+def observations(cell: Cell, flat: Flat, rng: np.random.Generator) -> dict[str, Obs]:
+    """Every figure of every simulated study of the chunk as observations (:class:`Obs`)."""
     k = cell.n_options
     out: dict[str, Obs] = {}
+    blocks = flat.blocks
 
-    def index(count: int):
-        st = np.broadcast_to(np.arange(r_n)[:, None, None, None], (r_n, q_n, t_n, count))
-        qu = np.broadcast_to(np.arange(q_n)[None, :, None, None], (r_n, q_n, t_n, count))
-        return _flat(st), _flat(qu)
+    def single(kind, rows, values, mask=None, chain=False):
+        rows = rows.reshape(-1)
+        if mask is not None:
+            rows = rows[mask[rows]]
+        return Obs(kind, flat.study[rows], flat.question[rows], np.ones(rows.size),
+                   np.asarray(values, float)[rows], row=rows, chain=chain)
 
-    def single(kind, lv, values, mask=None):
-        st, qu = index(cell.counts[lv])
-        n = np.ones(st.shape) if mask is None else _flat(mask).astype(float)
-        return Obs(kind, st, qu, _flat(levels[lv].annotator), n,
-                   _flat(values).astype(float) * n)
-
-    def voting(shape, parts):
-        """Voters of per-tree votes (parts: (level, Level, how many)), one row per anchor."""
-        cols = {f: np.concatenate([getattr(x, f)[..., :m] for _, x, m in parts], axis=-1)
-                for f in ("annotator", "final", "right")}
-        cols["level"] = np.concatenate([np.full(x.right.shape[:3] + (m,), j)
-                                        for j, x, m in parts], axis=-1)
-        width = cols["level"].shape[-1]
-        return Voters(**{f: np.broadcast_to(v[..., None, :], shape + (width,))
-                         .reshape(-1, width) for f, v in cols.items()})
-
-    for lv, level in enumerate(levels):
-        out[f"accuracy_{lv}"] = single("p", lv, level.right)
-        out[f"confidence_{lv}"] = single("m", lv, level.confidence)
-        out[f"minutes_{lv}"] = single("m", lv, level.minutes)
+    for lv, rows in enumerate(blocks):
+        out[f"accuracy_{lv}"] = single("p", rows, flat.right, chain=True)
+        out[f"confidence_{lv}"] = single("m", rows, flat.confidence)
+        out[f"minutes_{lv}"] = single("m", rows, flat.minutes)
     for t in range(1, cell.top + 1):
-        anchor = levels[t]
-        shape = anchor.right.shape
-        st, qu = index(cell.counts[t])
-        ones = np.ones(st.shape)
-        anchor_right = _flat(anchor.right).astype(float)
-        anchor_who = _flat(anchor.annotator)
+        anchors = blocks[t]
+        a_rows = anchors.reshape(-1)
+        st, qu = flat.study[a_rows], flat.question[a_rows]
+        ones = np.ones(a_rows.size)
+        a_right = flat.right[a_rows].astype(float)
+
+        def spread(voter_rows):
+            return np.broadcast_to(voter_rows[..., None, :], anchors.shape
+                                   + voter_rows.shape[-1:]).reshape(-1, voter_rows.shape[-1])
+
         for j in range(t):
             n = voters(t, j)
             if cell.counts[j] < n:
                 continue  # incomplete: not scored
-            vote = plurality(levels[j].final[..., :n], k, rng) == 0
-            vote = _flat(np.broadcast_to(vote[..., None], shape)).astype(float)
-            who = voting(shape, [(j, levels[j], n)])
-            out[f"vote_{t}_{j}"] = Obs("p", st, qu, None, ones, vote, voters=who)
-            out[f"gain_{t}_{j}"] = Obs("d", st, qu, anchor_who, ones, anchor_right, vote,
-                                       voters=who)
-        chain = np.concatenate([levels[j].final[..., :2] for j in range(t)], axis=-1)
-        naive = plurality(chain, k, rng) == 0
-        naive = _flat(np.broadcast_to(naive[..., None], shape)).astype(float)
-        who = voting(shape, [(j, levels[j], 2) for j in range(t)])
-        out[f"naive_{t}"] = Obs("p", st, qu, None, ones, naive, voters=who)
-        out[f"gain_naive_{t}"] = Obs("d", st, qu, anchor_who, ones, anchor_right, naive,
-                                     voters=who)
+            who = spread(blocks[j][..., :n])
+            vote = (plurality(flat.final[who], k, rng) == 0).astype(float)
+            out[f"vote_{t}_{j}"] = Obs("p", st, qu, ones, vote, voters=who)
+            out[f"gain_{t}_{j}"] = Obs("d", st, qu, ones, a_right, vote, row=a_rows,
+                                       chain=True, voters=who)
+        who = spread(np.concatenate([blocks[j][..., :2] for j in range(t)], axis=-1))
+        naive = (plurality(flat.final[who], k, rng) == 0).astype(float)
+        out[f"naive_{t}"] = Obs("p", st, qu, ones, naive, voters=who)
+        out[f"gain_naive_{t}"] = Obs("d", st, qu, ones, a_right, naive, row=a_rows,
+                                     chain=True, voters=who)
+        is_t = flat.level == t
+        picked = np.where(flat.first_input_right, 0, 1)
         for kk, name in enumerate(("both_wrong", "one_correct", "both_correct")):
-            mask = anchor.n_right_inputs == kk
-            out[f"pairs_{t}_{name}_accuracy"] = single("p", t, anchor.right, mask)
-            out[f"pairs_{t}_{name}_neither"] = single("p", t, anchor.choice < 0, mask)
+            mask = is_t & (flat.n_right_inputs == kk)
+            out[f"pairs_{t}_{name}_accuracy"] = single("p", anchors, flat.right, mask)
+            out[f"pairs_{t}_{name}_neither"] = single("p", anchors, flat.choice < 0, mask)
             if kk == 1:
-                first_right = np.broadcast_to(levels[t - 1].right[..., :1], mask.shape)
-                picked = np.where(first_right, 0, 1)
-                out[f"pairs_{t}_{name}_correct"] = single("p", t, anchor.choice == picked,
-                                                          mask)
-                out[f"pairs_{t}_{name}_wrong"] = single("p", t, anchor.choice == 1 - picked,
-                                                        mask)
+                out[f"pairs_{t}_{name}_correct"] = single("p", anchors,
+                                                          flat.choice == picked, mask)
+                out[f"pairs_{t}_{name}_wrong"] = single("p", anchors,
+                                                        flat.choice == 1 - picked, mask)
     return out
 
 
@@ -492,28 +534,47 @@ def question_bounds(obs: Obs, r_n: int, q_n: int, level: float = 0.95):
     return ci.lower, ci.upper
 
 
-def _voter_links(obs: Obs, level_accuracy: np.ndarray) -> Links:
-    """Each voter's linearised share of its vote: pivot × (right − its level's accuracy)."""
-    v = obs.voters
-    m, width = v.final.shape
-    piece = pivots(v.final, np.zeros(m, dtype=np.int64)) * (
-        v.right - level_accuracy[obs.study[:, None], v.level])
-    return Links(np.repeat(np.arange(m), width), v.annotator.reshape(-1), piece.reshape(-1))
+def chain_of(cell: Cell, flat: Flat, r_n: int) -> Chain:
+    """The annotator links' view of every output (:class:`estimators.critique.influence.
+    Chain`), exactly as the report builds it for one study: residuals about each study's
+    level accuracy, slopes per study and level."""
+    n_lv = cell.top + 1
+    key = flat.study * n_lv + flat.level
+    y = flat.right.astype(float)
+    acc = (np.bincount(key, weights=y, minlength=r_n * n_lv)
+           / np.maximum(np.bincount(key, minlength=r_n * n_lv), 1))
+    slopes = input_slopes(flat.level, flat.right, np.ones(y.size, dtype=bool), flat.parents,
+                          flat.study, r_n, n_lv)
+    return Chain.build(flat.level, flat.author, flat.ancestors,
+                       slopes[flat.study, flat.level], y - acc[key])
 
 
-def crossed_bounds(obs: Obs, r_n: int, level_accuracy: np.ndarray, level: float = 0.95):
+def _cell_residual(obs: Obs, s: np.ndarray, r_n: int) -> np.ndarray:
+    total = np.bincount(obs.study, weights=obs.n, minlength=r_n)
+    value = np.bincount(obs.study, weights=s, minlength=r_n) / np.maximum(total, 1)
+    return s - value[obs.study] * obs.n
+
+
+def crossed_bounds(obs: Obs, flat: Flat, chain: Chain, r_n: int, level: float = 0.95):
     """The two-way (question × annotator) interval of every study: (lower, upper)."""
-    m = obs.study.size
-    own = None if obs.author is None else (np.arange(m), obs.author)
+    def side(s, vote):
+        if vote:
+            links = vote_links(obs.voters, flat.final[obs.voters],
+                               np.zeros(obs.voters.shape[0], dtype=np.int64), chain)
+        elif obs.chain:
+            links = output_links(obs.row, _cell_residual(obs, s, r_n), chain)
+        else:
+            own = (np.arange(obs.row.size), flat.author[obs.row])
+            c = crossed_totals(obs.n, s, obs.study, obs.question, r_n, own_links=own)
+            return c, Links(own[0], own[1], c.residual)
+        return crossed_totals(obs.n, s, obs.study, obs.question, r_n, links), links
+
     if obs.kind in ("p", "m"):
-        links = _voter_links(obs, level_accuracy) if obs.voters is not None else None
-        c = crossed_totals(obs.n, obs.s, obs.study, obs.question, r_n, links, own_links=own)
+        c, _ = side(obs.s, obs.voters is not None)
         ci = (crossed_proportion if obs.kind == "p" else crossed_mean)(c, interval_level=level)
         return ci.lower, ci.upper
-    a = crossed_totals(obs.n, obs.s, obs.study, obs.question, r_n, own_links=own)
-    links_b = _voter_links(obs, level_accuracy)
-    b = crossed_totals(obs.n, obs.s2, obs.study, obs.question, r_n, links_b)
-    links_a = Links(own[0], own[1], a.residual[own[0]])
+    a, links_a = side(obs.s, False)
+    b, links_b = side(obs.s2, True)
     cov = crossed_covariance(a, b, obs.study, obs.question, r_n, links_a, links_b)
     ci = crossed_difference(a, b, cov, interval_level=level)
     return ci.lower, ci.upper

@@ -45,6 +45,7 @@ Coverage (simulated, known truth): docs/coverage.md, "Critique: …", from
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,40 +87,62 @@ class Crossed:
         with np.errstate(divide="ignore", invalid="ignore"):
             den = vq ** 2 / np.maximum(gq - 1, 1) + va ** 2 / np.maximum(ga - 1, 1)
             df = np.where(den > 0, (vq + va) ** 2 / den, np.maximum(gq - 1, 1))
+        df = np.where(va > 0, np.minimum(df, ga - 1), df)
         return np.maximum(np.nan_to_num(df, nan=1.0), 1.0)
 
 
-def _sums(key: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Σ values per distinct key (order irrelevant to the callers' sums of squares)."""
-    if key.size == 0:
-        return np.zeros(0)
-    _, inverse = np.unique(key, return_inverse=True)
-    return np.bincount(inverse.reshape(-1), weights=values)
+def _rest_key(parts: tuple[np.ndarray, ...]) -> tuple[np.ndarray, int]:
+    """One int64 code per row from non-negative integer columns, and its range: the
+    columns' own values as digits when that range is small, else dense codes."""
+    cols = [np.asarray(p, dtype=np.int64) for p in parts]
+    sizes = [int(c.max()) + 1 if c.size else 1 for c in cols]
+    if math.prod(sizes) > 2 ** 40:
+        recoded = [np.unique(c, return_inverse=True) for c in cols]
+        cols = [inv.reshape(-1).astype(np.int64) for _, inv in recoded]
+        sizes = [max(len(u), 1) for u, _ in recoded]
+    key = np.zeros(cols[0].size, dtype=np.int64)
+    for c, size in zip(cols, sizes, strict=True):
+        key = key * size + c
+    return key, math.prod(sizes)
+
+
+def _per_cell(cell: np.ndarray, parts: tuple[np.ndarray, ...], a: np.ndarray,
+              b: np.ndarray | None, n_cells: int) -> np.ndarray:
+    """Per cell, Σ over the groups of its rows with equal ``parts`` of (Σ a)(Σ b); b = a
+    when None (the sum of squared group sums)."""
+    if cell.size == 0:
+        return np.zeros(n_cells)
+    rest, size = _rest_key(parts)
+    if n_cells * size <= max(8 * cell.size, 1 << 22):
+        key = cell * size + rest
+        sa = np.bincount(key, weights=a, minlength=n_cells * size)
+        sb = sa if b is None else np.bincount(key, weights=b, minlength=n_cells * size)
+        return (sa * sb).reshape(n_cells, size).sum(axis=1)
+    pairs, inverse = np.unique(np.stack([cell, rest]), axis=1, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    sa = np.bincount(inverse, weights=a)
+    sb = sa if b is None else np.bincount(inverse, weights=b)
+    return np.bincount(pairs[0], weights=sa * sb, minlength=n_cells)
 
 
 def _count_distinct(cell: np.ndarray, ids: np.ndarray, n_cells: int) -> np.ndarray:
+    """Per cell, how many distinct ``ids`` its rows hold."""
     if cell.size == 0:
         return np.zeros(n_cells, dtype=np.int64)
-    pairs = np.unique(np.stack([cell, ids]), axis=1)
-    return np.bincount(pairs[0], minlength=n_cells)
+    rest, size = _rest_key((ids,))
+    if n_cells * size <= max(8 * cell.size, 1 << 22):
+        seen = np.zeros(n_cells * size, dtype=bool)
+        seen[cell * size + rest] = True
+        return seen.reshape(n_cells, size).sum(axis=1)
+    return np.bincount(np.unique(np.stack([cell, rest]), axis=1)[0], minlength=n_cells)
 
 
-def _key(*parts: np.ndarray) -> np.ndarray:
-    """One int64 key from non-negative integer columns (dense recoding first)."""
-    key = np.zeros(len(parts[0]), dtype=np.int64)
-    for p in parts:
-        _, code = np.unique(p, return_inverse=True)
-        code = code.reshape(-1).astype(np.int64)
-        key = key * (int(code.max()) + 1 if code.size else 1) + code
-    return key
-
-
-def author_links(obs: np.ndarray, annotator: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Links of single-author observations: (obs, annotator) where the annotator is known
-    (≥ 0); the piece is the observation's own residual (:func:`crossed_totals` fills it
-    in with ``own_residual=True``)."""
-    keep = annotator >= 0
-    return obs[keep], annotator[keep]
+def _annotator_cross(cell: np.ndarray, question: np.ndarray, annotator: np.ndarray,
+                     a: np.ndarray, b: np.ndarray | None, n_cells: int) -> np.ndarray:
+    """Σ_a X_a Y_a − Σ_{q,a} x_qa y_qa per cell: the products of one annotator's pieces on
+    different questions."""
+    return (_per_cell(cell, (annotator,), a, b, n_cells)
+            - _per_cell(cell, (question, annotator), a, b, n_cells))
 
 
 def crossed_totals(n: np.ndarray, s: np.ndarray, cell: np.ndarray, question: np.ndarray,
@@ -138,18 +161,11 @@ def crossed_totals(n: np.ndarray, s: np.ndarray, cell: np.ndarray, question: np.
     theta = np.nan_to_num(value)[cell]
     residual = s - theta * n
     has = n > 0
-    cq = _key(cell, question)
-    r_q = _sums(cq, residual)
-    q_cell = np.zeros(r_q.size, dtype=np.int64)
-    if cq.size:
-        _, first = np.unique(cq, return_index=True)
-        q_cell = cell[first]
     g_q = _count_distinct(cell[has], question[has], n_cells)
     n2 = np.where(total_n > 0, total_n, 1) ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
         v_q = np.where(g_q >= 2, g_q / np.maximum(g_q - 1, 1)
-                       * np.bincount(q_cell, weights=r_q ** 2, minlength=n_cells) / n2,
-                       np.nan)
+                       * _per_cell(cell, (question,), residual, None, n_cells) / n2, np.nan)
     obs_l, ann_l, piece_l = [], [], []
     if links is not None:
         obs_l.append(np.asarray(links.obs, np.int64))
@@ -162,17 +178,10 @@ def crossed_totals(n: np.ndarray, s: np.ndarray, cell: np.ndarray, question: np.
         piece_l.append(residual[np.asarray(o, np.int64)])
     v_a = np.zeros(n_cells)
     g_a = np.zeros(n_cells, dtype=np.int64)
-    if obs_l and sum(x.size for x in obs_l):
+    if obs_l:
         lo, la, lp = np.concatenate(obs_l), np.concatenate(ann_l), np.concatenate(piece_l)
-        lc = cell[lo]
-        ca = _key(lc, la)
-        x_a = _sums(ca, lp)
-        a_cell = lc[np.unique(ca, return_index=True)[1]]
-        x_qa = _sums(_key(lc, question[lo], la), lp)
-        qa_cell = lc[np.unique(_key(lc, question[lo], la), return_index=True)[1]]
-        g_a = _count_distinct(lc, la, n_cells)
-        cross = (np.bincount(a_cell, weights=x_a ** 2, minlength=n_cells)
-                 - np.bincount(qa_cell, weights=x_qa ** 2, minlength=n_cells))
+        cross = _annotator_cross(cell[lo], question[lo], la, lp, None, n_cells)
+        g_a = _count_distinct(cell[lo], la, n_cells)
         with np.errstate(divide="ignore", invalid="ignore"):
             v_a = np.where(g_a >= 2, np.maximum(g_a / np.maximum(g_a - 1, 1) * cross, 0)
                            / n2, 0.0)
@@ -224,31 +233,24 @@ def crossed_covariance(a: Crossed, b: Crossed, cell: np.ndarray, question: np.nd
                        n_cells: int, links_a: Links, links_b: Links) -> np.ndarray:
     """Two-way covariance of two estimates on the same observations (rows): questions'
     Σ R1_q R2_q plus the annotators' cross-question part, each with its G/(G − 1)."""
-    cq = _key(cell, question)
-    r1, r2 = _sums(cq, a.residual), _sums(cq, b.residual)
-    q_cell = cell[np.unique(cq, return_index=True)[1]] if cq.size else cq
     g_q = np.minimum(a.g_question, b.g_question)
     den = np.where(a.total > 0, a.total, 1) * np.where(b.total > 0, b.total, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        cov = g_q / np.maximum(g_q - 1, 1) * np.bincount(q_cell, weights=r1 * r2,
-                                                         minlength=n_cells) / den
+        cov = (g_q / np.maximum(g_q - 1, 1)
+               * _per_cell(cell, (question,), a.residual, b.residual, n_cells) / den)
     lo = np.concatenate([links_a.obs, links_b.obs]).astype(np.int64)
-    la = np.concatenate([links_a.annotator, links_b.annotator]).astype(np.int64)
-    side = np.r_[np.zeros(links_a.obs.size), np.ones(links_b.obs.size)]
     if lo.size:
-        lc = cell[lo]
-        pa = np.where(side == 0, np.r_[links_a.piece, np.zeros(links_b.obs.size)], 0.0)
-        pb = np.where(side == 1, np.r_[np.zeros(links_a.obs.size), links_b.piece], 0.0)
-        ca = _key(lc, la)
-        a_cell = lc[np.unique(ca, return_index=True)[1]]
-        cqa = _key(lc, question[lo], la)
-        qa_cell = lc[np.unique(cqa, return_index=True)[1]]
-        g_a = _count_distinct(lc, la, n_cells)
-        cross = (np.bincount(a_cell, weights=_sums(ca, pa) * _sums(ca, pb),
-                             minlength=n_cells)
-                 - np.bincount(qa_cell, weights=_sums(cqa, pa) * _sums(cqa, pb),
-                               minlength=n_cells))
-        cov = cov + np.where(g_a >= 2, g_a / np.maximum(g_a - 1, 1) * cross / den, 0.0)
+        la = np.concatenate([links_a.annotator, links_b.annotator]).astype(np.int64)
+        zeros_a, zeros_b = np.zeros(links_a.obs.size), np.zeros(links_b.obs.size)
+        pa = np.concatenate([links_a.piece, zeros_b])
+        pb = np.concatenate([zeros_a, links_b.piece])
+        cross = _annotator_cross(cell[lo], question[lo], la, pa, pb, n_cells)
+        g_a = _count_distinct(cell[lo], la, n_cells)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cov_a = np.where(g_a >= 2, g_a / np.maximum(g_a - 1, 1) * cross / den, 0.0)
+        # The difference's annotator part, v_a(1) + v_a(2) − 2 cov_a, is floored at 0
+        # like each side's: the difference is never narrower than with questions alone.
+        cov = cov + np.minimum(cov_a, (a.v_annotator + b.v_annotator) / 2)
     return cov
 
 

@@ -11,7 +11,9 @@ human–AI), each timed separately and together; median and worst of ``--repeat`
 warm process (imports done), plus the median CPU time of the whole recompute (on a
 shared, busy machine the wall times include waiting for a core). Studies: human-only
 (the paper's Tables 1–2), and human–AI (an AI chain of 16 outputs per question plus 7
-human outputs: 3 author groups, Table 3).
+human outputs: 3 author groups, Table 3); 30 annotators write the human outputs (each
+output carries its annotator, as on the platform, so the intervals are clustered by
+question and annotator).
 """
 
 from __future__ import annotations
@@ -134,10 +136,12 @@ def main() -> int:
         return 0
     worst = bench("human-human", CritiqueDesign(n_questions=args.questions,
                                                 domains=("math", "english", "logic",
-                                                         "reading", "figures")), args.repeat)
+                                                         "reading", "figures"),
+                                                n_annotators=30), args.repeat)
     worst = max(worst, bench("human-AI", CritiqueDesign(
         n_questions=args.questions, mode="human_ai", accuracy=(0.4, 0.55, 0.6, 0.62),
-        ai_accuracy=(0.5, 0.52, 0.55, 0.57), human_counts=(3, 2, 1, 1)), args.repeat))
+        ai_accuracy=(0.5, 0.52, 0.55, 0.57), human_counts=(3, 2, 1, 1), n_annotators=30),
+        args.repeat))
     verdict = "within" if worst <= BUDGET_S else "OVER"
     print(f"worst recompute {worst * 1000:.1f} ms: {verdict} the {BUDGET_S * 1000:.0f} ms "
           "budget")

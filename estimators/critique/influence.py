@@ -36,7 +36,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from estimators.critique.votes import pivots
 from estimators.numerics.crossed import Links
 
 
@@ -126,16 +125,23 @@ def unrolled_links(obs: np.ndarray, rows: np.ndarray, weight: np.ndarray,
     return Links(o[ok], chain.author[r[ok]], p[ok])
 
 
-def vote_links(voter_rows: np.ndarray, finals: np.ndarray, gold: np.ndarray,
-               chain: Chain) -> Links:
+def vote_links(voter_rows: np.ndarray, delta: np.ndarray, chain: Chain) -> Links:
     """Links of votes (rows of ``voter_rows``, −1 padded): each voter with its pivot Δ
-    (:func:`estimators.critique.votes.pivots` of the voters' ``finals``), its own part
-    Δ·e and its chain unrolled with weight Δ."""
+    (``delta``, :func:`estimators.critique.votes.pivots`), its own part Δ·e and its chain
+    unrolled with weight Δ."""
     m, width = voter_rows.shape
-    delta = pivots(np.where(voter_rows >= 0, finals, -1), gold).reshape(-1)
     rows = voter_rows.reshape(-1)
+    delta = delta.reshape(-1)
     obs = np.repeat(np.arange(m), width)
     return unrolled_links(obs, rows, delta, delta * chain.own[np.maximum(rows, 0)], chain)
+
+
+def annotated(chain: Chain) -> np.ndarray:
+    """Per output: whether it or an output of its chain has an annotator (else it has no
+    links)."""
+    has = chain.author >= 0
+    anc = chain.ancestors
+    return has | ((anc >= 0) & has[np.maximum(anc, 0)]).any(axis=(1, 2))
 
 
 def output_links(rows: np.ndarray, cell_residual: np.ndarray, chain: Chain) -> Links:

@@ -54,7 +54,7 @@ def _with(index, **changes):
     (_with(2, author="robot"), r"outputs\[2\] \(id 12\): field 'author' must be 'human' or 'ai'"),
     (_with(2, level=None), r"outputs\[2\] \(id 12\): field 'level' is required"),
     (_with(2, id=None), r"outputs\[2\]: field 'id' is required"),
-    (GOOD[:2] + [GOOD[2][:9]], r"outputs\[2\]: expected 10 or 11 fields"),
+    (GOOD[:2] + [GOOD[2][:9]], r"outputs\[2\]: expected 10 or 11 or 12 fields"),
     ([GOOD[0]._asdict(), {k: v for k, v in GOOD[1]._asdict().items() if k != "author"}],
      r"outputs\[1\]: missing field 'author'"),
     (GOOD[:1] + ["not a record"], r"outputs\[1\]: a record is a mapping or a tuple"),

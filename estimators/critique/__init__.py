@@ -15,6 +15,7 @@ ancestor pairs), ``votes`` (effort, majority with seeded ties, the two baselines
 from estimators.critique.records import CritiqueStudy, OutputRecord, QuestionRecord
 from estimators.critique.report import (
     INPUT_KINDS,
+    MIN_RELIABLE_ANNOTATORS,
     CritiqueReport,
     HumanAiRow,
     InputPairRow,
@@ -40,6 +41,7 @@ from estimators.numerics.clustered import (
 
 __all__ = [
     "INPUT_KINDS",
+    "MIN_RELIABLE_ANNOTATORS",
     "CritiqueReport",
     "CritiqueStudy",
     "HumanAiRow",

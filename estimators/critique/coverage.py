@@ -99,13 +99,24 @@ class Cell:
     n_options: int = N_OPTIONS
     neither_rate: float = NEITHER_RATE
     input_weight: float = INPUT_WEIGHT
+    ai_levels: int = 0  # levels 0 … ai_levels − 1 written by the AI (the mixed mode)
 
     @property
     def top(self) -> int:
         return len(self.counts) - 1
 
+    def sd(self, level: int) -> float:
+        """The skill spread of the writers of a level (0: the AI, one fixed system)."""
+        return 0.0 if level < self.ai_levels else self.annotator_sd
+
+    def human(self, level: int) -> bool:
+        return level >= self.ai_levels
+
     def check(self) -> None:
-        need = max(c + 2 * lv for lv, c in enumerate(self.counts))
+        if self.ai_levels and self.ai_levels != self.top:
+            raise ValueError("the mixed mode: the AI writes every level below the top")
+        need = (self.counts[-1] if self.ai_levels
+                else max(c + 2 * lv for lv, c in enumerate(self.counts)))
         if self.n_annotators < need:
             raise ValueError(f"counts {self.counts} need at least {need} annotators, got "
                              f"{self.n_annotators}")
@@ -172,7 +183,7 @@ def _chain(cell: Cell, u: np.ndarray) -> _Chain:
     k = cell.n_options
     n_lv = cell.top + 1
     logit_p = np.stack([special.logit(_beta_ppf(u, a, cell.spread)) for a in cell.accuracy])
-    mean_right = _skill_average(logit_p, cell.annotator_sd)
+    mean_right = np.stack([_skill_average(logit_p[lv], cell.sd(lv)) for lv in range(n_lv)])
     r = np.zeros((n_lv, len(u), 3))
     d0 = np.concatenate([mean_right[0][:, None],
                          np.repeat(((1 - mean_right[0]) / (k - 1))[:, None], k - 1, 1)], 1)
@@ -181,7 +192,7 @@ def _chain(cell: Cell, u: np.ndarray) -> _Chain:
     nu = cell.neither_rate
     for lv in range(1, n_lv):
         pi = mean_right[lv - 1]
-        w = _weight_average(logit_p[lv], cell.annotator_sd, pi, cell.input_weight)
+        w = _weight_average(logit_p[lv], cell.sd(lv), pi, cell.input_weight)
         for kk in range(3):
             r[lv, :, kk] = mean_right[lv] + w * (kk / 2 - pi)
         c = np.zeros((len(u), k, k, k))
@@ -211,17 +222,19 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> float:
 
 
 def true_values(cell: Cell) -> dict[str, float]:
-    """Every figure's population value (module docstring), keyed as :func:`figure_names`."""
+    """Every figure's population value (module docstring), keyed as :func:`observations`
+    names them."""
     ch = _chain(cell, U_NODES)
     k = cell.n_options
     truth: dict[str, float] = {}
     top = cell.top
     for lv in range(top + 1):
         truth[f"accuracy_{lv}"] = _expect(ch.mean_right[lv])
-        truth[f"minutes_{lv}"] = cell.minutes[lv]
-        c = (cell.confidence[lv] + CONFIDENCE_ANNOTATOR_SD * _GH_X[None, :]
-             + CONFIDENCE_DIFFICULTY * (0.5 - U_NODES[:, None]))
-        truth[f"confidence_{lv}"] = _expect((np.clip(c, 1, 5) * _GH_W).sum(axis=1))
+        if cell.human(lv):
+            truth[f"minutes_{lv}"] = cell.minutes[lv]
+            truth[f"confidence_{lv}"] = _expect(_confidence(cell, lv))
+    if cell.ai_levels:
+        truth.update(_human_ai_truth(cell, ch))
     d0 = ch.pair[0].sum(axis=2)  # a response's final distribution
     for t in range(1, top + 1):
         for j in range(t):
@@ -250,6 +263,43 @@ def true_values(cell: Cell) -> dict[str, float]:
                 truth[f"pairs_{t}_{name}_correct"] = _ratio(share * rk * (1 - nu), share)
                 truth[f"pairs_{t}_{name}_wrong"] = _ratio(share * (1 - rk) * (1 - nu), share)
     return truth
+
+
+def _confidence(cell: Cell, lv: int) -> np.ndarray:
+    """E_b clip(c_l + σ_c b + κ(½ − U), 1, 5) per U node."""
+    c = (cell.confidence[lv] + CONFIDENCE_ANNOTATOR_SD * _GH_X[None, :]
+         + CONFIDENCE_DIFFICULTY * (0.5 - U_NODES[:, None]))
+    return (np.clip(c, 1, 5) * _GH_W).sum(axis=1)
+
+
+def _human_ai_truth(cell: Cell, ch: _Chain) -> dict[str, float]:
+    """Table 3 (the mixed mode: the AI below the top level, annotators at the top L) on the
+    questions whose AI responses are neither all right nor all wrong: the chain pairs'
+    distributions weighted by the chance that the other responses keep the question."""
+    top, c0 = cell.top, cell.counts[0]
+    a0 = ch.mean_right[0]
+    gold = np.arange(cell.n_options) == 0
+    n_right = gold[:, None].astype(int) + gold[None, :].astype(int)
+    keep0 = np.where(n_right == 2, 1 - a0[:, None, None] ** (c0 - 2),
+                     np.where(n_right == 0, 1 - (1 - a0[:, None, None]) ** (c0 - 2), 1.0))
+    kept = [ch.pair[0] * keep0]
+    for lv in range(1, top):
+        c = ch.child[lv]
+        kept.append(np.einsum("nab,nabx,naby->nxy", kept[-1], c, c))
+    p_kept = kept[0].sum(axis=(1, 2))
+
+    def by_inputs(level: int) -> np.ndarray:
+        """E[a level-``level`` output right, kept | q]: over its inputs' pair."""
+        pair = kept[level - 1]
+        return sum((pair * (n_right == kk)).sum(axis=(1, 2)) * ch.r[level, :, kk]
+                   for kk in range(3))
+
+    human = _ratio(by_inputs(top), p_kept)
+    below = _ratio(a0 - a0 ** c0, p_kept) if top == 1 else _ratio(by_inputs(top - 1), p_kept)
+    return {f"ha_human_{top}": human, f"ha_ai_below_{top}": below,
+            f"ha_gain_{top}": human - below,
+            f"ha_confidence_{top}": _ratio(p_kept * _confidence(cell, top), p_kept),
+            f"ha_minutes_{top}": cell.minutes[top]}
 
 
 def _naive_right(ch: _Chain, t: int, k: int) -> np.ndarray:
@@ -314,14 +364,19 @@ def simulate(cell: Cell, n_studies: int, rng: np.random.Generator) -> list[Level
     q_time = np.exp(MINUTES_QUESTION_SD * rng.standard_normal((r_n, q_n))
                     - MINUTES_QUESTION_SD ** 2 / 2)
     gold = np.zeros((r_n, q_n), dtype=np.int64)  # option 0 is gold (options are symmetric)
-    need = max(c + 2 * lv for lv, c in enumerate(cell.counts))
+    need = min(g, max(c + 2 * lv for lv, c in enumerate(cell.counts)))
     order = np.argsort(rng.random((r_n, q_n, t_n, g)), axis=-1)[..., :need]
     logit_p = [special.logit(_beta_ppf(u, a, cell.spread)) for a in cell.accuracy]
     levels: list[Level] = []
     studies = np.arange(r_n)[:, None, None, None]
     for lv, count in enumerate(cell.counts):
-        who = order[..., 2 * lv:2 * lv + count]
-        b = skill[studies, who]
+        if not cell.human(lv):
+            who = np.full((r_n, q_n, t_n, count), -1)
+        elif cell.ai_levels:  # annotators beside the AI's chain: any count of them
+            who = order[..., :count]
+        else:
+            who = order[..., 2 * lv:2 * lv + count]
+        b = np.where(who >= 0, skill[studies, np.maximum(who, 0)], 0.0)
         p = special.expit(logit_p[lv][:, :, None, None] + b)
         shape = (r_n, q_n, t_n, count)
         wrong_option = (gold[:, :, None, None] + rng.integers(1, k, shape)) % k
@@ -333,7 +388,7 @@ def simulate(cell: Cell, n_studies: int, rng: np.random.Generator) -> list[Level
         else:
             below = levels[-1]
             in_final, in_right = below.final[..., :2], below.right[..., :2]
-            pi = _skill_average(logit_p[lv - 1], cell.annotator_sd)[:, :, None, None]
+            pi = _skill_average(logit_p[lv - 1], cell.sd(lv - 1))[:, :, None, None]
             with np.errstate(divide="ignore", invalid="ignore"):
                 w = np.minimum.reduce([np.full(shape, cell.input_weight),
                                        np.where(pi < 1, (1 - p) / (1 - pi), np.inf),
@@ -352,12 +407,16 @@ def simulate(cell: Cell, n_studies: int, rng: np.random.Generator) -> list[Level
                                           np.where(follow, wrong_pick, 0), axis=-1)
             final = np.where(right, gold[:, :, None, None],
                              np.where(follow, followed, wrong_option))
-        c = np.clip(cell.confidence[lv] + conf_shift[studies, who]
+        c = np.clip(cell.confidence[lv] + conf_shift[studies, np.maximum(who, 0)]
                     + CONFIDENCE_DIFFICULTY * (0.5 - u)[:, :, None, None], 1, 5)
         confidence = np.floor(c) + (rng.random(shape) < c - np.floor(c))
-        minutes = (cell.minutes[lv] * speed[studies, who] * q_time[:, :, None, None]
+        minutes = (cell.minutes[lv] * speed[studies, np.maximum(who, 0)]
+                   * q_time[:, :, None, None]
                    * np.exp(MINUTES_NOISE_SD * rng.standard_normal(shape)
                             - MINUTES_NOISE_SD ** 2 / 2))
+        if not cell.human(lv):  # the AI's outputs carry neither
+            confidence = np.full(shape, np.nan)
+            minutes = np.full(shape, np.nan)
         levels.append(Level(right=right, final=final, choice=choice, n_right_inputs=n_in,
                             annotator=who, confidence=confidence, minutes=minutes))
     return levels
@@ -380,6 +439,7 @@ class Flat:
 
     study: np.ndarray
     question: np.ndarray
+    tree: np.ndarray
     level: np.ndarray
     right: np.ndarray
     final: np.ndarray
@@ -406,11 +466,12 @@ def flatten(cell: Cell, levels: list[Level]) -> Flat:
     parents = np.full((n, 2), -1, dtype=np.int64)
     ancestors = np.full((n, max(top, 1), 2), -1, dtype=np.int64)
     first_right = np.zeros(n, dtype=bool)
-    cols = {f: [] for f in ("study", "question", "level")}
+    cols = {f: [] for f in ("study", "question", "tree", "level")}
     for lv, rows in enumerate(blocks):
         shape = rows.shape
         cols["study"].append(np.broadcast_to(np.arange(r_n)[:, None, None, None], shape))
         cols["question"].append(np.broadcast_to(np.arange(q_n)[None, :, None, None], shape))
+        cols["tree"].append(np.broadcast_to(np.arange(t_n)[None, None, :, None], shape))
         cols["level"].append(np.full(shape, lv))
         for j in range(lv):
             pair = np.broadcast_to(blocks[j][..., None, :2], shape + (2,))
@@ -424,7 +485,8 @@ def flatten(cell: Cell, levels: list[Level]) -> Flat:
         return np.concatenate([np.asarray(x).reshape(-1) for x in xs])
 
     study = cat(cols["study"])
-    return Flat(study=study, question=cat(cols["question"]), level=cat(cols["level"]),
+    return Flat(study=study, question=cat(cols["question"]), tree=cat(cols["tree"]),
+                level=cat(cols["level"]),
                 right=cat(x.right for x in levels), final=cat(x.final for x in levels),
                 choice=cat(x.choice for x in levels),
                 n_right_inputs=cat(x.n_right_inputs for x in levels),
@@ -442,7 +504,7 @@ class Obs:
     ``chain``: whether its annotator links unroll the chain) and, for votes, the voters'
     rows (−1 padded)."""
 
-    kind: str  # "p" proportion, "m" mean, "d" paired difference
+    kind: str  # "p" proportion, "m" mean, "d" paired difference, "d2" two sides by question
     study: np.ndarray
     question: np.ndarray
     n: np.ndarray
@@ -451,6 +513,38 @@ class Obs:
     row: np.ndarray | None = None
     chain: bool = False
     voters: np.ndarray | None = None
+    n2: np.ndarray | None = None  # "d2": side 2's counts (side 1's are n)
+
+
+def _human_ai_observations(cell: Cell, flat: Flat) -> dict[str, Obs]:
+    """Table 3 (the mixed mode): on questions whose AI responses are neither all right nor
+    all wrong, the annotators' level L, the AI's level L − 1 and their difference by
+    question (two sides of different outputs), the annotators' confidence and minutes."""
+    top = cell.top
+    responses = flat.blocks[0]
+    right = flat.right[responses].sum(axis=(2, 3))
+    kept = (right > 0) & (right < responses.shape[2] * responses.shape[3])
+    kept_row = kept[flat.study, flat.question]
+    out = {}
+    human = flat.blocks[top].reshape(-1)
+    human = human[kept_row[human]]
+    below = flat.blocks[top - 1].reshape(-1)
+    below = below[kept_row[below]]
+
+    def side(rows, kind, values, chain):
+        return Obs(kind, flat.study[rows], flat.question[rows], np.ones(rows.size),
+                   np.asarray(values, float)[rows], row=rows, chain=chain)
+
+    out[f"ha_human_{top}"] = side(human, "p", flat.right, True)
+    out[f"ha_ai_below_{top}"] = side(below, "p", flat.right, False)
+    out[f"ha_confidence_{top}"] = side(human, "m", flat.confidence, False)
+    out[f"ha_minutes_{top}"] = side(human, "m", flat.minutes, False)
+    rows = np.concatenate([human, below])
+    one = np.r_[np.ones(human.size), np.zeros(below.size)]
+    y = flat.right[rows].astype(float)
+    out[f"ha_gain_{top}"] = Obs("d2", flat.study[rows], flat.question[rows], one, one * y,
+                                (1 - one) * y, row=rows, chain=True, n2=1 - one)
+    return out
 
 
 def observations(cell: Cell, flat: Flat, seed: int = 0) -> dict[str, Obs]:
@@ -468,8 +562,11 @@ def observations(cell: Cell, flat: Flat, seed: int = 0) -> dict[str, Obs]:
 
     for lv, rows in enumerate(blocks):
         out[f"accuracy_{lv}"] = single("p", rows, flat.right, chain=True)
-        out[f"confidence_{lv}"] = single("m", rows, flat.confidence)
-        out[f"minutes_{lv}"] = single("m", rows, flat.minutes)
+        if cell.human(lv):
+            out[f"confidence_{lv}"] = single("m", rows, flat.confidence)
+            out[f"minutes_{lv}"] = single("m", rows, flat.minutes)
+    if cell.ai_levels:
+        out.update(_human_ai_observations(cell, flat))
     for t in range(1, cell.top + 1):
         anchors = blocks[t]
         a_rows = anchors.reshape(-1)
@@ -510,6 +607,30 @@ def observations(cell: Cell, flat: Flat, seed: int = 0) -> dict[str, Obs]:
     return out
 
 
+def study_records(flat: Flat, study: int = 0, trees: int = 1):
+    """(questions, outputs) records of one simulated study, as the platform would pass them
+    to :func:`estimators.critique.critique_report`: output ids = rows + 1, option 0 gold,
+    minutes as milliseconds, each output's annotator (the AI's outputs: none); ``tree``
+    numbers when a question has several trees."""
+    from estimators.critique.records import OutputRecord, QuestionRecord
+
+    rows = np.flatnonzero(flat.study == study)
+    questions = [QuestionRecord(int(q), 0, None) for q in np.unique(flat.question[rows])]
+
+    def opt(x):
+        return None if x < 0 else int(x)
+
+    outputs = [OutputRecord(int(r) + 1, int(flat.question[r]), int(flat.level[r]),
+                            opt(flat.parents[r, 0] + 1) if flat.parents[r, 0] >= 0 else None,
+                            opt(flat.parents[r, 1] + 1) if flat.parents[r, 1] >= 0 else None,
+                            int(flat.final[r]), opt(flat.choice[r]),
+                            float(flat.confidence[r]), float(flat.minutes[r]) * 60000.0,
+                            "human" if flat.author[r] >= 0 else "ai",
+                            int(flat.tree[r]) if trees > 1 else None, opt(flat.author[r]))
+               for r in rows]
+    return questions, outputs
+
+
 def question_sums(obs: Obs, r_n: int, q_n: int) -> tuple[np.ndarray, ...]:
     """(questions, studies) sums of an observation set: (n, s) or (n, s, s2)."""
     key = obs.question * r_n + obs.study
@@ -519,7 +640,8 @@ def question_sums(obs: Obs, r_n: int, q_n: int) -> tuple[np.ndarray, ...]:
         return np.bincount(key, weights=v, minlength=size).reshape(q_n, r_n)
 
     sums = (total(obs.n), total(obs.s))
-    return sums + ((total(obs.s2),) if obs.s2 is not None else ())
+    sums += (total(obs.s2),) if obs.s2 is not None else ()
+    return sums + ((total(obs.n2),) if obs.n2 is not None else ())
 
 
 def question_bounds(obs: Obs, r_n: int, q_n: int, level: float = 0.95):
@@ -530,8 +652,9 @@ def question_bounds(obs: Obs, r_n: int, q_n: int, level: float = 0.95):
     elif obs.kind == "m":
         ci = clustered_mean(*sums, interval_level=level)
     else:
-        n, s1, s2 = sums
-        ci = clustered_difference(n, s1, n, s2, interval_level=level)
+        n, s1, s2 = sums[:3]
+        n2 = sums[3] if obs.kind == "d2" else n
+        ci = clustered_difference(n, s1, n2, s2, interval_level=level)
     return ci.lower, ci.upper
 
 
@@ -550,29 +673,37 @@ def chain_of(cell: Cell, flat: Flat, r_n: int) -> Chain:
                        slopes[flat.study, flat.level], y - acc[key])
 
 
-def _cell_residual(obs: Obs, s: np.ndarray, r_n: int) -> np.ndarray:
-    total = np.bincount(obs.study, weights=obs.n, minlength=r_n)
+def _cell_residual(obs: Obs, s: np.ndarray, r_n: int, n: np.ndarray) -> np.ndarray:
+    total = np.bincount(obs.study, weights=n, minlength=r_n)
     value = np.bincount(obs.study, weights=s, minlength=r_n) / np.maximum(total, 1)
-    return s - value[obs.study] * obs.n
+    return s - value[obs.study] * n
 
 
 def crossed_bounds(obs: Obs, flat: Flat, chain: Chain, r_n: int, level: float = 0.95):
     """The two-way (question × annotator) interval of every study: (lower, upper)."""
-    def side(s, vote):
+    def side(s, vote, n=obs.n):
         if vote:
             delta = pivots(flat.final[obs.voters], np.zeros(obs.voters.shape[0], np.int64))
             links = vote_links(obs.voters, delta, chain)
         elif obs.chain:
-            links = output_links(obs.row, _cell_residual(obs, s, r_n), chain)
+            links = output_links(obs.row, _cell_residual(obs, s, r_n, n), chain)
         else:
-            own = (np.arange(obs.row.size), flat.author[obs.row])
-            c = crossed_totals(obs.n, s, obs.study, obs.question, r_n, own_links=own)
-            return c, Links(own[0], own[1], c.residual)
-        return crossed_totals(obs.n, s, obs.study, obs.question, r_n, links), links
+            who = flat.author[obs.row]
+            own = (np.flatnonzero(who >= 0), who[who >= 0])
+            c = crossed_totals(n, s, obs.study, obs.question, r_n, own_links=own)
+            return c, Links(own[0], own[1], c.residual[own[0]])
+        return crossed_totals(n, s, obs.study, obs.question, r_n, links), links
 
     if obs.kind in ("p", "m"):
         c, _ = side(obs.s, obs.voters is not None)
         ci = (crossed_proportion if obs.kind == "p" else crossed_mean)(c, interval_level=level)
+        return ci.lower, ci.upper
+    if obs.kind == "d2":  # side 2 (the AI's outputs) has no annotators
+        a, links_a = side(obs.s, False)
+        b = crossed_totals(obs.n2, obs.s2, obs.study, obs.question, r_n)
+        links_b = Links(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        cov = crossed_covariance(a, b, obs.study, obs.question, r_n, links_a, links_b)
+        ci = crossed_difference(a, b, cov, interval_level=level)
         return ci.lower, ci.upper
     a, links_a = side(obs.s, False)
     b, links_b = side(obs.s2, True)
@@ -603,11 +734,6 @@ PAPER = ((7, 5, 3, 1), (0.55, 0.65, 0.72, 0.78))
 ANNOTATORS = (3, 5, 7, 12, 30)
 LEVELS_HEADING = ("## Critique: every interval of the dashboard (clustered by question and "
                   "annotator)")
-
-
-def family(name: str) -> str:
-    """The family of a figure name (the longest matching prefix)."""
-    return max((p for p, _ in FAMILIES if name.startswith(p)), key=len)
 
 
 def grid(questions=QUESTIONS, annotators=ANNOTATORS, skills=SKILL_SDS) -> list[Cell]:
@@ -654,11 +780,57 @@ def _pct(x: float) -> str:
     return "—" if not np.isfinite(x) else f"{100 * x:.1f}"
 
 
-def levels_section(results: list[tuple[Cell, dict]], n_studies: int, seed: int,
-                   seconds: float, command: str) -> str:
-    """The Markdown section of docs/coverage.md (heading ``LEVELS_HEADING``)."""
+HUMAN_AI_HEADING = ("## Critique: annotators against the AI (the mixed mode, the paper's "
+                    "Table 3)")
+HUMAN_AI_FAMILIES = (
+    ("ha_human_", "Table 3: annotators"),
+    ("ha_ai_below_", "Table 3: AI below"),
+    ("ha_gain_", "Table 3: annotators − AI below"),
+    ("ha_confidence_", "Table 3: confidence"),
+    ("ha_minutes_", "Table 3: minutes"),
+) + FAMILIES
+MIXED = {1: ((7, 3), (0.62, 0.7)), 2: ((7, 5, 3), (0.62, 0.68, 0.78))}
+
+
+def grid_human_ai(questions=QUESTIONS, annotators=(3, 5, 12, 30), skills=SKILL_SDS,
+                  tops=(1, 2)) -> list[Cell]:
+    """The mixed mode as the platform runs it: the AI writes levels 0 … L − 1 (the
+    demo's accuracies), annotators write three level-L critiques per question."""
+    return [Cell(n_questions=q, n_annotators=g, counts=MIXED[top][0],
+                 accuracy=MIXED[top][1], annotator_sd=sd, ai_levels=top)
+            for top in tops for g in annotators for sd in skills for q in questions]
+
+
+def _family(name: str, families) -> str | None:
+    match = [p for p, _ in families if name.startswith(p)]
+    return max(match, key=len) if match else None
+
+
+TABLES = {
+    "levels": (LEVELS_HEADING, FAMILIES, (
+        "Trees: (3, 1) for 3 annotators, (3, 3, 1) for 5, the paper's (7, 5, 3, 1) from 7; "
+        "the rows marked ×3 repeat three whole trees per question. Every figure of the level, "
+        "effort, naive-vote and input-pair tables is checked in every study ({n} figures per "
+        "study with the paper's tree).")),
+    "human-ai": (HUMAN_AI_HEADING, HUMAN_AI_FAMILIES, (
+        "The platform's mixed mode: the AI writes levels 0 … L − 1 (7 responses, 5 "
+        "critiques; accuracies 0.62, 0.68 as in the demo), annotators write 3 level-L "
+        "critiques of the AI's chain per question (accuracy 0.7 at L = 1, 0.78 at L = 2); "
+        "Table 3 keeps the questions whose AI responses are neither all right nor all wrong, "
+        "and its truth is taken on those (the chain's outcomes weighted by the chance that "
+        "the other responses keep the question). Rows: L = 1 and L = 2; the level table's "
+        "figures of the mixed mode are checked too ({n} figures per study at L = 2); the "
+        "AI's own figures have no annotators, so their two intervals are the same.")),
+}
+
+
+def section(table: str, results: list[tuple[Cell, dict]], n_studies: int, seed: int,
+            seconds: float, command: str) -> str:
+    """A Markdown section of docs/coverage.md: ``table`` "levels" or "human-ai"."""
+    heading, families, about = TABLES[table]
     se = math.sqrt(0.95 * 0.05 / n_studies) * 100
-    lines = [LEVELS_HEADING, "",
+    n_fig = max((len(r) for _, r in results), default=0)
+    lines = [heading, "",
              f"Generated by `{command}` ({seconds:.0f} s). {n_studies} simulated studies per "
              f"cell (Monte-Carlo SE ≈ {se:.1f} points at 95 %), seed {seed}. Generator and "
              "truth: the docstring of `estimators/critique/coverage.py` — questions of "
@@ -667,41 +839,38 @@ def levels_section(results: list[tuple[Cell, dict]], n_studies: int, seed: int,
              "as in the paper's Table 5, the platform's rule for who writes what; the truth of "
              "every figure is exact (sums over every chain outcome, quadrature over question "
              "difficulty and annotator skill), the population value over questions *and* "
-             "annotators. Trees: (3, 1) for 3 annotators, (3, 3, 1) for 5, the paper's "
-             "(7, 5, 3, 1) from 7; the rows marked ×3 repeat three whole trees per question. "
-             "Every figure of the level, effort, naive-vote and input-pair tables is checked "
-             f"in every study ({max((len(r) for _, r in results), default=0)} figures per "
-             "study with the paper's tree). **Default**: Wilson / t clustered by question and annotator "
-             "(`estimators/numerics/crossed.py`, annotator links from "
+             "annotators. " + about.format(n=n_fig) + " **Default**: Wilson / t clustered by "
+             "question and annotator (`estimators/numerics/crossed.py`, annotator links from "
              "`estimators/critique/influence.py`); **former**: clustered by question alone.",
              ""]
-    header = ("| annotators | σ | default min | default median | cells < 93 % | "
-              "cells < 93.5 % | former min | former median |")
-    lines += [header, "|---|---|---|---|---|---|---|---|"]
-    keys = sorted({(c.n_annotators, c.trees, c.annotator_sd) for c, _ in results})
-    for g, trees, sd in keys:
-        new = [v[0] for c, r in results if (c.n_annotators, c.trees, c.annotator_sd)
-               == (g, trees, sd) for v in r.values() if v[2]]
-        old = [v[1] for c, r in results if (c.n_annotators, c.trees, c.annotator_sd)
-               == (g, trees, sd) for v in r.values() if v[2]]
-        label = f"{g}" + (f" ×{trees}" if trees > 1 else "")
-        lines.append(f"| {label} | {sd:g} | {_pct(min(new))} | {_pct(float(np.median(new)))} "
-                     f"| {sum(x < 0.93 for x in new)} of {len(new)} | "
-                     f"{sum(x < 0.935 for x in new)} | {_pct(min(old))} | "
+    lines += ["| annotators | L | σ | default min | default median | cells < 93 % | "
+              "cells < 93.5 % | former min | former median |",
+              "|---|---|---|---|---|---|---|---|---|"]
+
+    def key(c: Cell):
+        return (c.n_annotators, c.trees, c.top, c.annotator_sd)
+
+    for k in sorted({key(c) for c, _ in results}):
+        vals = [v for c, r in results if key(c) == k for v in r.values() if v[2]]
+        new, old = [v[0] for v in vals], [v[1] for v in vals]
+        label = f"{k[0]}" + (f" ×{k[1]}" if k[1] > 1 else "")
+        lines.append(f"| {label} | {k[2]} | {k[3]:g} | {_pct(min(new))} | "
+                     f"{_pct(float(np.median(new)))} | {sum(x < 0.93 for x in new)} of "
+                     f"{len(new)} | {sum(x < 0.935 for x in new)} | {_pct(min(old))} | "
                      f"{_pct(float(np.median(old)))} |")
     lines += ["", "Every cell: the lowest coverage of each kind of figure, default (former in "
               "parentheses), in %:", ""]
-    lines.append("| annotators | σ | questions | " + " | ".join(d for _, d in FAMILIES) + " |")
-    lines.append("|---|---|---|" + "---|" * len(FAMILIES))
-    for c, r in sorted(results, key=lambda x: (x[0].n_annotators, x[0].trees,
-                                                x[0].annotator_sd, x[0].n_questions)):
+    lines.append("| annotators | L | σ | questions | " + " | ".join(d for _, d in families)
+                 + " |")
+    lines.append("|---|---|---|---|" + "---|" * len(families))
+    for c, r in sorted(results, key=lambda x: key(x[0]) + (x[0].n_questions,)):
         cells = []
-        for prefix, _ in FAMILIES:
-            vals = [v for k, v in r.items() if family(k) == prefix and v[2]]
+        for prefix, _ in families:
+            vals = [v for name, v in r.items() if _family(name, families) == prefix and v[2]]
             cells.append("—" if not vals else
                          f"{_pct(min(v[0] for v in vals))} ({_pct(min(v[1] for v in vals))})")
         label = f"{c.n_annotators}" + (f" ×{c.trees}" if c.trees > 1 else "")
-        lines.append(f"| {label} | {c.annotator_sd:g} | {c.n_questions} | "
+        lines.append(f"| {label} | {c.top} | {c.annotator_sd:g} | {c.n_questions} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -712,25 +881,29 @@ def main(argv: list[str] | None = None) -> int:
     import time
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--levels", action="store_true",
-                        help="every interval of the level, effort, naive-vote and input-pair "
-                             "tables")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--levels", action="store_true",
+                       help="every interval of the level, effort, naive-vote and input-pair "
+                            "tables (annotators at every level)")
+    which.add_argument("--human-ai", action="store_true",
+                       help="the mixed mode: Table 3 (annotators against the AI) and the "
+                            "level table's figures")
     parser.add_argument("--studies", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--write", metavar="FILE", help=WRITE_HELP)
     args = parser.parse_args(argv)
-    if not args.levels:
-        parser.error("choose a table: --levels")
+    table = "levels" if args.levels else "human-ai"
     started = time.process_time()
-    results = [(c, coverage(c, args.studies, args.seed)) for c in grid()]
-    command = "python -m estimators.critique.coverage --levels"
+    cells = grid() if args.levels else grid_human_ai()
+    results = [(c, coverage(c, args.studies, args.seed)) for c in cells]
+    command = f"python -m estimators.critique.coverage --{table}"
     if args.studies != 1000:
         command += f" --studies {args.studies}"
     if args.seed:
         command += f" --seed {args.seed}"
     command += " --write docs/coverage.md"
-    emit(levels_section(results, args.studies, args.seed, time.process_time() - started,
-                        command), args.write, sys.stdout)
+    emit(section(table, results, args.studies, args.seed, time.process_time() - started,
+                 command), args.write, sys.stdout)
     return 0
 
 

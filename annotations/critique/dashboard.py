@@ -23,8 +23,9 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "n_outputs": ("Outputs", "How many responses or critiques of this level are in the "
                   "figures (scored: those whose question has a gold answer)."),
     "accuracy": ("Accuracy", "Share of this level's final answers that match the gold answer, "
-                 "with its 95 % interval (clustered by question: answers to one question are "
-                 "not independent). An unparseable AI answer counts as wrong."),
+                 "with its 95 % interval (clustered by question and by annotator: answers to "
+                 "one question are not independent, nor are one annotator's answers). An "
+                 "unparseable AI answer counts as wrong."),
     "majority": ("Majority @ same effort", "The majority vote of as many outputs of this level "
                  "as cost the same effort as one top-level critique (effort of level l = 2l + 1 "
                  "responses): 7 responses, 5 critiques or 3 critiques of critiques against "

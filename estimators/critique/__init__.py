@@ -8,8 +8,10 @@ clustered by question. Pure numpy/scipy.
 
 Modules: ``records`` (data model and validation), ``tree`` (parents, sibling groups,
 ancestor pairs), ``votes`` (effort, majority with seeded ties, the two baselines),
-``report`` (the tables); intervals (clustered Wilson / t / Newcombe) from
-``estimators.numerics.clustered``.
+``report`` (the tables), ``influence`` (what each annotator contributes to a figure),
+``coverage`` (the intervals' coverage against exact truth: ``python -m
+estimators.critique.coverage``); intervals (Wilson / t / Newcombe clustered by question
+and annotator) from ``estimators.numerics.crossed``.
 """
 
 from estimators.critique.records import CritiqueStudy, OutputRecord, QuestionRecord

@@ -22,7 +22,12 @@ per domain — None = all domains — and per level):
   correct / both wrong): share, accuracy, and — one correct — how often the critique chose
   the correct input, the wrong one, or neither.
 
-Intervals: ``estimators.numerics.clustered`` (clustered by question).
+Intervals: clustered by question and by annotator (``estimators.numerics.crossed``; what
+each annotator contributes to a figure — their outputs, the chains above them, the votes
+they take part in — from ``estimators.critique.influence``). Records without annotators
+(the AI's outputs) add no annotator part, so an AI-only study's intervals are clustered by
+question alone. ``LevelRow.n_annotators``: the different annotators behind a row; below
+``MIN_RELIABLE_ANNOTATORS`` the dashboard says the intervals are unreliable.
 """
 
 from __future__ import annotations

@@ -136,12 +136,23 @@ def clustered_proportion(n: np.ndarray, s: np.ndarray, *,
     if (s < 0).any() or (s > n).any():
         raise ValueError("s must lie in [0, n] for every question")
     p, residual, variance, total_n, g = _ratio(n, s)
+    lower, upper = wilson_at_effective_size(p, variance, total_n, g,
+                                            _quantile(interval_level, g))
+    return ClusteredArrays(p, lower, upper, total_n.astype(int), g, variance, residual)
+
+
+def wilson_at_effective_size(p: np.ndarray, variance: np.ndarray, total_n: np.ndarray,
+                             g: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson's score interval at the effective size n* = p̂(1 − p̂)/V with multiplier c,
+    and the module docstring's edge rules (n* = G where p̂ ∈ {0, 1}; design effect ≥
+    ``MIN_DESIGN_EFFECT``; [0, 1] with G < 2; NaN with nothing counted). Shared by
+    :func:`clustered_proportion` and the question × annotator intervals
+    (``estimators.numerics.crossed``)."""
     edge = (p <= 0) | (p >= 1) | ~np.isfinite(variance)
     with np.errstate(divide="ignore", invalid="ignore"):
         n_eff = np.where(edge, g, p * (1 - p) / np.where(variance > 0, variance, 1))
         n_eff = np.where(~edge & (variance <= 0), np.inf, n_eff)
     n_eff = np.minimum(n_eff, total_n / MIN_DESIGN_EFFECT)
-    c = _quantile(interval_level, g)
     with np.errstate(divide="ignore", invalid="ignore"):
         c2n = c ** 2 / np.where(n_eff > 0, n_eff, 1)
         centre = (p + c2n / 2) / (1 + c2n)
@@ -152,9 +163,7 @@ def clustered_proportion(n: np.ndarray, s: np.ndarray, *,
     p0 = np.where(total_n > 0, p, 0.0)
     lower, upper = np.minimum(lower, p0), np.maximum(upper, p0)
     nothing = total_n <= 0
-    lower = np.where(nothing, np.nan, lower)
-    upper = np.where(nothing, np.nan, upper)
-    return ClusteredArrays(p, lower, upper, total_n.astype(int), g, variance, residual)
+    return np.where(nothing, np.nan, lower), np.where(nothing, np.nan, upper)
 
 
 def clustered_mean(n: np.ndarray, x: np.ndarray, *,
@@ -184,6 +193,21 @@ def clustered_difference(n1: np.ndarray, s1: np.ndarray, n2: np.ndarray, s2: np.
     with np.errstate(divide="ignore", invalid="ignore"):
         cov = (g / np.maximum(g - 1, 1) * (a.residual * b.residual).sum(axis=0)
                / (n1.sum(axis=0) * n2.sum(axis=0)))
+    d, lower, upper = newcombe(a, b, cov)
+    with np.errstate(invalid="ignore"):
+        variance = a.variance + b.variance - 2 * cov
+    return ClusteredArrays(d, lower, upper, a.n, g, variance,
+                           a.residual / np.maximum(n1.sum(axis=0), 1)
+                           - b.residual / np.maximum(n2.sum(axis=0), 1))
+
+
+def newcombe(a: ClusteredArrays, b: ClusteredArrays, cov: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(p̂₁ − p̂₂, lower, upper): Newcombe's hybrid score interval from the two sides'
+    intervals and the correlation φ = cov/√(V₁V₂) (0 where a variance is 0; module
+    docstring). Shared by :func:`clustered_difference` and the question × annotator
+    intervals (``estimators.numerics.crossed``)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
         phi = np.where((a.variance > 0) & (b.variance > 0),
                        cov / np.sqrt(a.variance * b.variance), 0.0)
     phi = np.clip(np.where(np.isfinite(phi), phi, 0.0), -1, 1)
@@ -192,8 +216,4 @@ def clustered_difference(n1: np.ndarray, s1: np.ndarray, n2: np.ndarray, s2: np.
     down2, up2 = b.value - b.lower, b.upper - b.value
     lower = d - np.sqrt(np.maximum(down1 ** 2 - 2 * phi * down1 * up2 + up2 ** 2, 0))
     upper = d + np.sqrt(np.maximum(up1 ** 2 - 2 * phi * up1 * down2 + down2 ** 2, 0))
-    with np.errstate(invalid="ignore"):
-        variance = a.variance + b.variance - 2 * cov
-    return ClusteredArrays(d, np.clip(lower, -1, 1), np.clip(upper, -1, 1),
-                           a.n, g, variance, a.residual / np.maximum(n1.sum(axis=0), 1)
-                           - b.residual / np.maximum(n2.sum(axis=0), 1))
+    return d, np.clip(lower, -1, 1), np.clip(upper, -1, 1)

@@ -51,7 +51,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from estimators.numerics.clustered import MIN_DESIGN_EFFECT, ClusteredArrays
+from estimators.numerics.clustered import (
+    ClusteredArrays,
+    newcombe,
+    wilson_at_effective_size,
+)
 
 
 @dataclass(frozen=True)
@@ -198,26 +202,10 @@ def _t(interval_level: float, df: np.ndarray) -> np.ndarray:
 def crossed_proportion(c: Crossed, *, interval_level: float = 0.95) -> ClusteredArrays:
     """Wilson at the two-way effective size with t on Satterthwaite's df (module
     docstring); the same edge rules as the question-clustered interval."""
-    p, g, total_n = c.value, c.g_question, c.total
-    variance = c.variance
-    edge = ~np.isfinite(p) | (p <= 0) | (p >= 1) | ~np.isfinite(variance)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(edge, g, p * (1 - p) / np.where(variance > 0, variance, 1))
-        n_eff = np.where(~edge & (variance <= 0), np.inf, n_eff)
-    n_eff = np.minimum(n_eff, total_n / MIN_DESIGN_EFFECT)
-    t = _t(interval_level, c.df())
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c2n = t ** 2 / np.where(n_eff > 0, n_eff, 1)
-        centre = (p + c2n / 2) / (1 + c2n)
-        half = t / (1 + c2n) * np.sqrt(p * (1 - p) / n_eff + c2n / (4 * n_eff))
-    lower = np.where(g >= 2, np.clip(centre - half, 0, 1), 0.0)
-    upper = np.where(g >= 2, np.clip(centre + half, 0, 1), 1.0)
-    p0 = np.where(total_n > 0, p, 0.0)
-    lower, upper = np.minimum(lower, p0), np.maximum(upper, p0)
-    nothing = total_n <= 0
-    return ClusteredArrays(p, np.where(nothing, np.nan, lower),
-                           np.where(nothing, np.nan, upper), total_n.astype(int), g,
-                           variance, c.residual)
+    lower, upper = wilson_at_effective_size(c.value, c.variance, c.total, c.g_question,
+                                            _t(interval_level, c.df()))
+    return ClusteredArrays(c.value, lower, upper, c.total.astype(int), c.g_question,
+                           c.variance, c.residual)
 
 
 def crossed_mean(c: Crossed, *, interval_level: float = 0.95) -> ClusteredArrays:
@@ -260,17 +248,10 @@ def crossed_difference(a: Crossed, b: Crossed, cov: np.ndarray, *,
     intervals and their two-way correlation (module docstring)."""
     ia = crossed_proportion(a, interval_level=interval_level)
     ib = crossed_proportion(b, interval_level=interval_level)
+    d, lower, upper = newcombe(ia, ib, cov)
     va, vb = a.variance, b.variance
-    with np.errstate(divide="ignore", invalid="ignore"):
-        phi = np.where((va > 0) & (vb > 0), cov / np.sqrt(va * vb), 0.0)
-    phi = np.clip(np.where(np.isfinite(phi), phi, 0.0), -1, 1)
-    d = ia.value - ib.value
-    down1, up1 = ia.value - ia.lower, ia.upper - ia.value
-    down2, up2 = ib.value - ib.lower, ib.upper - ib.value
-    lower = d - np.sqrt(np.maximum(down1 ** 2 - 2 * phi * down1 * up2 + up2 ** 2, 0))
-    upper = d + np.sqrt(np.maximum(up1 ** 2 - 2 * phi * up1 * down2 + down2 ** 2, 0))
     with np.errstate(invalid="ignore"):
         variance = va + vb - 2 * cov
-    return ClusteredArrays(d, np.clip(lower, -1, 1), np.clip(upper, -1, 1),
-                           ia.n, np.minimum(a.g_question, b.g_question), variance,
+    return ClusteredArrays(d, lower, upper, ia.n, np.minimum(a.g_question, b.g_question),
+                           variance,
                            a.residual - b.residual)

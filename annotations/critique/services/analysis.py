@@ -7,8 +7,9 @@ domain, intervals clustered by question), progress and position counts, stored a
 The estimators see each output as ``OutputRecord(id, question, level, parent_a, parent_b,
 final, choice, confidence, time_ms, author, tree=None, annotator)`` — ``annotator`` the
 writer's user id (None for the AI's outputs), so that the intervals cluster by annotator as
-well as by question — with parent_a / parent_b = the inputs in the order the writer saw them, so ``choice`` 0 = the input shown first, 1 = second; "neither"
-and an unparseable AI choice are both None there (the snapshot counts unparseable choices
+well as by question — with parent_a / parent_b = the inputs in the order the writer saw
+them, so ``choice`` 0 = the input shown first, 1 = second; "neither" and an unparseable AI
+choice are both None there (the snapshot counts unparseable choices
 separately, ``choices``). Ties of the majority votes are broken with the study's seed.
 """
 

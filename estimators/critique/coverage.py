@@ -514,6 +514,7 @@ class Obs:
     chain: bool = False
     voters: np.ndarray | None = None
     n2: np.ndarray | None = None  # "d2": side 2's counts (side 1's are n)
+    pivots: np.ndarray | None = None  # votes: each voter's pivot (rows as ``voters``)
 
 
 def _human_ai_observations(cell: Cell, flat: Flat) -> dict[str, Obs]:
@@ -575,24 +576,28 @@ def observations(cell: Cell, flat: Flat, seed: int = 0) -> dict[str, Obs]:
         a_right = flat.right[a_rows].astype(float)
 
         def spread(voter_rows, shape=anchors.shape):
-            """A tree's voters, once per anchor of the tree."""
+            """A tree's voters and their pivots, once per anchor of the tree."""
             width = voter_rows.shape[-1]
-            return np.broadcast_to(voter_rows[..., None, :], shape + (width,)).reshape(-1, width)
+            flat_rows = voter_rows.reshape(-1, width)
+            delta = pivots(flat.final[flat_rows], np.zeros(len(flat_rows), np.int64))
+            return tuple(np.broadcast_to(x.reshape(voter_rows.shape)[..., None, :],
+                                         shape + (width,)).reshape(-1, width)
+                         for x in (voter_rows, delta))
 
         for j in range(t):
             n = voters(t, j)
             if cell.counts[j] < n:
                 continue  # incomplete: not scored
-            who = spread(blocks[j][..., :n])
+            who, delta = spread(blocks[j][..., :n])
             vote = plurality_right(flat, who, seed)
-            out[f"vote_{t}_{j}"] = Obs("p", st, qu, ones, vote, voters=who)
+            out[f"vote_{t}_{j}"] = Obs("p", st, qu, ones, vote, voters=who, pivots=delta)
             out[f"gain_{t}_{j}"] = Obs("d", st, qu, ones, a_right, vote, row=a_rows,
-                                       chain=True, voters=who)
-        who = spread(np.concatenate([blocks[j][..., :2] for j in range(t)], axis=-1))
+                                       chain=True, voters=who, pivots=delta)
+        who, delta = spread(np.concatenate([blocks[j][..., :2] for j in range(t)], axis=-1))
         naive = plurality_right(flat, who, seed)
-        out[f"naive_{t}"] = Obs("p", st, qu, ones, naive, voters=who)
+        out[f"naive_{t}"] = Obs("p", st, qu, ones, naive, voters=who, pivots=delta)
         out[f"gain_naive_{t}"] = Obs("d", st, qu, ones, a_right, naive, row=a_rows,
-                                     chain=True, voters=who)
+                                     chain=True, voters=who, pivots=delta)
         is_t = flat.level == t
         picked = np.where(flat.first_input_right, 0, 1)
         for kk, name in enumerate(("both_wrong", "one_correct", "both_correct")):
@@ -683,8 +688,7 @@ def crossed_bounds(obs: Obs, flat: Flat, chain: Chain, r_n: int, level: float = 
     """The two-way (question × annotator) interval of every study: (lower, upper)."""
     def side(s, vote, n=obs.n):
         if vote:
-            delta = pivots(flat.final[obs.voters], np.zeros(obs.voters.shape[0], np.int64))
-            links = vote_links(obs.voters, delta, chain)
+            links = vote_links(obs.voters, obs.pivots, chain)
         elif obs.chain:
             links = output_links(obs.row, _cell_residual(obs, s, r_n, n), chain)
         else:

@@ -1,6 +1,6 @@
 """Recursive critique (METHODS.md M3; paper 002): the study's records, its chain structure,
 the effort-matched and naive voting baselines, and the level tables with intervals
-clustered by question. Pure numpy/scipy.
+clustered by question and annotator. Pure numpy/scipy.
 
     study = CritiqueStudy.from_records(questions, outputs)   # records.py (checks them)
     report = critique_report(study, seed=study_seed)          # report.py (Tables 1–3, 5)

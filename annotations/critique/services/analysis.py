@@ -1,7 +1,7 @@
 """A critique study's analysis: its records read in two queries, the tables of
 ``estimators.critique.critique_report`` (the paper's Tables 1–3 and 5, per level and
-domain, intervals clustered by question), progress and position counts, stored as an
-``EstimateSnapshot`` (the same snapshots, scheduling and health as every study:
+domain, intervals clustered by question and annotator), progress and position counts,
+stored as an ``EstimateSnapshot`` (the same snapshots, scheduling and health as every study:
 ``services.recompute``, where this module registers the critique kind).
 
 The estimators see each output as ``OutputRecord(id, question, level, parent_a, parent_b,

@@ -156,6 +156,12 @@ def _human_ai(rows: list[dict]) -> list[dict]:
     return out
 
 
+# The lowest simulated coverage (in %) of the intervals that stay approximate from
+# MIN_RELIABLE_ANNOTATORS annotators on (docs/coverage.md, "Critique: every interval …";
+# tests/estimators/critique/test_coverage.py checks the table backs these numbers).
+APPROXIMATE_FLOOR = {"means": 89, "input_pairs": 89}
+
+
 def intervals_unreliable(rows: list[dict]) -> dict | None:
     """Where the intervals cannot keep their promise: levels written by annotators (the
     AI's levels have none) with fewer than ``MIN_RELIABLE_ANNOTATORS`` different
@@ -234,8 +240,10 @@ def dashboard_context(study: Study, *, domain: str = "", author: str = "all") ->
                 and (not with_author or r.get("author") == author)]
 
     table = level_table(pick(payload.get("levels") or []), top)
+    annotated = any((r.get("n_annotators") or 0) > 0 for r in pick(payload.get("levels") or []))
     context.update(
         intervals_unreliable=intervals_unreliable(pick(payload.get("levels") or [])),
+        approximate=APPROXIMATE_FLOOR if annotated else None,
         payload=payload, author=author, domain=domain, top_level=top,
         authors=[(a, AUTHOR_LABELS.get(a, a)) for a in authors], domains=domains,
         author_label=AUTHOR_LABELS.get(author, author), levels=table,

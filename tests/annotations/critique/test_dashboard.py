@@ -77,3 +77,34 @@ def test_levels_without_annotators_never_raise_the_note():
     note = dashboard.intervals_unreliable(rows)
     assert [lv["level"] for lv in note["levels"]] == [2]
     assert note["fewest"] == MIN_RELIABLE_ANNOTATORS - 1
+
+
+def test_the_approximate_intervals_say_so_where_annotators_wrote(client):
+    study, users = make_critique_study(n_questions=2, top_level=1, counts=[2, 1],
+                                       n_annotators=3)
+    _answer_everything(study, users)
+    html = _dashboard(client, study)
+    floor = dashboard.APPROXIMATE_FLOOR
+    means = html.split('data-testid="approximate-means">', 1)[1].split("</p>", 1)[0]
+    assert f"between {floor['means']} % and 95 %" in means
+    pairs = html.split('data-testid="approximate-pairs">', 1)[1].split("</p>", 1)[0]
+    assert f"down to {floor['input_pairs']} %" in pairs
+
+
+def test_an_ai_only_study_has_no_annotator_notes(client):
+    # The AI is one fixed system: its intervals are clustered by question alone and none
+    # of the annotator notes applies.
+    from annotations.critique.services.simulation import study_from_simulation
+    from annotations.critique.services.studies import critique_study_create
+    from estimators.critique.simulation import CritiqueDesign, simulate_critique
+
+    sim = simulate_critique(CritiqueDesign(n_questions=6, counts=(3, 1), accuracy=(0.6, 0.7),
+                                           mode="ai", confidence=(3, 3), minutes=(5, 5)),
+                            seed=2)
+    study = critique_study_create(name="ai only", top_level=1, counts=[3, 1], mode="ai",
+                                  seed=4)
+    study_from_simulation(study=study, sim=sim, ai_levels=[0, 1])
+    html = _dashboard(client, study)
+    assert 'data-testid="level-table"' in html
+    for testid in ("intervals-unreliable", "approximate-means", "approximate-pairs"):
+        assert f'data-testid="{testid}"' not in html

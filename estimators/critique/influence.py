@@ -76,14 +76,18 @@ class Chain:
     slope: np.ndarray
     residual: np.ndarray
     own: np.ndarray
+    annotated_below: np.ndarray  # some output of its chain below it has an annotator
 
     @classmethod
     def build(cls, level: np.ndarray, author: np.ndarray, ancestors: np.ndarray,
               slope: np.ndarray, residual: np.ndarray) -> Chain:
         parents = ancestors[np.arange(len(level)), np.maximum(level - 1, 0)]
+        has = author >= 0
+        below = ((ancestors >= 0) & has[np.maximum(ancestors, 0)]).any(axis=(1, 2))
         return cls(level=level, author=author, ancestors=ancestors, slope=slope,
                    residual=residual, own=residual - slope / 2 * _inputs(residual, parents,
-                                                                       level))
+                                                                       level),
+                   annotated_below=below)
 
     def input_part(self, rows: np.ndarray) -> np.ndarray:
         """(b_l / 2)(r_in₁ + r_in₂) of each output row (0 for responses)."""
@@ -105,6 +109,9 @@ def unrolled_links(obs: np.ndarray, rows: np.ndarray, weight: np.ndarray,
     keep = rows >= 0
     obs, rows, weight, self_piece = obs[keep], rows[keep], weight[keep], self_piece[keep]
     po, pr, pp = [obs], [rows], [self_piece]
+    # only outputs with an annotator somewhere below them have chain links
+    deep = chain.annotated_below[rows]
+    obs, rows, weight = obs[deep], rows[deep], weight[deep]
     lv = chain.level[rows]
     coef = chain.slope[rows] / 2
     top = chain.ancestors.shape[1]
@@ -139,9 +146,7 @@ def vote_links(voter_rows: np.ndarray, delta: np.ndarray, chain: Chain) -> Links
 def annotated(chain: Chain) -> np.ndarray:
     """Per output: whether it or an output of its chain has an annotator (else it has no
     links)."""
-    has = chain.author >= 0
-    anc = chain.ancestors
-    return has | ((anc >= 0) & has[np.maximum(anc, 0)]).any(axis=(1, 2))
+    return (chain.author >= 0) | chain.annotated_below
 
 
 def output_links(rows: np.ndarray, cell_residual: np.ndarray, chain: Chain) -> Links:

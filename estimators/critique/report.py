@@ -52,15 +52,8 @@ from estimators.critique.votes import (
     pivots,
     voters,
 )
+from estimators.numerics import crossed as xc
 from estimators.numerics.clustered import ClusteredArrays, Interval
-from estimators.numerics.crossed import (
-    Links,
-    crossed_covariance,
-    crossed_difference,
-    crossed_mean,
-    crossed_proportion,
-    crossed_totals,
-)
 
 INPUT_KINDS = ("both_wrong", "one_correct", "both_correct")  # index = correct inputs
 # Below this many annotators at a level the two-way intervals do not keep their promise
@@ -311,7 +304,7 @@ class _Figures:
         cell = group * n_columns + np.asarray(column)[obs]
         return obs, group, cell, [None if a is None else np.asarray(a)[obs] for a in arrays]
 
-    def _links(self, obs, group, spec, cell_residual) -> Links | None:
+    def _links(self, obs, group, spec, cell_residual) -> xc.Links | None:
         """Links of the expanded observations: ``spec`` = ("own", rows) single authors,
         ("chain", rows) outputs and their chains, ("vote", voter rows) votes; None."""
         if spec is None or not self.annotated.any():
@@ -322,7 +315,7 @@ class _Figures:
         if what == "own":
             keep = self.study.annotator[rows] >= 0
             idx = np.flatnonzero(keep)
-            return Links(idx, self.study.annotator[rows[keep]], cell_residual[idx])
+            return xc.Links(idx, self.study.annotator[rows[keep]], cell_residual[idx])
         parts = []
         for gi in np.unique(group):
             at = np.flatnonzero(group == gi)
@@ -331,10 +324,10 @@ class _Figures:
                 lk = output_links(rows[at], cell_residual[at], chain)
             else:
                 lk = vote_links(rows[at], delta[at], chain)
-            parts.append(Links(at[lk.obs], lk.annotator, lk.piece))
+            parts.append(xc.Links(at[lk.obs], lk.annotator, lk.piece))
         if not parts:
             return None
-        return Links(*(np.concatenate([getattr(p, f) for p in parts])
+        return xc.Links(*(np.concatenate([getattr(p, f) for p in parts])
                        for f in ("obs", "annotator", "piece")))
 
     def _totals(self, obs, group, cell, question, n, s, n_cells, spec):
@@ -344,7 +337,7 @@ class _Figures:
         value = np.bincount(cell, weights=s, minlength=n_cells) / np.maximum(total, 1e-300)
         residual = s - np.where(total > 0, value, 0.0)[cell] * n
         links = self._links(obs, group, spec, residual)
-        return crossed_totals(n, s, cell, question, n_cells, links), links
+        return xc.crossed_totals(n, s, cell, question, n_cells, links), links
 
     def proportion(self, question_row, column, n_columns, n, s, spec=None,
                    mean: bool = False) -> ClusteredArrays:
@@ -352,7 +345,7 @@ class _Figures:
         obs, group, cell, (n_, s_) = self._expand(question_row, column, n_columns, (n, s))
         n_cells = len(self.groups) * n_columns
         c, _ = self._totals(obs, group, cell, question_row[obs], n_, s_, n_cells, spec)
-        fn = crossed_mean if mean else crossed_proportion
+        fn = xc.crossed_mean if mean else xc.crossed_proportion
         return fn(c, interval_level=self.level)
 
     def difference(self, question_row, column, n_columns, n1, s1, spec1, n2, s2,
@@ -364,10 +357,10 @@ class _Figures:
         q = question_row[obs]
         side1, links1 = self._totals(obs, group, cell, q, a1, b1, n_cells, spec1)
         side2, links2 = self._totals(obs, group, cell, q, a2, b2, n_cells, spec2)
-        empty = Links(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-        cov = crossed_covariance(side1, side2, cell, q, n_cells, links1 or empty,
+        empty = xc.Links(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        cov = xc.crossed_covariance(side1, side2, cell, q, n_cells, links1 or empty,
                                  links2 or empty)
-        return crossed_difference(side1, side2, cov, interval_level=self.level)
+        return xc.crossed_difference(side1, side2, cov, interval_level=self.level)
 
     def annotators(self, question_row, column, n_columns, rows) -> np.ndarray:
         """Distinct annotators per cell among the outputs ``rows``."""

@@ -1,7 +1,8 @@
 """Cluster-robust intervals with a small-cluster correction (closed form, deterministic):
-the critique tables (clusters = questions, ``estimators.critique.report``) and the assisted
-reliance figures (clusters = raters, ``estimators.assisted.reliance``) use this one
-mechanism.
+the assisted reliance figures (clusters = raters, ``estimators.assisted.reliance``) use
+this mechanism, and the critique tables its two-way form (clusters = questions and
+annotators at once, ``estimators.numerics.crossed``, on the same Wilson and Newcombe steps:
+:func:`wilson_at_effective_size`, :func:`newcombe`).
 
 Observations of one cluster are not independent (a hard question is hard for all seven
 responders; a lenient rater is lenient on every sentence), so every interval treats the

@@ -8,18 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from estimators.numerics import crossed as xc
 from estimators.numerics.clustered import (
     clustered_difference,
     clustered_mean,
     clustered_proportion,
-)
-from estimators.numerics.crossed import (
-    Links,
-    crossed_covariance,
-    crossed_difference,
-    crossed_mean,
-    crossed_proportion,
-    crossed_totals,
 )
 
 
@@ -41,25 +34,25 @@ def _per_question(cell, question, values, cells, questions):
 
 def test_without_annotators_the_intervals_are_the_question_clustered_ones():
     cell, question, _, n, s = _data()
-    c = crossed_totals(n, s, cell, question, 3)
+    c = xc.crossed_totals(n, s, cell, question, 3)
     nq, sq = (_per_question(cell, question, v, 3, 25) for v in (n, s))
-    one, ref = crossed_proportion(c), clustered_proportion(nq, sq)
+    one, ref = xc.crossed_proportion(c), clustered_proportion(nq, sq)
     assert np.allclose(one.lower, ref.lower) and np.allclose(one.upper, ref.upper)
     x = s * 2.5 + question * 0.1
-    mean, ref_mean = crossed_mean(crossed_totals(n, x, cell, question, 3)), clustered_mean(
+    mean, ref_mean = xc.crossed_mean(xc.crossed_totals(n, x, cell, question, 3)), clustered_mean(
         nq, _per_question(cell, question, x, 3, 25))
     assert np.allclose(mean.lower, ref_mean.lower) and np.allclose(mean.upper, ref_mean.upper)
     s2 = (np.arange(len(s)) % 3 == 0).astype(float)
-    b = crossed_totals(n, s2, cell, question, 3)
-    empty = Links(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-    d = crossed_difference(c, b, crossed_covariance(c, b, cell, question, 3, empty, empty))
+    b = xc.crossed_totals(n, s2, cell, question, 3)
+    empty = xc.Links(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    d = xc.crossed_difference(c, b, xc.crossed_covariance(c, b, cell, question, 3, empty, empty))
     ref_d = clustered_difference(nq, sq, nq, _per_question(cell, question, s2, 3, 25))
     assert np.allclose(d.lower, ref_d.lower) and np.allclose(d.upper, ref_d.upper)
 
 
 def test_two_way_variance_is_its_definition():
     cell, question, who, n, s = _data(seed=3)
-    c = crossed_totals(n, s, cell, question, 3, own_links=(np.arange(len(s)), who))
+    c = xc.crossed_totals(n, s, cell, question, 3, own_links=(np.arange(len(s)), who))
     for k in range(3):
         at = cell == k
         p = s[at].sum() / n[at].sum()
@@ -80,8 +73,8 @@ def test_two_way_variance_is_its_definition():
 
 def test_the_interval_is_wilson_at_the_two_way_effective_size():
     cell, question, who, n, s = _data(seed=5)
-    c = crossed_totals(n, s, cell, question, 3, own_links=(np.arange(len(s)), who))
-    ci = crossed_proportion(c)
+    c = xc.crossed_totals(n, s, cell, question, 3, own_links=(np.arange(len(s)), who))
+    ci = xc.crossed_proportion(c)
     for k in range(3):
         p, v = c.value[k], c.variance[k]
         n_eff = p * (1 - p) / v
@@ -99,7 +92,7 @@ def test_annotators_never_narrow_an_interval():
     s[::4], s[1::4] = 0.0, 1.0
     n = np.ones(40)
     cell = np.zeros(40, dtype=np.int64)
-    with_ann = crossed_totals(n, s, cell, question, 1, own_links=(np.arange(40), who))
-    alone = crossed_totals(n, s, cell, question, 1)
+    with_ann = xc.crossed_totals(n, s, cell, question, 1, own_links=(np.arange(40), who))
+    alone = xc.crossed_totals(n, s, cell, question, 1)
     assert with_ann.v_annotator[0] == 0
-    assert crossed_proportion(with_ann).lower[0] == crossed_proportion(alone).lower[0]
+    assert xc.crossed_proportion(with_ann).lower[0] == xc.crossed_proportion(alone).lower[0]

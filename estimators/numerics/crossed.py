@@ -13,9 +13,9 @@ Data. Observations in cells (each cell an independent figure): observation o has
 question and a count n_o with a sum s_o (proportions: correct outputs; means: the summed
 value). Its residual is r_o = s_o − θ̂ n_o, θ̂ = S/N per cell. *Links* tie observations to
 annotators: link ℓ = (observation, annotator, piece x_ℓ), the part of the residual that
-annotator's skill moves — for an output written by one annotator x = r_o (built by
-:func:`author_links`); for a majority vote each voter's linearised share (the caller's,
-``estimators.critique.report``). Outputs without an annotator (the AI's) have no links:
+annotator's skill moves — for an output written by one annotator x = r_o
+(:func:`crossed_totals`' ``own_links``); for outputs resting on a chain and for majority
+votes the pieces of ``estimators.critique.influence``. Outputs without an annotator (the AI's) have no links:
 the AI is one fixed system, not a sample.
 
 Variance (Cameron, Gelbach & Miller's two-way cluster-robust variance, with the
@@ -33,11 +33,13 @@ so the interval is never narrower than the question-clustered one.
 Interval: Wilson's score interval at the effective size n* = θ̂(1 − θ̂)/V (the edge rules
 of :func:`estimators.numerics.clustered.clustered_proportion`: n* = G_Q where θ̂ ∈ {0, 1},
 design effect ≥ ``MIN_DESIGN_EFFECT``) with Student's t on Satterthwaite's degrees of
-freedom ν = V² / (V_Q²/(G_Q − 1) + A²/(G_A − 1)) — G_Q − 1 when annotators add nothing,
-towards G_A − 1 when they dominate; means: θ̂ ± t_ν √V; paired differences: Newcombe's
-hybrid interval from the two sides' intervals with the correlation of their two-way
-covariance (Σ_q R1_q R2_q plus the annotator part of Σ_a X1_a X2_a), as
-:func:`estimators.numerics.clustered.clustered_difference` does with questions alone.
+freedom ν = V² / (V_Q²/(G_Q − 1) + A²/(G_A − 1)) — G_Q − 1 when annotators add nothing —
+and never more than G_A − 1 when they add anything (A > 0); means: θ̂ ± t_ν √V; paired
+differences: Newcombe's hybrid interval from the two sides' intervals with the correlation
+of their two-way covariance (Σ_q R1_q R2_q plus the annotator part of Σ_a X1_a X2_a, the
+latter at most (A₁ + A₂)/2 so that the difference's own annotator part A₁ + A₂ − 2·cov is
+never negative either), as :func:`estimators.numerics.clustered.clustered_difference` does
+with questions alone. Without links every interval is exactly the question-clustered one.
 
 Coverage (simulated, known truth): docs/coverage.md, "Critique: …", from
 ``python -m estimators.critique.coverage``.

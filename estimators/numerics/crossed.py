@@ -15,8 +15,8 @@ value). Its residual is r_o = s_o − θ̂ n_o, θ̂ = S/N per cell. *Links* tie
 annotators: link ℓ = (observation, annotator, piece x_ℓ), the part of the residual that
 annotator's skill moves — for an output written by one annotator x = r_o
 (:func:`crossed_totals`' ``own_links``); for outputs resting on a chain and for majority
-votes the pieces of ``estimators.critique.influence``. Outputs without an annotator (the AI's) have no links:
-the AI is one fixed system, not a sample.
+votes the pieces of ``estimators.critique.influence``. Outputs without an annotator (the
+AI's) have no links: the AI is one fixed system, not a sample.
 
 Variance (Cameron, Gelbach & Miller's two-way cluster-robust variance, with the
 annotator part written as the within-annotator covariance across questions):

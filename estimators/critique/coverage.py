@@ -2,6 +2,15 @@
 (issue 18; docs/coverage.md "Critique: …").
 
     python -m estimators.critique.coverage --levels [--studies 1000] [--write docs/coverage.md]
+    python -m estimators.critique.coverage --human-ai [--studies 1000] [--write …]
+
+``--levels``: annotators at every level (the level, effort, naive-vote and input-pair
+tables); ``--human-ai``: the mixed mode — the AI writes every level below the top, annotators
+the top (``Cell.ai_levels``) — with Table 3 on the questions whose AI responses are neither
+all right nor all wrong. Intervals compared, at 95 %: the default, clustered by question and
+annotator (:mod:`estimators.numerics.crossed` with the links of
+:mod:`estimators.critique.influence`, exactly as the report computes them — a test checks
+the two give the same bounds), and the former, clustered by question alone.
 
 Generator (vectorised: every simulated study of a cell at once; the model of
 :mod:`estimators.critique.simulation` with annotators added). A study has Q questions, T

@@ -13,6 +13,7 @@ from annotations.core.charts import SYSTEM_PALETTE, bar_chart, headline, xy_char
 from annotations.core.exports import rows_write
 from annotations.core.models import Study
 from annotations.core.words import counted
+from estimators.assisted.agreement import MIN_ALPHA_MINORITY
 from estimators.assisted.reliance import MIN_RELIABLE_RATERS
 
 RULE_CHOICES = [("individual", "Individual ratings"),
@@ -60,7 +61,9 @@ GLOSSARY: dict[str, tuple[str, str]] = {
                      "equals the AI's."),
     "helpfulness": ("Helpfulness", "Raters' own rating of the AI's help: 0 not at all, 1 "
                     "somewhat, 2 extremely helpful (mean)."),
-    "time": ("Time", "Mean time on a sentence, in seconds."),
+    "time": ("Time", "Mean time on a sentence, in seconds. Its 95 % interval (in the CSV) "
+             "is approximate: a few raters rarely include the slowest, so when raters' "
+             "speeds differ a lot it is too narrow."),
     "threshold": ("Threshold T", "Sentences on which the AI's confidence is at or below T "
                   "go to humans; the AI's verdict is kept for the rest."),
     "human_share": ("Share to humans", "The share of sentences sent to humans at this "
@@ -68,6 +71,14 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "hybrid_accuracy": ("Hybrid accuracy", "Share of all sentences labelled correctly when "
                         "humans take those at or below the threshold and the AI the rest."),
     "budget": ("Budget", "The largest share of sentences that may go to humans."),
+    "as_good": ("Thresholds as good", "The smallest and largest threshold whose accuracy is "
+                "not significantly below the best one's. It holds the best threshold for "
+                "sentences like these at least 95 % of the time; a wide range means the curve "
+                "is flat there and the exact threshold matters little."),
+    "sentence_interval": ("Interval over sentences", "A 95 % interval that resamples "
+                          "sentences: how accurate these raters and this AI would be on new "
+                          "sentences from the same source. It does not include how much "
+                          "other raters would differ."),
     "held_out": ("Held-out accuracy", "The best threshold is chosen on half of the "
                  "sentences and its accuracy measured on the other half, so it is not "
                  "flattered by the choice."),
@@ -190,6 +201,26 @@ def reliance_unreliable(reliance: dict | None) -> dict | None:
             "baseline": reliance.get("baseline") in small}
 
 
+def agreement_unreliable(agreement: list[dict] | None) -> dict | None:
+    """Where α's interval cannot keep its promise: rows with fewer than
+    ``MIN_ALPHA_MINORITY`` ratings outside the most common verdict, or no disagreement
+    (``estimators.assisted.agreement``; docs/coverage.md). None when there is none (and
+    for snapshots computed before the rule, which carry no ``interval_reliable``)."""
+    rows = [a for a in agreement or []
+            if a.get("interval_reliable") is False and a.get("alpha_lower") is not None]
+    if not rows:
+        return None
+    return {"sources": [a["source"] for a in rows], "min_minority": MIN_ALPHA_MINORITY}
+
+
+def few_raters(payload: dict) -> list[str]:
+    """Arms with ratings but fewer than ``MIN_RELIABLE_RATERS`` raters: their sentence
+    intervals (curves, results rows) hold these few raters fixed (docs/coverage.md
+    "Assisted: hybridization, intervals over sentences")."""
+    return [a["key"] for a in payload.get("arms", [])
+            if a.get("n_ratings") and (a.get("n_raters") or 0) < MIN_RELIABLE_RATERS]
+
+
 def calibration_chart(calibration: dict | None, rule: str) -> dict | None:
     """Figure 3: the AI's accuracy against its confidence (reliability diagram, Wilson
     95 % bars) and the humans' accuracy on the same sentences; the diagonal is perfect
@@ -257,6 +288,8 @@ def assisted_dashboard_context(study: Study, rule: str = "individual") -> dict:
         curves_chart=curves_chart(figures, colors),
         reliance_chart=reliance_chart(payload.get("reliance")),
         reliance_unreliable=reliance_unreliable(payload.get("reliance")),
+        agreement_unreliable=agreement_unreliable(payload.get("agreement")),
+        few_raters=few_raters(payload), min_raters=MIN_RELIABLE_RATERS,
         calibration_chart=calibration_chart(payload.get("calibration"), rule),
         curves=figures.get("curves", []),
         band_rows=_band_rows(figures.get("bands")),

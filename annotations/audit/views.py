@@ -24,6 +24,7 @@ from annotations.audit.services.runs import ACTIVE, audit_progress
 from annotations.core.errors import DomainError, ImportFailed
 from annotations.core.inputs import accepts_upload
 from annotations.core.sqlite_locks import while_sqlite_locked
+from estimators.nodata.kappa import MIN_KAPPA_MINORITY
 
 AI_FIELDS = ("ai_base_url", "ai_model", "ai_strategy", "prompt_system", "prompt_user")
 
@@ -138,9 +139,14 @@ def _detail_context(audit: Audit) -> dict:
             shown[key] = {"value": "—" if k["kappa"] is None else f"{k['kappa']:.3f}",
                           "lo": "—" if k["lower"] is None else f"{k['lower']:.3f}",
                           "hi": "—" if k["upper"] is None else f"{k['upper']:.3f}",
-                          "observed": _pct(k["observed"]), "n": k["n"]}
+                          "observed": _pct(k["observed"]), "n": k["n"],
+                          # summaries stored before issue 18 carry no minority count
+                          "unreliable": k.get("interval_reliable") is False
+                          and k["lower"] is not None,
+                          "minority": k.get("n_minority")}
     return {"study": audit.study, "audit": audit, "progress": audit_progress(audit),
             "active": audit.status in ACTIVE, "s": s, "shown": shown,
+            "kappa_min_minority": MIN_KAPPA_MINORITY,
             "by_challenge": [(CHALLENGE_NAMES.get(k, k), v) for k, v in by_challenge.items()],
             "by_criterion": sorted(s.get("failures_by_criterion", {}).items(),
                                    key=lambda kv: -kv[1]),

@@ -271,14 +271,15 @@ def bar_chart(groups: list[dict], *, legend: list[dict], x_label: str,
                           if reference and reference.get("value") is not None else None)}
 
 
-def headline(title: str, figures: list[tuple[str, float | None, float | None, float | None]]
-             ) -> dict | None:
+def headline(title: str, figures: list[tuple], note: str = "approximate") -> dict | None:
     """The figure a dashboard leads with (``templates/annotations/_headline.html``): one
     value per AI system, arm or level with its 95 % interval, as ``(name, value, low,
-    high)``; a value None is "no data", a missing bound "no interval yet". None without
-    figures."""
+    high)`` or ``(name, value, low, high, approximate)``; a value None is "no data", a
+    missing bound "no interval yet"; an approximate interval is marked, linking to the
+    dashboard's note ``#<note>``. None without figures."""
     if not figures:
         return None
-    return {"title": title,
-            "figures": [{"name": name, "value": value, "low": low, "high": high}
-                        for name, value, low, high in figures]}
+    return {"title": title, "note": note,
+            "figures": [{"name": f[0], "value": f[1], "low": f[2], "high": f[3],
+                         "approximate": bool(f[4]) if len(f) > 4 else False}
+                        for f in figures]}

@@ -1,7 +1,8 @@
 """The ``chart_tags`` library every dashboard loads. Colour keys and filled bars as SVG: a
 colour or a width that comes from the data would otherwise need an inline ``style``
 attribute, which the Content-Security-Policy refuses (docs/operations.md); SVG's own
-attributes (``fill``, ``width``) are not styles. And ``term_tip``, the markup of a term with
+attributes (``fill``, ``width``) are not styles. ``approximate_mark`` after an interval whose
+real coverage is not its level. And ``term_tip``, the markup of a term with
 its meaning that each study type's glossary tag (``tip``, ``atip``, ``ctip``) renders."""
 
 from __future__ import annotations
@@ -86,6 +87,19 @@ def flagged(context, study) -> dict:
                       in user_roles(user=user, study=study))
     return {"study": study, "counts": study_flag_counts(study=study),
             "noun": flaggable(study.kind).noun, "researcher": researcher}
+
+
+@register.simple_tag
+def approximate_mark(cell, note: str = "approximate") -> str:
+    """After an interval: the mark of an approximate one (``cell["approximate"]``, an
+    estimates cell of a snapshot), a link to the dashboard's note ``#<note>`` that says
+    why; nothing otherwise."""
+    if not cell or not (cell.get("approximate") if isinstance(cell, dict)
+                        else getattr(cell, "approximate", False)):
+        return ""
+    return format_html(' <a class="approx" href="#{}" data-testid="approximate" title="Few '
+                       'events: the real coverage of this interval is not 95 % (see the note '
+                       'below)">≈ approximate</a>', note)
 
 
 @register.simple_tag

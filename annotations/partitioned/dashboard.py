@@ -17,6 +17,7 @@ from annotations.core.charts import (
 )
 from annotations.core.models import Study
 from annotations.partitioned.selectors import quality_check_summary
+from estimators.partitioned.intervals import APPROXIMATE_BELOW, APPROXIMATE_COVERAGE
 
 ESTIMATOR_CHOICES = [
     ("ml", "Maximum likelihood"), ("ivw", "IVW (plug-in weights)"),
@@ -40,7 +41,8 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "ml": ("ML ± SE", "Maximum likelihood: both kinds of label combined, the estimate to "
            "read first. ± SE is its standard error (about 1/4 of the interval's width)."),
     "interval": ("95 % interval", "The range that contains the true accuracy 95 % of the "
-                 "time. Narrower with more labels."),
+                 "time. Narrower with more labels. Marked \"≈ approximate\" where it rests "
+                 "on so few events that this cannot hold exactly (the note below says why)."),
     "gold": ("Gold subset", "Accuracy on the items whose correct answer the researcher "
              "imported (a validation check; n = how many such items)."),
     "labels_needed": ("Labels to target", "How many more \"no\" answers bring the ML "
@@ -192,8 +194,37 @@ def band_context(systems: list[dict], method: str, k: int | None) -> dict | None
 
 def _headline_values(cell: dict | None) -> tuple:
     if cell is None:
-        return (None, None, None)
-    return (cell["accuracy"], cell.get("ci_low"), cell.get("ci_high"))
+        return (None, None, None, False)
+    return (cell["accuracy"], cell.get("ci_low"), cell.get("ci_high"),
+            bool(cell.get("approximate")))
+
+
+def approximate_note(context: dict) -> dict | None:
+    """The note under the dashboard's tables when an interval it shows is approximate
+    (``estimators.partitioned.intervals.approximate``: it rests on fewer than
+    ``APPROXIMATE_BELOW`` events of a kind), naming the AI systems concerned, with the
+    coverage such intervals have on the grids of docs/coverage.md. None when no shown
+    interval is approximate."""
+    shown: dict[str, list] = {}
+    for row in context.get("systems", []):
+        shown.setdefault(row["system"]["name"], []).extend(row["cells"].values())
+    by_stratum = len((context.get("payload") or {}).get("strata") or []) > 1  # shown then
+    for row in context.get("chosen", []):
+        system = row["system"]
+        shown.setdefault(system["name"], []).extend(
+            [row["est"], system.get("ipw"), system.get("stratified"),
+             *(cell for _, cell in row["strata"] if by_stratum)])
+    for table in (context.get("bands") or {}).get("tables", []):
+        shown.setdefault(table["name"], []).extend(
+            [r["cell"] for r in table["rows"]] + [p["cell"] for p in table["curve"]])
+    names = [name for name, cells in shown.items()
+             if any(cell and cell.get("approximate") for cell in cells)]
+    if not names:
+        return None
+    low, high = APPROXIMATE_COVERAGE
+    study = context.get("study")
+    return {"below": APPROXIMATE_BELOW, "low": low, "high": high, "systems": names,
+            "several": bool(study and study.queries_per_item > 1)}
 
 
 def dashboard_context(study: Study, method: str = "ml") -> dict:
@@ -233,6 +264,7 @@ def dashboard_context(study: Study, method: str = "ml") -> dict:
         context["yes_share"] = payload.get("yes_share")
         context["has_skips"] = any("skipped" in c for c in payload.get("classes", []))
         context["interval_chart"] = interval_chart(_without_placeholders(systems, k))
+        context["approximate_note"] = approximate_note(context)
         history = selectors.study_snapshot_history(study=study)
         context["convergence_chart"] = convergence_chart(
             [(s.n_answered, _without_placeholders(s.payload.get("systems") or [],

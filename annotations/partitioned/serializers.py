@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from annotations.core.inputs import LONG_TEXT_MAX, OPTION_MAX
 from annotations.partitioned.models import Query
+from estimators.partitioned.intervals import APPROXIMATE_BELOW
 
 
 class ItemOutputSerializer(serializers.Serializer):
@@ -141,6 +142,12 @@ class EstimateFieldsSerializer(serializers.Serializer):
     ci_high = serializers.FloatField(allow_null=True)
     bound = serializers.FloatField(allow_null=True)
     weight = serializers.FloatField(allow_null=True)
+    approximate = serializers.BooleanField(
+        help_text=f"True where the interval rests on fewer than {APPROXIMATE_BELOW} events of "
+        "a kind (wrong or "
+        "right ordinary answers, complementary answers naming the AI's prediction; effective "
+        "counts with several queries per item): its real coverage then stands away from 95 "
+        "% (docs/coverage.md, 'Approximate intervals').")
 
 
 class SnapshotOutputSerializer(serializers.Serializer):
@@ -159,9 +166,10 @@ class SnapshotOutputSerializer(serializers.Serializer):
         "routed_queries, items, design_effect} or null before any label; strata; systems: "
         "per system id, name, counts {n_ord, s_ord, n_comp, s_comp}, estimates per method "
         "(ord, comp, ivw, ivw_pilot, ivw_fixed, ml; each {accuracy, accuracy_clipped, se, "
-        "ci_low, ci_high, bound, bound_valid, weight} or null without data), ipw {accuracy, "
-        "se, ci_low, ci_high} or null, "
-        "stratified {accuracy, se, ci_low, ci_high, weights} or null, design_effect or null, "
+        "ci_low, ci_high, bound, bound_valid, weight, approximate} or null without data), ipw "
+        "{accuracy, se, ci_low, ci_high, approximate} or null, "
+        "stratified {accuracy, se, ci_low, ci_high, approximate, weights} or null, "
+        "design_effect or null, "
         "flags [few_labels_for_guarantee], labels_needed or null, reference {n, accuracy} and "
         "strata {name: {n_ord, n_comp, ML fields, estimates per method}}."
     )

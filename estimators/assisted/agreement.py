@@ -14,8 +14,25 @@ counts, within each unit, every ordered pair of values of different raters with 
 equivalently α = [(n − 1) Σ_c o_cc − Σ_c n_c (n_c − 1)] / [n (n − 1) − Σ_c n_c (n_c − 1)].
 Only the diagonal o_cc = Σ_u n_uc (n_uc − 1)/(m_u − 1) is needed, from one bincount. α is
 undefined (NaN) when D_e = 0 (a single value in all the data) or nothing is pairable.
+
 The optional interval resamples units (items) with replacement — the unit is the natural
-cluster of the coincidences — and recomputes α from weighted unit sums (vectorised).
+cluster of the coincidences — and recomputes α from weighted unit sums (vectorised), then
+takes Efron's bias-corrected and accelerated (BCa) percentiles of the replicates α*_b:
+
+    z₀ = Φ⁻¹((#{α*_b < α̂} + ½ #{α*_b = α̂}) / B),
+    a = Σ_u (ᾱ₍.₎ − α₍u₎)³ / (6 [Σ_u (ᾱ₍.₎ − α₍u₎)²]^{3/2}),
+    bounds = the Φ(z₀ + (z₀ + z_q) / (1 − a (z₀ + z_q))) quantiles of the α*_b,
+    z_q = Φ⁻¹(q), q = (1 ∓ level)/2,
+
+with α₍u₎ the delete-one-unit jackknife values (closed form from the unit sums). Against
+known agreement (docs/coverage.md "Assisted: Krippendorff's alpha", ``python -m
+estimators.assisted.coverage --alpha``: 20–400 sentences, 2–3 ratings each) the plain
+percentile interval covered a median 92.5 % (57 of 90 settings below 93.5 %); BCa 94.2 %.
+No interval keeps 95 % where few values differ from the most common one: ``n_minority``
+(pairable values outside the most common category) below ``MIN_ALPHA_MINORITY``, or no
+disagreement at all (α̂ = 1) — there the dashboard says α's interval is unreliable.
+Elsewhere BCa covered a median 95.0 %, but only 89–93 % where raters barely agree (α ≈ 0.2)
+with three ratings per sentence: the resamples understate α's spread there.
 
 For factuality ratings, pass the binarised verdicts (:func:`estimators.assisted.factuality.verdicts`
 without skips: Accurate, Inaccurate, Can't assess) or the raw labels; one arm at a time.
@@ -28,8 +45,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import stats
 
 from estimators.numerics.bootstrap import _json_float, check_level, cluster_count_chunks, encode
+
+# Below this many pairable values outside the most common category, α's interval is not
+# trusted (docs/coverage.md "Assisted: Krippendorff's α").
+MIN_ALPHA_MINORITY = 30
 
 
 @dataclass(frozen=True)
@@ -43,13 +65,22 @@ class Agreement:
     n_values: int
     lower: float
     upper: float
+    n_minority: int = 0  # pairable values outside the most common category
 
-    def as_dict(self) -> dict[str, float | int | None]:
+    @property
+    def interval_reliable(self) -> bool:
+        """Enough disagreement for the interval's promise (module docstring): at least
+        ``MIN_ALPHA_MINORITY`` minority values and not every pair agreeing."""
+        return self.n_minority >= MIN_ALPHA_MINORITY and self.observed_disagreement > 0
+
+    def as_dict(self) -> dict[str, float | int | bool | None]:
         return {"alpha": _json_float(self.alpha), "alpha_lower": _json_float(self.lower),
                 "alpha_upper": _json_float(self.upper),
                 "observed_disagreement": _json_float(self.observed_disagreement),
                 "expected_disagreement": _json_float(self.expected_disagreement),
-                "n_units": self.n_units, "n_values": self.n_values}
+                "n_units": self.n_units, "n_values": self.n_values,
+                "n_minority": self.n_minority,
+                "interval_reliable": self.interval_reliable}
 
 
 def _present(value: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -98,17 +129,41 @@ def krippendorff_alpha_nominal(unit: ArrayLike, value: ArrayLike, *, n_resamples
     if counts.shape[0] == 0:
         return Agreement(math.nan, math.nan, math.nan, 0, 0, math.nan, math.nan)
     per_unit_diag = (counts * (counts - 1)).sum(axis=1) / (m - 1)
-    alpha, d_o, d_e = _alpha_parts(per_unit_diag.sum(), counts.sum(axis=0))
+    totals = counts.sum(axis=0)
+    alpha, d_o, d_e = _alpha_parts(per_unit_diag.sum(), totals)
     lo = hi = math.nan
     if n_resamples and math.isfinite(float(alpha)):
         reps = []
         for wf in cluster_count_chunks(counts.shape[0], n_resamples, seed, dtype=float):
             reps.append(_alpha_parts(wf @ per_unit_diag, wf @ counts)[0])
         r = np.concatenate(reps)
-        if np.isfinite(r).any():
-            lo, hi = (float(q) for q in np.nanquantile(r, [(1 - level) / 2, (1 + level) / 2]))
+        r = r[np.isfinite(r)]
+        if r.size:
+            jack = _alpha_parts(per_unit_diag.sum() - per_unit_diag, totals - counts)[0]
+            lo, hi = _bca(float(alpha), r, jack[np.isfinite(jack)], level)
     return Agreement(float(alpha), float(d_o), float(d_e), int(counts.shape[0]),
-                     int(m.sum()), lo, hi)
+                     int(m.sum()), lo, hi, int(totals.sum() - totals.max()))
+
+
+def _bca(estimate: float, replicates: np.ndarray, jackknife: np.ndarray, level: float
+         ) -> tuple[float, float]:
+    """Efron's BCa interval from bootstrap replicates and delete-one jackknife values
+    (module docstring); the percentile interval where the acceleration is undefined."""
+    below = (np.sum(replicates < estimate) + 0.5 * np.sum(replicates == estimate)) \
+        / replicates.size
+    z0 = float(stats.norm.ppf(np.clip(below, 0.5 / replicates.size,
+                                      1 - 0.5 / replicates.size)))
+    dev = jackknife.mean() - jackknife if jackknife.size else np.zeros(1)
+    spread = float((dev ** 2).sum())
+    acc = float((dev ** 3).sum()) / (6 * spread ** 1.5) if spread > 0 else 0.0
+    zq = stats.norm.ppf([(1 - level) / 2, (1 + level) / 2])
+    den = 1 - acc * (z0 + zq)
+    with np.errstate(divide="ignore"):
+        # a denominator ≤ 0 (extreme acceleration) sends that bound to the replicates' end
+        q = np.where(den > 0, stats.norm.cdf(z0 + (z0 + zq) / np.where(den > 0, den, 1)),
+                     [0.0, 1.0])
+    lo, hi = np.quantile(replicates, q)
+    return float(lo), float(hi)
 
 
 def agreement_with_ai(value: ArrayLike, ai_value: ArrayLike) -> float:

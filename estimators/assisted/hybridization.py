@@ -16,10 +16,16 @@ Beyond the paper (METHODS.md M2): the best threshold is chosen on calibration it
 accuracy reported on held-out items (:func:`held_out_threshold` — choosing T and reporting
 its accuracy on the same items overstates it, the paper's stated limitation); a budget caps
 the human share; bands of confidence can each go to their own arm or to the AI
-(:func:`band_accuracy`, :func:`best_band_sources`). Intervals are item bootstraps
-(:mod:`estimators.numerics.bootstrap`): items are the sampling unit of these accuracies; human
-labels
-are taken as given per item.
+(:func:`band_accuracy`, :func:`best_band_sources`).
+
+Intervals (issue 18) treat the items as the sampling unit — independent draws from the
+population of items the study's items come from, each with its human label as the study's
+raters gave it (the raters are held fixed: the rater-clustered reliance intervals speak of
+other raters). An accuracy is Clopper–Pearson's interval at the items' effective size
+(Korn–Graubard), a gain over the AI on the same items Newcombe's paired interval
+(:mod:`estimators.numerics.units`; closed form, from sums over items). A held-out figure is
+a fixed-threshold estimate on items independent of the choice. Their coverage, measured on
+simulated studies with known truth: docs/coverage.md "Assisted: hybridization".
 
 Items without a human label (h_i = NaN, e.g. an arm that rated only items with c ≤ 0.75):
 a threshold that would send such an item to the humans is left out of the curve.
@@ -34,14 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from estimators.numerics.bootstrap import (
-    UNDEFINED,
-    IntervalEstimate,
-    _json_float,
-    bootstrap_means,
-    check_level,
-    cluster_count_chunks,
-)
+from estimators.numerics.bootstrap import UNDEFINED, IntervalEstimate, _json_float, check_level
+from estimators.numerics.units import difference_bounds, mean_bounds, unit_differences, unit_means
 
 AI = "ai"
 # Accuracies within this of the best count as ties (cumulative sums in floating point).
@@ -265,6 +265,15 @@ def _check_mask(mask: ArrayLike, n: int, field: str) -> np.ndarray:
     return m
 
 
+def held_out_intervals(y: np.ndarray, a: np.ndarray, level: float
+                       ) -> tuple[IntervalEstimate, IntervalEstimate, IntervalEstimate]:
+    """Accuracy of y, of the AI (a) and the gain mean(y − a) on held-out items, whose
+    routing was fixed on other items: Clopper–Pearson at the effective size for the two
+    accuracies and Newcombe's paired interval for the gain (:mod:`estimators.numerics.units`)."""
+    acc, ai_acc = unit_means(np.c_[y, a], level=level)
+    return acc, ai_acc, unit_differences(y, a, level=level)[0]
+
+
 def _labelled_limit(c: np.ndarray, h: np.ndarray) -> float:
     """Thresholds must stay below the smallest confidence of an item without a human label."""
     missing = np.isnan(h)
@@ -273,16 +282,15 @@ def _labelled_limit(c: np.ndarray, h: np.ndarray) -> float:
 
 def held_out_threshold(confidence: ArrayLike, ai_correct: ArrayLike, human_correct: ArrayLike,
                        calibration: ArrayLike, *, max_human_share: float = 1.0,
-                       unlabelled: str = "truncate", n_resamples: int = 2000,
-                       level: float = 0.95, seed: int = 0) -> HeldOutThreshold:
+                       unlabelled: str = "truncate", level: float = 0.95) -> HeldOutThreshold:
     """Choose T on the calibration items, report hybrid accuracy at T on the others.
 
     T maximises the calibration curve (:func:`threshold_curve`) among thresholds whose
     calibration human share is at most ``max_human_share`` and that route no unlabelled
     item of either side (``unlabelled`` as in :func:`threshold_curve`). On the held-out
     items: accuracy of y_i = h_i if c_i ≤ T else a_i,
-    the AI's accuracy, and the gain (y_i − a_i), each with a paired item-bootstrap
-    percentile interval; the held-out human share."""
+    the AI's accuracy, and the gain (y_i − a_i), each with its interval
+    (:func:`held_out_intervals`); the held-out human share."""
     c, a, h = _inputs(confidence, ai_correct, human_correct)
     h = _fill(a, h, unlabelled)
     cal = _check_mask(calibration, c.size, "calibration")
@@ -299,8 +307,7 @@ def held_out_threshold(confidence: ArrayLike, ai_correct: ArrayLike, human_corre
     ho = ~cal
     to_humans = c[ho] <= t
     y = np.where(to_humans, h[ho], a[ho])
-    acc, ai_acc, gain = bootstrap_means(np.c_[y, a[ho], y - a[ho]], n_resamples=n_resamples,
-                                        level=level, seed=seed)
+    acc, ai_acc, gain = held_out_intervals(y, a[ho], level)
     return HeldOutThreshold(
         threshold=t, max_human_share=max_human_share,
         calibration_accuracy=float(curve.hybrid_accuracy[j]),
@@ -312,7 +319,7 @@ def held_out_threshold(confidence: ArrayLike, ai_correct: ArrayLike, human_corre
 
 @dataclass(frozen=True)
 class ThresholdCurveBand:
-    """The curve with pointwise item-bootstrap intervals (the paper's Figure 1): of the
+    """The curve with pointwise intervals over items (the paper's Figure 1): of the
     hybrid accuracy (``lower``/``upper``) and of its gain over the AI alone
     (``gain_lower``/``gain_upper``; a gain interval above 0 marks a threshold where
     hybridization beats the AI); the best threshold, ``near_best`` (thresholds within the
@@ -342,19 +349,27 @@ class ThresholdCurveBand:
         return out
 
 
+def _at_points(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Cumulative sums of sorted per-item ``values`` at t = −∞ (0) and at each point."""
+    return np.r_[0.0, np.cumsum(values)[ends]]
+
+
 def curve_band(confidence: ArrayLike, ai_correct: ArrayLike, human_correct: ArrayLike, *,
                max_human_share: float = 1.0, unlabelled: str = "truncate",
-               n_resamples: int = 1000, level: float = 0.95, seed: int = 0
-               ) -> ThresholdCurveBand:
-    """:func:`threshold_curve` with item-bootstrap intervals. Each resample reweights the
-    items (w_i = times drawn) and recomputes every point from weighted cumulative sums,
-    (Σ_{c_i ≤ t} w_i h_i + Σ_{c_i > t} w_i a_i) / n; intervals are percentiles per point.
+               level: float = 0.95) -> ThresholdCurveBand:
+    """:func:`threshold_curve` with pointwise intervals over items. At each point the
+    hybrid labels y_i(t) = h_i (c_i ≤ t) or a_i are n independent values in [0, 1]: the
+    accuracy gets Clopper–Pearson at the effective size and the gain over the AI Newcombe's
+    paired interval (:mod:`estimators.numerics.units`), from cumulative sums of h, h², a,
+    a² and h·a over the items sorted by confidence — O(n log n), no resampling.
 
     The best threshold t̂ (under the budget) is an argmax over a curve that is flat near its
-    top, so the bootstrap distribution of the argmax is no interval for it. Instead, t is
-    "near best" when the upper (1 + level)/2 percentile of the paired resampled difference
-    acc(t) − acc(t̂) is ≥ 0 (t is not significantly worse than t̂); the interval reported is
-    the smallest and the largest near-best threshold."""
+    top, so no interval around t̂ itself is offered. Instead, t is "near best" when the
+    upper bound of Newcombe's paired ``level`` interval of acc(t) − acc(t̂) is ≥ 0 (t is
+    not significantly worse than t̂; a one-sided test at (1 − level)/2); the interval
+    reported is the smallest and the largest near-best threshold. Its promise, measured in
+    docs/coverage.md: it holds the population's best threshold in at least ``level`` of
+    studies."""
     c, a, h = _inputs(confidence, ai_correct, human_correct)
     h = _fill(a, h, unlabelled)
     _check_budget(max_human_share)
@@ -365,20 +380,22 @@ def curve_band(confidence: ArrayLike, ai_correct: ArrayLike, human_correct: Arra
     ends = ends[: curve.thresholds.size - 1]
     hs = np.nan_to_num(h[order])
     as_ = a[order]
-    reps = []
-    for wf in cluster_count_chunks(n, n_resamples, seed, dtype=float):
-        wa = wf * as_
-        total_a = wa.sum(axis=1, keepdims=True)
-        pts = np.cumsum(wf * hs, axis=1)[:, ends] + total_a - np.cumsum(wa, axis=1)[:, ends]
-        reps.append(np.c_[total_a, pts] / n)
-    rep = np.concatenate(reps, axis=0)
-    q = [(1 - level) / 2, (1 + level) / 2]
-    lo, hi = np.quantile(rep, q, axis=0)
-    glo, ghi = np.quantile(rep - rep[:, :1], q, axis=0)
+    ch, chh, cha = _at_points(hs, ends), _at_points(hs * hs, ends), _at_points(hs * as_, ends)
+    ca, caa = _at_points(as_, ends), _at_points(as_ * as_, ends)
+    ta, taa = float(as_.sum()), float((as_ * as_).sum())
+    sy = ch + ta - ca  # Σ y(t)
+    syy = chh + taa - caa  # Σ y(t)²
+    sya = cha + taa - caa  # Σ y(t) a
+    _, lo, hi = mean_bounds(n, sy, syy, level=level)
+    _, glo, ghi = difference_bounds(n, sy, syy, ta, taa, sya, level=level)
     best = curve.best(max_human_share)
-    diff_upper = np.quantile(rep - rep[:, best.index:best.index + 1], q[1], axis=0)
+    b = best.index
+    # Σ y(t) y(t̂): h² below both thresholds, h·a between them, a² above both
+    low, high = np.minimum(np.arange(sy.size), b), np.maximum(np.arange(sy.size), b)
+    syb = chh[low] + (cha[high] - cha[low]) + (taa - caa[high])
+    _, _, diff_upper = difference_bounds(n, sy, syy, sy[b], syy[b], syb, level=level)
     near = (diff_upper >= -_TIE) & (curve.human_share <= max_human_share + 1e-12)
-    near[best.index] = True
+    near[b] = True
     t_near = curve.thresholds[near]
     return ThresholdCurveBand(curve, lo, hi, glo, ghi, best, near,
                               (float(t_near.min()), float(t_near.max())), level)
@@ -487,13 +504,13 @@ class BandChoice:
 
 def best_band_sources(confidence: ArrayLike, ai_correct: ArrayLike,
                       human_correct_by_source: Mapping[str, ArrayLike], edges: Sequence[float],
-                      *, calibration: ArrayLike | None = None, n_resamples: int = 2000,
-                      level: float = 0.95, seed: int = 0) -> BandChoice:
+                      *, calibration: ArrayLike | None = None,
+                      level: float = 0.95) -> BandChoice:
     """Choose each band's source on the calibration items (all items when ``calibration``
     is None): the highest band accuracy among the AI and the human sources labelling every
     calibration item of the band; ties go to the AI, then to the mapping's order; an empty
     band goes to the AI. With a calibration split, the chosen assignment's held-out
-    accuracy, the AI's, and the gain carry paired item-bootstrap intervals."""
+    accuracy, the AI's, and the gain carry intervals (:func:`held_out_intervals`)."""
     c = check_confidence(confidence)
     a = check_share(ai_correct, "ai_correct", c.size, allow_nan=False)
     humans = _sources(human_correct_by_source, c.size)
@@ -521,6 +538,5 @@ def best_band_sources(confidence: ArrayLike, ai_correct: ArrayLike,
     for j, src in enumerate(chosen):
         if src != AI:
             y[hb == j] = humans[src][ho][hb == j]
-    acc, ai_acc, gain = bootstrap_means(np.c_[y, a[ho], y - a[ho]], n_resamples=n_resamples,
-                                        level=level, seed=seed)
+    acc, ai_acc, gain = held_out_intervals(y, a[ho], level)
     return BandChoice(tuple(chosen), cal_table, held, acc, ai_acc, gain)

@@ -21,19 +21,24 @@ and against the unassisted baseline arm (positive = worse than baseline):
     gain           = accuracy(arm) − accuracy(baseline).
 
 Intervals: clustered by rater with a small-cluster correction
-(:mod:`estimators.numerics.clustered`, the mechanism of the critique tables): a proportion
-gets Wilson's score interval at its rater-clustered effective size with the Student t
-quantile on G − 1 degrees of freedom (G = raters with a rating in the figure); a mean
-(helpfulness, time) the cluster-robust t interval; an arm − baseline difference Newcombe's
-hybrid score (MOVER) interval from the two clustered intervals and their rater-clustered
-correlation (0 when every rater belongs to one arm: the arms are independent). The items
-are held fixed (the quantities are "on these items"); arm − baseline differences on the
-same items are little affected by item-to-item variation. Simulated coverage
-(docs/coverage.md, ``python -m estimators.assisted.coverage --reliance``): from
-``MIN_RELIABLE_RATERS`` (5) raters per arm at least 93 % with rater effects up to σ = 0.5 on
-the log-odds scale (92.2 % at worst with σ = 1); the former rater-clustered percentile
-bootstrap covered 76–89 % with 5 raters per arm and 85–93 % with 12 against 95 % promised.
-Below 5 raters the dashboard says the intervals are unreliable.
+(:mod:`estimators.numerics.clustered`, CR2): a proportion gets Wilson's score interval at its
+rater-clustered effective size from the bias-reduced CR2 variance, with the Student t
+quantile on Bell–McCaffrey's degrees of freedom (at most G − 1, fewer when raters rated
+unequal numbers of sentences; G = raters with a rating in the figure); helpfulness (0–2) the
+CR2 t interval on the logit scale of helpfulness / 2, time the CR2 t interval on the log
+scale (both on the same degrees of freedom; asymmetric, as bounded or right-skewed rater
+means are); an arm − baseline difference
+Newcombe's hybrid score (MOVER) interval from the two arms' intervals, both on the
+Welch–Satterthwaite degrees of freedom of the difference when every rater belongs to one arm
+(the arms are independent), with their rater-clustered correlation otherwise. The items are
+held fixed (the quantities are "on these items"); arm − baseline differences on the same
+items are little affected by item-to-item variation. Simulated coverage (docs/coverage.md,
+``python -m estimators.assisted.coverage --reliance`` and ``--reliance-columns``): from
+``MIN_RELIABLE_RATERS`` (5) raters per arm 93.3–99.2 % with rater effects up to σ = 1 on the
+log-odds scale; the first interval of issue 18 (CR1, t on G − 1) fell to 92.6 % with very
+unequal raters, and the rater-clustered percentile bootstrap before it covered 79–94 %. Time
+is the exception: approximate (88–91 % when raters' speeds differ several-fold). Below 5
+raters the dashboard says the intervals are unreliable.
 
 The paper's significance test — a mixed-effects logistic regression of rating correctness
 on the arm with a random intercept per sentence — is :func:`estimators.assisted.mixed_logit.
@@ -55,20 +60,21 @@ from estimators.numerics.bootstrap import (
     UNDEFINED,
     IntervalEstimate,
     _json_float,
-    bootstrap_means,
     check_level,
     cluster_sums,
     encode,
 )
 from estimators.numerics.clustered import (
-    clustered_difference,
-    clustered_mean,
-    clustered_proportion,
+    cr2_bounded_mean,
+    cr2_difference,
+    cr2_log_mean,
+    cr2_proportion,
 )
+from estimators.numerics.units import unit_differences, unit_means
 
 # From this many raters per arm the intervals cover at least 93 % of the time
 # (docs/coverage.md "Assisted: reliance with few raters", ``python -m estimators.assisted.coverage
-# --reliance``: σ ≤ 0.5; 92.2 % at worst with very unequal raters, σ = 1;
+# --reliance``: rater effects up to σ = 1 on the log-odds scale;
 # tests/estimators/assisted/test_coverage.py checks 5); with fewer the dashboard says an
 # arm's intervals are unreliable.
 MIN_RELIABLE_RATERS = 5
@@ -76,7 +82,7 @@ MIN_RELIABLE_RATERS = 5
 _STATS = ("accuracy", "accuracy_ai_right", "accuracy_ai_wrong", "agreement_with_ai",
           "agreement_ai_wrong", "helpfulness", "seconds")
 _S = len(_STATS)
-_P = 5  # the first _P statistics are proportions (Wilson); the rest means (t)
+_P = 5  # the first _P statistics are proportions (Wilson); then helpfulness, seconds
 
 
 @dataclass(frozen=True)
@@ -231,11 +237,12 @@ def reliance_by_arm(*, rater: ArrayLike, arm: ArrayLike, correct: ArrayLike,
     cols[np.arange(n), acode] = np.c_[num, den]
     sums = cluster_sums(rcode, cols.reshape(n, -1), n_raters).reshape(n_raters, n_arms, 2 * _S)
     s_, d_ = sums[..., :_S], sums[..., _S:]
-    props = clustered_proportion(d_[..., :_P], s_[..., :_P], interval_level=level)
-    means = clustered_mean(d_[..., _P:], s_[..., _P:], interval_level=level)
-    value = np.c_[props.value, means.value]
-    lower = np.c_[props.lower, means.lower]
-    upper = np.c_[props.upper, means.upper]
+    props = cr2_proportion(d_[..., :_P], s_[..., :_P], interval_level=level)
+    helpful = cr2_bounded_mean(d_[..., _P], s_[..., _P], top=2.0, interval_level=level)
+    timed = cr2_log_mean(d_[..., _P + 1], s_[..., _P + 1], interval_level=level)
+    value = np.c_[props.value, helpful.value, timed.value]
+    lower = np.c_[props.lower, helpful.lower, timed.lower]
+    upper = np.c_[props.upper, helpful.upper, timed.upper]
     b = arm_names.index(baseline)
     counts = (d_[..., 0] > 0).sum(axis=0)  # raters per arm
 
@@ -245,8 +252,8 @@ def reliance_by_arm(*, rater: ArrayLike, arm: ArrayLike, correct: ArrayLike,
 
     def difference(i: int, j: int, k: int) -> IntervalEstimate:
         """θ_i − θ_j of proportion k, arms i and j, clustered by rater."""
-        d = clustered_difference(d_[:, i, k], s_[:, i, k], d_[:, j, k], s_[:, j, k],
-                                 interval_level=level)
+        d = cr2_difference(d_[:, i, k], s_[:, i, k], d_[:, j, k], s_[:, j, k],
+                           interval_level=level)
         return estimate(d.value, d.lower, d.upper)
 
     out = []
@@ -309,12 +316,13 @@ class OverallAccuracy:
 
 def overall_accuracy(confidence: ArrayLike, ai_correct: ArrayLike,
                      human_correct_by_arm: Mapping[str, ArrayLike], threshold: float, *,
-                     n_resamples: int = 2000, level: float = 0.95, seed: int = 0
-                     ) -> OverallAccuracy:
+                     level: float = 0.95) -> OverallAccuracy:
     """Accuracy over all items of the AI alone (mean a_i), each arm alone (mean h_arm,i) and
     hybridized with each arm (mean of h_arm,i where c_i ≤ threshold, a_i elsewhere); gains
-    over the AI alone; paired item-bootstrap percentile intervals (one set of resamples for
-    every row). ``human_correct_by_arm``: per-item correctness of each arm (NaN: no rating;
+    over the AI alone. Items are the unit: Clopper–Pearson at the items' effective size for
+    the accuracies, Newcombe's paired interval for the gains (:mod:`estimators.numerics.
+    units`; coverage in docs/coverage.md "Assisted: hybridization, intervals over
+    sentences"). ``human_correct_by_arm``: per-item correctness of each arm (NaN: no rating;
     :func:`estimators.assisted.factuality.item_human_correct`)."""
     check_level(level)
     c = check_confidence(confidence)
@@ -331,9 +339,8 @@ def overall_accuracy(confidence: ArrayLike, ai_correct: ArrayLike,
         cols.append(hyb)
         meta.append(("hybrid", name, float(low.mean()), int(np.isnan(hyb).sum())))
     vals = np.stack(cols, axis=1)
-    gains = vals - a[:, None]
-    res = bootstrap_means(np.c_[vals, gains], n_resamples=n_resamples, level=level, seed=seed)
-    k = vals.shape[1]
-    rows = tuple(AccuracyRow(p, arm_name, res[j], res[k + j], share, c.size, miss)
+    accuracy = unit_means(vals, level=level)
+    gain = unit_differences(vals, a, level=level)
+    rows = tuple(AccuracyRow(p, arm_name, accuracy[j], gain[j], share, c.size, miss)
                  for j, (p, arm_name, share, miss) in enumerate(meta))
     return OverallAccuracy(float(threshold), rows, level)

@@ -53,11 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from estimators.numerics.clustered import (
-    ClusteredArrays,
-    newcombe,
-    wilson_at_effective_size,
-)
+from estimators.numerics.clustered import ClusteredArrays, newcombe_bounds, wilson_bounds
 
 
 @dataclass(frozen=True)
@@ -204,8 +200,8 @@ def _t(interval_level: float, df: np.ndarray) -> np.ndarray:
 def crossed_proportion(c: Crossed, *, interval_level: float = 0.95) -> ClusteredArrays:
     """Wilson at the two-way effective size with t on Satterthwaite's df (module
     docstring); the same edge rules as the question-clustered interval."""
-    lower, upper = wilson_at_effective_size(c.value, c.variance, c.total, c.g_question,
-                                            _t(interval_level, c.df()))
+    lower, upper = wilson_bounds(c.value, c.variance, c.total, c.g_question,
+                                 _t(interval_level, c.df()))
     return ClusteredArrays(c.value, lower, upper, c.total.astype(int), c.g_question,
                            c.variance, c.residual)
 
@@ -250,8 +246,13 @@ def crossed_difference(a: Crossed, b: Crossed, cov: np.ndarray, *,
     intervals and their two-way correlation (module docstring)."""
     ia = crossed_proportion(a, interval_level=interval_level)
     ib = crossed_proportion(b, interval_level=interval_level)
-    d, lower, upper = newcombe(ia, ib, cov)
     va, vb = a.variance, b.variance
+    with np.errstate(divide="ignore", invalid="ignore"):
+        phi = np.where((va > 0) & (vb > 0), cov / np.sqrt(va * vb), 0.0)
+    phi = np.clip(np.where(np.isfinite(phi), phi, 0.0), -1, 1)
+    d = ia.value - ib.value
+    lower, upper = newcombe_bounds(ia.value, ia.lower, ia.upper, ib.value, ib.lower, ib.upper,
+                                   phi)
     with np.errstate(invalid="ignore"):
         variance = va + vb - 2 * cov
     return ClusteredArrays(d, lower, upper, ia.n, np.minimum(a.g_question, b.g_question),

@@ -36,7 +36,9 @@ from estimators.partitioned.bounds import (
 from estimators.partitioned.intervals import (
     INTERVAL_METHODS,
     RANDOMISED,
+    approximate,
     confidence_interval,
+    decisive_events,
     exact_where_needed,
     few_events,
     tie_weight,
@@ -65,7 +67,11 @@ class Estimate:
     where no guarantee applies: "ml"); ``bound_valid`` is False where the guarantee's
     assumptions fail (Theorem 4 with a weight taken from the same data). ``u`` holds the
     uniform tie-breaks of the randomised exact intervals (None for the other modes): with
-    them, and the same counts, the intervals are reproduced exactly."""
+    them, and the same counts, the intervals are reproduced exactly. ``events`` is the
+    number of events the interval rests on (:func:`estimators.partitioned.intervals.
+    decisive_events`; ∞ without data) and ``approximate`` whether they are so few that its
+    real coverage stands away from its level (:func:`estimators.partitioned.intervals.
+    approximate`)."""
 
     method: str
     k: int
@@ -79,10 +85,16 @@ class Estimate:
     bound: np.ndarray | float | None
     bound_valid: bool = True
     u: np.ndarray | float | None = None
+    events: np.ndarray | float = np.inf
+    approximate: np.ndarray | bool = False
 
 
 def _out(x: np.ndarray) -> np.ndarray | float:
     return float(x) if np.ndim(x) == 0 else x
+
+
+def _flag(x: np.ndarray) -> np.ndarray | bool:
+    return bool(x) if np.ndim(x) == 0 else np.asarray(x, dtype=bool)
 
 
 def ordinary(n_ord: np.ndarray, s_ord: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -312,6 +324,12 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
                                bernstein_union_bound(w, n_o, s_o, n_c, s_c, k, delta))
         w_out = _out(w)
 
+    if method in ("ord", "comp"):
+        events = decisive_events(n_o, s_o, n_c, s_c, k, clipped, method)
+    else:
+        events = decisive_events(n_o, s_o, n_c, s_c, k,
+                                 acc if method == "ml" else ml_accuracy(n_o, s_o, n_c, s_c, k))
+    events = np.where(no_data, np.inf, events)
     acc = np.where(no_data, NO_DATA_ACCURACY, acc)
     clipped = np.where(no_data, NO_DATA_ACCURACY, clipped)
     se = np.where(no_data, NO_DATA_SE, se)
@@ -322,7 +340,8 @@ def estimate(n_ord, s_ord, n_comp, s_comp, k: int, method: str = "ml",
     return Estimate(method=method, k=int(k), confidence=confidence, accuracy=_out(acc),
                     accuracy_clipped=_out(clipped), se=_out(se), ci_low=_out(lo),
                     ci_high=_out(hi), weight=w_out, bound=bound, bound_valid=bound_valid,
-                    u=None if u is None else _out(u))
+                    u=None if u is None else _out(u), events=_out(events),
+                    approximate=_flag(approximate(events)))
 
 
 __all__ = ["Estimate", "INTERVALS", "METHODS", "estimate", "log_likelihood", "ml_accuracy"]

@@ -10,7 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from estimators.partitioned.accuracy import NO_DATA_SE, Estimate, estimate
-from estimators.partitioned.intervals import RANDOMISED, confidence_interval
+from estimators.partitioned.intervals import (
+    RANDOMISED,
+    approximate,
+    confidence_interval,
+    decisive_events,
+)
 
 
 def ipw_class_weights(answered, routed) -> np.ndarray:
@@ -105,13 +110,21 @@ def stratified_estimate(accuracy, n_equivalent, population_weights, k: int,
         lo, hi = confidence_interval(np.where(no_data, 1.0, n_star),
                                      np.where(no_data, 0.5, combined * n_star), 0.0, 0.0, k,
                                      confidence, mle=combined, method=interval)
+    # the events of the n* effective trials the interval is built from
+    events = np.where(no_data, np.inf, decisive_events(n_star, combined * n_star, 0.0, 0.0, k,
+                                                       combined, "ord"))
     return Estimate(method="stratified", k=int(k), confidence=confidence,
                     accuracy=_out(combined), accuracy_clipped=_out(combined),
                     se=_out(np.sqrt(var)),
                     ci_low=_out(np.where(no_data, 0.0, np.minimum(lo, combined))),
                     ci_high=_out(np.where(no_data, 1.0, np.maximum(hi, combined))),
-                    weight=None, bound=None)
+                    weight=None, bound=None, events=_out(events),
+                    approximate=_flag(approximate(events)))
 
 
 def _out(x: np.ndarray) -> np.ndarray | float:
     return float(x) if np.ndim(x) == 0 else x
+
+
+def _flag(x: np.ndarray) -> np.ndarray | bool:
+    return bool(x) if np.ndim(x) == 0 else np.asarray(x, dtype=bool)

@@ -38,6 +38,13 @@ from estimators.partitioned.exact import exact_interval
 from estimators.partitioned.likelihood import likelihood_ratio_interval, ml_accuracy
 
 EXACT_BELOW = 30  # events of a kind under which a source is "few-event"
+# Events of a kind under which an interval is approximate (:func:`approximate`): chosen on the
+# several-queries grids of docs/coverage.md, where every figure outside 93.5–96.5 % comes
+# with the note in most of its studies.
+APPROXIMATE_BELOW = 8
+# The coverage of approximate intervals on those grids (the cells where most studies carry
+# the note), which the dashboard's note quotes; a test checks it against docs/coverage.md.
+APPROXIMATE_COVERAGE = (0.92, 1.0)
 # Share of the Fisher information above which a few-event source makes the likelihood-ratio
 # interval unreliable (chosen from the validation grid: on the 124 cells whose few-event
 # sources carry less than this share the likelihood-ratio interval covers 93.8–95.9 % with
@@ -45,14 +52,15 @@ EXACT_BELOW = 30  # events of a kind under which a source is "few-event"
 EXACT_SHARE = 0.2
 
 
-def few_events(n_ord, s_ord, n_comp, s_comp) -> tuple[np.ndarray, np.ndarray]:
-    """(ordinary, complementary): whether each source holds fewer than ``EXACT_BELOW``
-    events of its rarer kind (correct or wrong ordinary answers; complementary answers that
-    hit the AI's prediction)."""
+def few_events(n_ord, s_ord, n_comp, s_comp, below: float = EXACT_BELOW
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(ordinary, complementary): whether each source holds fewer than ``below`` events of
+    its rarer kind (correct or wrong ordinary answers; complementary answers that hit the
+    AI's prediction)."""
     n_ord, s_ord, n_comp, s_comp = np.broadcast_arrays(
         *(np.asarray(x, dtype=float) for x in (n_ord, s_ord, n_comp, s_comp)))
-    few_ord = (n_ord > 0) & (np.minimum(s_ord, n_ord - s_ord) < EXACT_BELOW)
-    few_comp = (n_comp > 0) & (n_comp - s_comp < EXACT_BELOW)
+    few_ord = (n_ord > 0) & (np.minimum(s_ord, n_ord - s_ord) < below)
+    few_comp = (n_comp > 0) & (n_comp - s_comp < below)
     return few_ord, few_comp
 
 
@@ -67,14 +75,54 @@ def ordinary_information_share(n_ord, n_comp, k: int, a) -> np.ndarray:
     return np.divide(ordinary, total, out=np.ones(a.shape), where=total > 0)
 
 
-def needs_exact(n_ord, s_ord, n_comp, s_comp, k: int, mle) -> np.ndarray:
-    """Cells where the likelihood-ratio interval is not to be trusted: a few-event source
-    (:func:`few_events`) carries more than ``EXACT_SHARE`` of the information at Â. (A
-    few-event source beside a much richer one barely moves the likelihood: see
-    ``EXACT_SHARE``.)"""
-    few_ord, few_comp = few_events(n_ord, s_ord, n_comp, s_comp)
+def needs_exact(n_ord, s_ord, n_comp, s_comp, k: int, mle,
+                below: float = EXACT_BELOW) -> np.ndarray:
+    """Cells where the likelihood-ratio interval is not to be trusted: a source with fewer
+    than ``below`` events of its rarer kind (:func:`few_events`) carries more than
+    ``EXACT_SHARE`` of the information at Â. (A few-event source beside a much richer one
+    barely moves the likelihood: see ``EXACT_SHARE``.)"""
+    few_ord, few_comp = few_events(n_ord, s_ord, n_comp, s_comp, below)
     share = ordinary_information_share(n_ord, n_comp, k, mle)
     return (few_ord & (share > EXACT_SHARE)) | (few_comp & (1 - share > EXACT_SHARE))
+
+
+def decisive_events(n_ord, s_ord, n_comp, s_comp, k: int, mle, method: str = "ml"
+                    ) -> np.ndarray:
+    """The number of events an interval rests on — the count whose few possible values make
+    its outcomes discrete (counts as the interval is built from them: effective counts n/d
+    with several queries per item):
+
+    * "ord": the ordinary source's rarer kind, min(S_o, n_o − S_o);
+    * "comp": the complementary one's, min(n_c − S_c, S_c) — the hits (answers naming the
+      AI's prediction, each the mark of an error) unless they are the majority;
+    * the joint methods (ML, IVW, and the IPW and stratified columns, which hand
+      ``estimate`` their effective counts): the smaller of the errors seen, wrong ordinary
+      answers plus complementary hits (near A = 1 both are Poisson counts with rates
+      n_o(1−A) and n_c(1−A)/(K−1), so their sum is what the data say about 1 − A), and the
+      right ordinary answers where the ordinary labels carry more than ``EXACT_SHARE`` of
+      the information at Â (near A = 0 only they are rare: complementary answers miss or
+      hit the prediction about evenly).
+
+    ∞ where the method has no labels."""
+    n_ord, s_ord, n_comp, s_comp = np.broadcast_arrays(
+        *(np.asarray(x, dtype=float) for x in (n_ord, s_ord, n_comp, s_comp)))
+    has_o, has_c = n_ord > 0, n_comp > 0
+    if method == "ord":
+        return np.where(has_o, np.minimum(s_ord, n_ord - s_ord), np.inf)
+    if method == "comp":
+        return np.where(has_c, np.minimum(n_comp - s_comp, s_comp), np.inf)
+    errors = np.where(has_o, n_ord - s_ord, 0.0) + np.where(has_c, n_comp - s_comp, 0.0)
+    share = ordinary_information_share(n_ord, n_comp, k, mle)
+    right = np.where(has_o & (share > EXACT_SHARE), s_ord, np.inf)
+    return np.where(has_o | has_c, np.minimum(errors, right), np.inf)
+
+
+def approximate(events) -> np.ndarray:
+    """Whether an interval is **approximate**: it rests on fewer than ``APPROXIMATE_BELOW``
+    events (:func:`decisive_events`), so few that its real coverage depends on where the
+    true accuracy lies between the handful of outcomes it can tell apart, and stands away
+    from its level (docs/coverage.md: 93.5–96.5 % with more events)."""
+    return np.asarray(events, dtype=float) < APPROXIMATE_BELOW
 
 
 def exact_where_needed(lo, hi, small, n_ord, s_ord, n_comp, s_comp, k: int,

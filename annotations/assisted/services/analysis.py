@@ -74,10 +74,8 @@ RULES = ("individual", "majority")
 POOLED = "All arms"
 BUDGETS = (1.0, 0.5, 0.3, 0.2, 0.1)  # maximum shares of sentences sent to humans
 LEVEL = 0.95
-N_RESAMPLES = 2000  # the bootstraps below that take ``n_resamples`` (not reliance: closed form)
-N_ITEM_RESAMPLES = 1000  # sentence bootstraps: held-out, bands, results table, ECE
-N_CURVE_RESAMPLES = 500  # pointwise curve bands (one per arm and rule)
-N_AGREEMENT_RESAMPLES = 500
+N_AGREEMENT_RESAMPLES = 500  # Krippendorff's α: the one bootstrap left (issue 18: the
+# sentence figures' intervals and the reliance intervals are closed form)
 CALIBRATION_SHARE = 0.5
 DISTINCT_BINS_MAX = 12  # fewer distinct AI confidences than this: one bin per value
 DEFAULT_BAND_EDGES = (0.7, 0.9)
@@ -220,18 +218,16 @@ def _band_edges(live: dict, confidence: np.ndarray) -> list[float]:
     return [float(e) for e in edges]
 
 
-def analysis_payload(rows: AssistedRows, *, seed: int = 0, n_resamples: int = N_RESAMPLES,
-                     n_item_resamples: int = N_ITEM_RESAMPLES,
-                     n_curve_resamples: int = N_CURVE_RESAMPLES) -> dict:
+def analysis_payload(rows: AssistedRows, *, seed: int = 0) -> dict:
     """Every figure of the assisted dashboard from the arrays (module docstring). Pure:
-    no database; deterministic given ``seed``. The sentence bootstraps of all the figures
-    share their resamples (same sentences, same seed: drawn once, ``shared_resamples``)."""
+    no database; deterministic given ``seed`` (the calibration split; Krippendorff's α's
+    bootstraps, which share their draws where they resample the same sentences,
+    ``shared_resamples``). The other intervals are closed form."""
     with shared_resamples():
-        return _payload(rows, seed, n_resamples, n_item_resamples, n_curve_resamples)
+        return _payload(rows, seed)
 
 
-def _payload(rows: AssistedRows, seed: int, n_resamples: int, n_item_resamples: int,
-             n_curve_resamples: int) -> dict:
+def _payload(rows: AssistedRows, seed: int) -> dict:
     gold_code = _binary(rows.gold)
     ai_code = _binary(rows.ai_verdict)
     scored = ((gold_code == ACCURATE) | (gold_code == INACCURATE)) & (ai_code >= 0) \
@@ -305,10 +301,9 @@ def _payload(rows: AssistedRows, seed: int, n_resamples: int, n_item_resamples: 
             else None
     payload["ai"] = {"accuracy": _f(ai_correct.mean()), "n_items": int(items.size),
                      "mean_confidence": _f(conf.mean())}
-    payload["calibration"] = _calibration(conf, ai_correct, humans, seed, n_item_resamples)
+    payload["calibration"] = _calibration(conf, ai_correct, humans)
     payload["rules"] = {rule: _rule_figures(conf, ai_correct, humans[rule], calibration,
-                                            rows.live, arms, used_arms, seed,
-                                            n_item_resamples, n_curve_resamples)
+                                            rows.live, arms, used_arms)
                         for rule in RULES}
     r_correct = ratings_correct(r_verdict, gold_acc[r_item]).astype(float)
     r_labels = np.array([arms[j].label for j in r_arm], dtype=object)
@@ -342,10 +337,10 @@ def _notes(payload: dict) -> dict:
     return {"notes": notes}
 
 
-def _calibration(conf, ai_correct, humans, seed, n_resamples) -> dict:
+def _calibration(conf, ai_correct, humans) -> dict:
     strategy = _calibration_strategy(conf)
     diagram = reliability_bins(conf, ai_correct, strategy=strategy, n_bins=10, level=LEVEL,
-                               n_resamples=n_resamples, seed=seed)
+                               ece_interval=True)
     out = {"strategy": strategy, "rows": diagram.rows(), "ece": _f(diagram.ece),
            "mce": _f(diagram.mce), "n_items": diagram.n_items,
            "ece_lower": _f(diagram.ece_interval[0]) if diagram.ece_interval else None,
@@ -366,46 +361,33 @@ def _live_threshold(live: dict) -> float | None:
     return None
 
 
-def _rule_figures(conf, ai_correct, by_source, calibration, live, arms, used_arms, seed,
-                  n_resamples, n_curve_resamples) -> dict:
+def _rule_figures(conf, ai_correct, by_source, calibration, live, arms, used_arms) -> dict:
     curves, held = [], []
     chosen: dict[tuple[str, float], float] = {}  # (source, budget) → threshold chosen
     for source, h in by_source.items():
-        band = curve_band(conf, ai_correct, h, n_resamples=n_curve_resamples, level=LEVEL,
-                          seed=seed)
+        band = curve_band(conf, ai_correct, h, level=LEVEL)
         curves.append({"source": source, "rows": band.rows(),
                        "best": band.best.as_dict(),
                        "best_threshold_interval": [_f(t) for t in
                                                    band.best_threshold_interval],
                        "ai_accuracy": _f(band.curve.ai_accuracy),
                        "human_accuracy": _f(band.curve.human_accuracy)})
-        by_threshold: dict[float | None, dict] = {}
         for budget in BUDGETS:
-            # the held-out figures depend on the chosen threshold only: budgets that do not
-            # bind choose the same one, so its bootstrap runs once
             try:
-                quick = held_out_threshold(conf, ai_correct, h, calibration,
-                                           max_human_share=budget, n_resamples=1,
-                                           level=LEVEL, seed=seed)
+                choice = held_out_threshold(conf, ai_correct, h, calibration,
+                                            max_human_share=budget, level=LEVEL)
             except ValueError:  # a side of the split is empty (a handful of sentences)
                 continue
-            key = _f(quick.threshold)
-            if key not in by_threshold:
-                choice = held_out_threshold(conf, ai_correct, h, calibration,
-                                            max_human_share=budget, n_resamples=n_resamples,
-                                            level=LEVEL, seed=seed)
-                by_threshold[key] = choice.rows()[0]
-            held.append({"source": source, "budget": budget, **by_threshold[key],
+            held.append({"source": source, "budget": budget, **choice.rows()[0],
                          "max_human_share": budget})
             # the threshold itself (-inf, "all to the AI", is None in the JSON rows)
-            chosen[source, budget] = quick.threshold
+            chosen[source, budget] = choice.threshold
     arm_sources = {arms[j].label: by_source[arms[j].label] for j in used_arms}
     edges = [e for e in _band_edges(live, conf) if 0 < e < 1]
     bands = None
     if edges and arm_sources and calibration.any() and (~calibration).any():
         choice = best_band_sources(conf, ai_correct, arm_sources, edges,
-                                   calibration=calibration, n_resamples=n_resamples,
-                                   level=LEVEL, seed=seed)
+                                   calibration=calibration, level=LEVEL)
         bands = {"edges": edges, "sources": list(choice.sources),
                  "calibration": choice.calibration.rows(),
                  "held_out": choice.held_out.rows() if choice.held_out else None,
@@ -420,8 +402,7 @@ def _rule_figures(conf, ai_correct, by_source, calibration, live, arms, used_arm
         threshold_source = "held_out"
     overall = None
     if threshold is not None:
-        table = overall_accuracy(conf, ai_correct, arm_sources, threshold,
-                                 n_resamples=n_resamples, level=LEVEL, seed=seed)
+        table = overall_accuracy(conf, ai_correct, arm_sources, threshold, level=LEVEL)
         overall = {"threshold": _f(threshold), "threshold_source": threshold_source,
                    "rows": table.rows()}
     return {"curves": curves, "held_out": held, "bands": bands, "overall": overall}

@@ -33,7 +33,7 @@ from annotations.core.errors import InvalidStudy
 from annotations.core.models import Study
 from assistants.models import AISystem
 from assistants.systems import AI_RATER_NAME
-from estimators.nodata.kappa import cohen_kappa
+from estimators.nodata.kappa import MIN_KAPPA_MINORITY, cohen_kappa
 
 HUMAN_BINARY = {Rating.Label.ACCURATE: 1, Rating.Label.INACCURATE: 0,
                 Rating.Label.UNSUPPORTED: 0, Rating.Label.DISPUTED: 0}
@@ -130,6 +130,10 @@ def ai_rater_audit(study: Study) -> dict | None:
         def f(x):
             return "—" if x is None else f"{x:.3f}"
         out["kappa"] = {"value": f(kappa["kappa"]), "lo": f(kappa["lower"]),
-                        "hi": f(kappa["upper"]), "n": kappa["n"]}
+                        "hi": f(kappa["upper"]), "n": kappa["n"],
+                        # too few minority labels: no interval keeps its promise
+                        "unreliable": kappa["lower"] is not None
+                        and not kappa["interval_reliable"],
+                        "minority": kappa["n_minority"], "min_minority": MIN_KAPPA_MINORITY}
     return out
 

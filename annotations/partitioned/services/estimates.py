@@ -35,6 +35,7 @@ from annotations.partitioned.services.scope_estimates import (
     _clean,
     _estimates_for,
     _method_cells,
+    approximate_column,
     label_clusters,
     system_counts,
 )
@@ -80,8 +81,9 @@ def _ipw_estimates(counts, per_group: dict, progress, k: int, interval: str,
                                              w_group)
         est = estimate(n_o, s_o, n_c, s_c, k, method="ml", confidence=CONFIDENCE,
                        interval=interval)
-    return {f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
-            for f in ("accuracy", "se", "ci_low", "ci_high")}
+    return {**{f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
+               for f in ("accuracy", "se", "ci_low", "ci_high")},
+            "approximate": approximate_column(est)}
 
 
 def _stratified(by_stratum: dict, strata: list, population: dict[str, int], k: int,
@@ -99,8 +101,9 @@ def _stratified(by_stratum: dict, strata: list, population: dict[str, int], k: i
                                          by_stratum[h][0]["n_comp"], k, by_stratum[h][2])
                      for i, h in enumerate(strata)], float)
     est = stratified_estimate(acc, n_eq, weights, k, CONFIDENCE, interval=interval)
-    columns = {f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
-               for f in ("accuracy", "se", "ci_low", "ci_high")}
+    columns = {**{f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
+                  for f in ("accuracy", "se", "ci_low", "ci_high")},
+               "approximate": approximate_column(est)}
     return {"columns": columns,
             "weights": {h: float(w) for h, w in zip(strata, weights / weights.sum(),
                                                     strict=True)}}

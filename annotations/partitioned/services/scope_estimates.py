@@ -19,7 +19,7 @@ from estimators.partitioned.clustered import Clusters, design_effects, estimate_
 
 METHODS = ("ord", "comp", "ivw", "ivw_pilot", "ivw_fixed", "ml")
 ESTIMATE_FIELDS = ("accuracy", "accuracy_clipped", "se", "ci_low", "ci_high", "bound",
-                   "weight")
+                   "weight")  # and "approximate" (:func:`approximate_column`)
 CONFIDENCE = 0.95
 
 
@@ -96,8 +96,17 @@ def label_clusters(labels: ItemLabels, k: int, weights: np.ndarray | None = None
 
 def _columns(est) -> dict[str, list | None]:
     fields = asdict(est)
-    return {name: np.atleast_1d(np.asarray(fields[name], dtype=float)).tolist()
-            if fields.get(name) is not None else None for name in ESTIMATE_FIELDS}
+    out = {name: np.atleast_1d(np.asarray(fields[name], dtype=float)).tolist()
+           if fields.get(name) is not None else None for name in ESTIMATE_FIELDS}
+    return {**out, "approximate": approximate_column(est)}
+
+
+def approximate_column(est) -> list[bool]:
+    """Per cell of ``est``, as the other columns: whether its interval is approximate — it
+    rests on so few events that its real coverage stands away from 95 %
+    (:func:`estimators.partitioned.intervals.approximate`)."""
+    flags = np.broadcast_to(np.asarray(est.approximate, dtype=bool), np.shape(est.ci_low))
+    return np.atleast_1d(flags).tolist()
 
 
 def _estimates_for(stats: dict[str, np.ndarray], k: int, interval: str,

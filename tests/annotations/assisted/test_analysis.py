@@ -219,17 +219,12 @@ def test_the_payload_is_plain_json_without_nan(seeded):
 def test_shared_resamples_leave_every_figure_as_drawn_alone(seeded):
     """The payload's bootstraps share their draws (``shared_resamples``): every figure is
     the one each bootstrap gives drawing its own."""
-    from annotations.assisted.services.analysis import (
-        N_CURVE_RESAMPLES,
-        N_ITEM_RESAMPLES,
-        N_RESAMPLES,
-        _payload,
-    )
+    from annotations.assisted.services.analysis import _payload
 
     s, payload = seeded
     rows = assisted_rows(study=s.study)
     seed = int(s.study.seed) % 2**32
-    alone = _payload(rows, seed, N_RESAMPLES, N_ITEM_RESAMPLES, N_CURVE_RESAMPLES)
+    alone = _payload(rows, seed)
     assert json.dumps(analysis_payload(rows, seed=seed), sort_keys=True) == json.dumps(
         alone, sort_keys=True)
 
@@ -258,7 +253,7 @@ def test_the_results_table_stands_when_the_best_threshold_sends_all_to_the_ai():
     calibration = np.arange(n) % 2 == 0
     arms = [SimpleNamespace(label="A")]
     figures = _rule_figures(conf, ai_correct, {"A": humans, POOLED: humans}, calibration,
-                            {}, arms, [0], 0, 50, 20)
+                            {}, arms, [0])
     overall = figures["overall"]
     assert overall is not None
     assert overall["threshold"] is None and overall["threshold_source"] == "held_out"

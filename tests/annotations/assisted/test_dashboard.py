@@ -11,11 +11,18 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotations.assisted.dashboard import FIGURES, GLOSSARY, figure_csv, reliance_unreliable
+from annotations.assisted.dashboard import (
+    FIGURES,
+    GLOSSARY,
+    few_raters,
+    figure_csv,
+    reliance_unreliable,
+)
 from annotations.assisted.services.analysis import assisted_recompute
 from annotations.assisted.services.demo import assisted_study_from_simulation
 from annotations.core.services.studies import membership_add
 from annotations.models import EstimateSnapshot, StudyMembership
+from estimators.assisted.agreement import MIN_ALPHA_MINORITY
 from estimators.assisted.reliance import MIN_RELIABLE_RATERS
 from estimators.assisted.simulation import AssistedDesign, simulate_assisted
 from tests.factories import UserFactory, make_study
@@ -184,3 +191,82 @@ def test_the_unreliable_note_names_only_the_arms_with_few_raters():
                     "baseline": False}
     assert reliance_unreliable({"rows": rows[:2], "baseline": "Baseline"}) is None
     assert reliance_unreliable(None) is None
+
+
+@pytest.mark.parametrize("unreliable", [set(), {"All arms"}])
+def test_the_page_says_where_alphas_interval_is_unreliable(seeded, unreliable):
+    # given the latest analysis with α's rows marked as the estimator marks them
+    study, users = seeded
+    latest = EstimateSnapshot.objects.filter(study=study).latest("computed_at")
+    payload = dict(latest.payload)
+    payload["agreement"] = [{**row, "interval_reliable": row["source"] not in unreliable,
+                             "n_minority": 12 if row["source"] in unreliable else 80}
+                            for row in payload["agreement"]]
+    EstimateSnapshot.objects.create(study=study, n_answered=latest.n_answered,
+                                    duration_ms=1.0, payload=payload)
+    # when the dashboard is read
+    html = _client(users["manager"]).get(
+        reverse("dashboard", args=[study.pk])).content.decode()
+    # then the agreement table says so only for the sources with too few disagreements
+    if not unreliable:
+        assert 'data-testid="agreement-unreliable"' not in html
+    else:
+        note = html.split('data-testid="agreement-unreliable">', 1)[1].split("</p>", 1)[0]
+        assert "All arms" in note and f"fewer than {MIN_ALPHA_MINORITY} ratings" in note
+        others = {row["source"] for row in payload["agreement"]} - unreliable
+        assert others and not any(f"for {s}" in note or f", {s}" in note for s in others)
+    # and the time column says its interval is approximate
+    assert "is approximate: a few raters rarely include the slowest" in html
+
+
+def _manager_page(seeded) -> str:
+    study, users = seeded
+    return _client(users["manager"]).get(reverse("dashboard", args=[study.pk])).content.decode()
+
+
+def _between(html: str, start: str, end: str) -> str:
+    return html.split(start, 1)[1].split(end, 1)[0]
+
+
+def test_the_page_says_the_sentence_intervals_speak_for_these_few_raters_only(seeded):
+    # given a study of 4 raters per arm (fewer than MIN_RELIABLE_RATERS): every arm listed
+    html = _manager_page(seeded)
+    listed = re.findall(r'<tr data-arm="([^"]+)">', _between(html, 'data-testid="arms"',
+                                                             "</table>"))
+    # then Figure 1 says its intervals hold these raters fixed, naming every arm
+    note = _between(html, 'data-testid="few-raters-hybrid">', "</p>")
+    assert len(listed) == len(DESIGN.arms) and all(arm in note for arm in listed)
+    assert "fewer than 5 raters" in note and "hold the raters fixed" in note
+    # and so do the results rows
+    results = _between(html, 'data-testid="few-raters-results">', "</p>")
+    assert all(arm in results for arm in listed) and "raters held fixed" in results
+
+
+def test_the_few_raters_note_names_only_the_arms_with_few_raters():
+    payload = {"arms": [{"key": "Baseline", "n_raters": 12, "n_ratings": 300},
+                        {"key": "Evidence", "n_raters": 4, "n_ratings": 80},
+                        {"key": "Unused", "n_raters": 0, "n_ratings": 0}]}
+    assert few_raters(payload) == ["Evidence"]
+    assert few_raters({"arms": payload["arms"][:1]}) == []
+
+
+def test_the_page_says_the_ece_is_biased_and_its_interval_conservative(seeded):
+    note = _between(_manager_page(seeded), 'data-testid="ece-note">', "</p>")
+    assert "biased upwards" in note and "at least 95 %" in note
+
+
+def test_no_few_raters_note_with_enough_raters(seeded):
+    # given the same snapshot with every arm at 5 raters
+    from annotations.assisted.dashboard import assisted_dashboard_context
+
+    study, _ = seeded
+    snapshot = study.snapshots.order_by("-pk").first()
+    payload = snapshot.payload
+    arms = [{**a, "n_raters": MIN_RELIABLE_RATERS} for a in payload["arms"]]
+    snapshot.payload = {**payload, "arms": arms}
+    snapshot.save(update_fields=["payload"])
+    try:
+        assert assisted_dashboard_context(study)["few_raters"] == []
+    finally:
+        snapshot.payload = payload
+        snapshot.save(update_fields=["payload"])

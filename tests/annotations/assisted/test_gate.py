@@ -169,7 +169,7 @@ def rate_all(study, user, label_of: dict[str, str], helpfulness=None) -> None:
                       data=RatingInput(label_of[ext], 2, helpfulness))
 
 
-def test_kappa_with_the_studys_own_baseline_ratings_of_the_same_items():
+def test_kappa_with_the_studys_own_baseline_ratings_of_the_same_items(client):
     study = make_assisted_study(n_sentences=6, arms={"E": ["search"]}, ratings_per_item=1)
     # people (baseline): accurate → 1; inaccurate, unsupported, disputed → 0;
     # "doesn't require attribution" is left out (s5)
@@ -190,6 +190,13 @@ def test_kappa_with_the_studys_own_baseline_ratings_of_the_same_items():
     shown = ai_rater_audit(study)
     assert shown["audit"].pk == audit.pk and shown["kappa"]["n"] == 5
     assert shown["kappa"]["value"] == f"{want['kappa']:.3f}"
+    # five sentences: κ's interval is marked unreliable (too few minority labels)
+    assert want["n_minority"] == 2 and shown["kappa"]["unreliable"] is True
+    # and the dashboard's audit panel says so beside κ
+    client.force_login(study.memberships.get(role="researcher").user)
+    page = client.get(reverse("assisted-dashboard", args=[study.pk])).content.decode()
+    note = page.split('data-testid="kappa-unreliable">', 1)[1].split("</span>", 1)[0]
+    assert "only 2 times (fewer than 15)" in note
 
 
 def test_dashboard_and_ai_system_page_show_the_latest_audit(client):

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from annotations.audit.models import Audit, AuditOutcome, Criterion, Rubric
 from annotations.core.models import StudyMembership
+from estimators.nodata.kappa import MIN_KAPPA_MINORITY
 from tests.annotations.audit.helpers import (
     DATA,
     commitments_file,
@@ -219,5 +220,46 @@ def test_the_result_shows_kappa_where_people_labelled_the_datapoints(
     html = client.get(reverse("audit-detail", args=[study.pk, audit.pk])).content.decode()
     assert 'data-testid="kappa"' in html
     assert f"labels of {len(DATA)} datapoints" in html
+    # ten datapoints: one side gave its less common label at most five times, fewer than
+    # MIN_KAPPA_MINORITY, so the page says κ's interval is unreliable
+    kappa = audit.summary["kappa"]
+    assert kappa["n_minority"] <= 5 and kappa["interval_reliable"] is False
+    assert 'data-testid="kappa-unreliable"' in html
+    assert f"less common label only {kappa['n_minority']} time" in html
     plain = client.get(reverse("audit-detail", args=[study.pk, audit.pk]))
     assert plain.status_code == 200
+
+
+def _kappa_summary(n_minority: int) -> dict:
+    return {"kappa": 0.62, "lower": 0.48, "upper": 0.75, "se": 0.07, "observed": 0.82,
+            "expected": 0.53, "n": 120, "n_minority": n_minority,
+            "interval_reliable": n_minority >= MIN_KAPPA_MINORITY}
+
+
+@pytest.mark.parametrize(("n_minority", "noted"), [(MIN_KAPPA_MINORITY - 1, True),
+                                                    (MIN_KAPPA_MINORITY, False)])
+def test_the_kappa_note_shows_only_with_too_few_minority_labels(client, n_minority, noted):
+    # given a finished audit whose κ rests on n_minority datapoints of the rarer label
+    study, researcher = make_audit_study()
+    audit = Audit.objects.create(
+        study=study, rubric=make_rubric(study), total=120, done=120,
+        status=Audit.Status.SUCCEEDED,
+        summary={"n": 120, "successes": 60, "success_rate": 0.5, "interval": [0.4, 0.6],
+                 "kappa": _kappa_summary(n_minority)})
+    client.force_login(researcher)
+    html = client.get(reverse("audit-detail", args=[study.pk, audit.pk])).content.decode()
+    # then the κ card is there, and its note only below MIN_KAPPA_MINORITY
+    assert 'data-testid="kappa"' in html and "0.480 – 0.750" in html
+    assert ('data-testid="kappa-unreliable"' in html) is noted
+
+
+def test_a_kappa_stored_before_the_minority_count_shows_no_note(client):
+    study, researcher = make_audit_study()
+    old = {k: v for k, v in _kappa_summary(3).items()
+           if k not in ("n_minority", "interval_reliable")}
+    audit = Audit.objects.create(study=study, rubric=make_rubric(study), total=120, done=120,
+                                 status=Audit.Status.SUCCEEDED,
+                                 summary={"n": 120, "successes": 60, "kappa": old})
+    client.force_login(researcher)
+    html = client.get(reverse("audit-detail", args=[study.pk, audit.pk])).content.decode()
+    assert 'data-testid="kappa"' in html and 'data-testid="kappa-unreliable"' not in html

@@ -15,7 +15,7 @@ from tests.factories import make_study, role_user
 
 pytestmark = pytest.mark.django_db
 FIELDS = {"accuracy", "accuracy_clipped", "se", "ci_low", "ci_high", "bound", "weight",
-          "bound_valid"}
+          "bound_valid", "approximate"}
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_snapshot_carries_every_estimator_and_correction(study):
     for est in system["estimates"].values():
         assert set(est) == FIELDS
     assert system["estimates"]["ivw_fixed"]["weight"] == 0.5
-    assert set(system["ipw"]) == {"accuracy", "se", "ci_low", "ci_high"}
+    assert set(system["ipw"]) == {"accuracy", "se", "ci_low", "ci_high", "approximate"}
     stratified = system["stratified"]
     assert stratified["ci_low"] <= stratified["accuracy"] <= stratified["ci_high"]
     assert sum(stratified["weights"].values()) == pytest.approx(1)
@@ -341,3 +341,56 @@ def test_the_recomputed_yes_share_says_what_it_can_detect_at_the_studys_size():
     old = _contract_payload()
     del old["yes_share"]["detectable"]
     assert "yes-share-power" not in _render(study, old)
+
+
+def test_intervals_resting_on_few_events_are_marked_approximate_with_the_reason():
+    """Issue 18: a system whose labels show only a handful of errors gets "≈ approximate"
+    after each interval of it and a note that says why and how far coverage strays; a
+    system with plenty of errors and right answers gets neither."""
+    import re
+
+    from estimators.partitioned.intervals import APPROXIMATE_BELOW, APPROXIMATE_COVERAGE
+
+    study = make_study(k=3, n_items=60, queries_per_item=2,
+                       systems={"almost-perfect": 1.0, "middling": 0.5}, seed=5)
+    study_simulate(study=study)
+    payload = study_recompute(study_id=study.pk).payload
+    perfect, middling = payload["systems"]
+    assert perfect["estimates"]["ml"]["approximate"] is True
+    assert perfect["ipw"]["approximate"] is True
+    assert not any(cell["approximate"] for cell in middling["estimates"].values() if cell)
+    client = Client()
+    client.force_login(role_user(study, "manager"))
+    html = client.get(reverse("dashboard", args=[study.pk])).content.decode()
+    note = re.search(r'<p class="note" id="approximate" data-testid="approximate-note">(.*?)'
+                     r"</p>", html, re.S)
+    assert note, "no note"
+    text = re.sub(r"<[^>]+>", "", note[1])
+    low, high = APPROXIMATE_COVERAGE
+    assert "(almost-perfect)" in text and "middling" not in text
+    assert f"fewer than {APPROXIMATE_BELOW} events" in text
+    assert f"{round(100 * low)}–{round(100 * high)} %" in text
+    assert "counted after the design effect" in text  # several queries per item
+    link = re.search(r'href="(/help/coverage/)#([\w-]+)"', note[1])
+    guide = client.get(link[1]).content.decode()
+    assert f'id="{link[2]}"' in guide  # the section that shows those coverages
+    # each of its intervals carries the mark: headline, ML table, chosen table, IPW,
+    # stratified (one stratum: none), and the side-by-side table's six estimators
+    rows = re.findall(r'<tr data-system="almost-perfect">(.*?)</tr>', html, re.S)
+    assert rows and all('data-testid="approximate"' in row for row in rows)
+    assert not any('data-testid="approximate"' in row for row in
+                   re.findall(r'<tr data-system="middling">(.*?)</tr>', html, re.S))
+    headline = re.search(r'data-name="almost-perfect">(.*?)</li>', html, re.S)[1]
+    assert 'href="#approximate"' in headline
+    # without an approximate interval, no note
+    for system in payload["systems"]:
+        for cell in system["estimates"].values():
+            if cell:
+                cell["approximate"] = False
+        system["ipw"]["approximate"] = False
+    from annotations.core.models import EstimateSnapshot
+
+    EstimateSnapshot.objects.create(study=study, n_answered=payload["n_answered"],
+                                    duration_ms=1, payload=payload)
+    html = client.get(reverse("dashboard", args=[study.pk])).content.decode()
+    assert 'data-testid="approximate-note"' not in html and 'href="#approximate"' not in html

@@ -16,6 +16,7 @@ from estimators.assisted.calibration import (
     reliability_bins,
     wilson_interval,
 )
+from estimators.numerics.proportion import blaker
 
 
 def _brute_bins(c, x, edges):
@@ -99,8 +100,8 @@ def test_miscalibration_is_measured():
     rng = np.random.default_rng(4)
     c = rng.uniform(0.5, 1.0, 50_000)
     x = (rng.random(c.size) < c - 0.15).astype(float)
-    res = reliability_bins(c, x, n_bins=10, n_resamples=200)
-    # then the ECE is 0.15 within sampling error, and its bootstrap interval holds it
+    res = reliability_bins(c, x, n_bins=10, ece_interval=True)
+    # then the ECE is 0.15 within sampling error, and its interval holds it
     assert res.ece == pytest.approx(0.15, abs=0.01)
     assert res.ece_interval[0] <= res.ece <= res.ece_interval[1]
     assert expected_calibration_error(c, x) == pytest.approx(res.ece)
@@ -113,17 +114,24 @@ def test_rows_and_bad_input():
         reliability_bins([0.5, 1.2], [1, 0])
 
 
-def test_ece_interval_equals_explicit_resampling():
-    from estimators.numerics.bootstrap import cluster_counts
-
+def test_ece_interval_is_the_range_of_the_ece_over_the_bins_simultaneous_intervals():
+    # given 300 items in 5 bins and the bins' Blaker intervals at the Šidák level 0.9^(1/5)
     rng = np.random.default_rng(5)
     c = rng.uniform(0, 1, 300)
     x = (rng.random(300) < c ** 2).astype(float)
-    res = reliability_bins(c, x, n_bins=5, n_resamples=150, seed=7, level=0.9)
-    # each resample's ECE recomputed from its rows, with the original bins
-    w = cluster_counts(300, 150, 7)
-    reps = []
-    for b in range(150):
-        rows = np.repeat(np.arange(300), w[b])
-        reps.append(reliability_bins(c[rows], x[rows], n_bins=5).ece)
-    assert res.ece_interval == pytest.approx(tuple(np.quantile(reps, [0.05, 0.95])))
+    res = reliability_bins(c, x, n_bins=5, level=0.9, ece_interval=True)
+    lo, hi = blaker(np.round(res.accuracy * res.n).astype(int), res.n, 0.9 ** (1 / 5))
+    # then the ECE interval is the smallest and largest ECE with every bin's accuracy
+    # anywhere in its interval (a grid of 2001 points per bin, each bin on its own)
+    w = res.n / res.n.sum()
+    grid = lo[:, None] + (hi - lo)[:, None] * np.linspace(0, 1, 2001)[None, :]
+    gaps = np.abs(grid - res.mean_confidence[:, None])
+    assert res.ece_interval[0] == pytest.approx((w * gaps.min(axis=1)).sum(), abs=1e-3)
+    assert res.ece_interval[1] == pytest.approx((w * gaps.max(axis=1)).sum(), abs=1e-12)
+    # and the bins' own intervals are Blaker's at the level
+    assert (res.accuracy_lower, res.accuracy_upper) == tuple(
+        pytest.approx(v) for v in blaker(np.round(res.accuracy * res.n).astype(int), res.n,
+                                         0.9))
+    with pytest.raises(ValueError, match="0/1 correctness"):
+        reliability_bins(c, np.full(300, 0.5), ece_interval=True)
+

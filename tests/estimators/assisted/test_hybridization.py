@@ -130,7 +130,7 @@ def test_held_out_threshold_is_chosen_on_calibration_items_only():
     a = (rng.random(n) < c).astype(float)
     h = (rng.random(n) < 0.72).astype(float)
     cal = calibration_split(np.arange(n), 0.5, seed=1)
-    res = held_out_threshold(c, a, h, cal, n_resamples=300, seed=2)
+    res = held_out_threshold(c, a, h, cal)
     # then T is the calibration curve's best point …
     assert res.threshold == threshold_curve(c[cal], a[cal], h[cal]).best().threshold
     # … and the held-out figures are plain means over the held-out items at that T
@@ -150,8 +150,8 @@ def test_budget_caps_the_human_share():
     a = (rng.random(500) < c).astype(float)
     h = np.ones(500)  # perfect humans: without a budget every item would go to them
     cal = calibration_split(np.arange(500), 0.5, seed=1)
-    free = held_out_threshold(c, a, h, cal, n_resamples=100)
-    capped = held_out_threshold(c, a, h, cal, max_human_share=0.3, n_resamples=100)
+    free = held_out_threshold(c, a, h, cal)
+    capped = held_out_threshold(c, a, h, cal, max_human_share=0.3)
     assert free.calibration_human_share == 1.0
     assert capped.calibration_human_share <= 0.3
 
@@ -176,7 +176,7 @@ def test_band_covers_the_planted_curve_and_best_threshold():
     for s in range(n_sims):
         sim = simulate_assisted(HYBRID_DESIGN, seed=100 + s)
         band = curve_band(sim.confidence, sim.ai_correct.astype(float),
-                          _individual_labels(sim, "baseline"), n_resamples=300, seed=s)
+                          _individual_labels(sim, "baseline"))
         # the curve's thresholds are among the possible confidences
         truth = dict(zip(t_true.tolist(), acc_true.tolist(), strict=True))
         for t, lo, hi in zip(band.curve.thresholds, band.lower, band.upper, strict=True):
@@ -198,8 +198,7 @@ def test_held_out_accuracy_covers_the_population_accuracy_at_the_chosen_threshol
         sim = simulate_assisted(HYBRID_DESIGN, seed=300 + s)
         cal = calibration_split(np.arange(sim.confidence.size), 0.5, seed=s)
         res = held_out_threshold(sim.confidence, sim.ai_correct.astype(float),
-                                 _individual_labels(sim, "baseline"), cal, n_resamples=300,
-                                 seed=s)
+                                 _individual_labels(sim, "baseline"), cal)
         # the truth at the chosen T: routing by the same rule on the whole population
         hits += res.held_out_accuracy.lower <= truth[res.threshold] \
             <= res.held_out_accuracy.upper
@@ -256,8 +255,7 @@ def test_best_band_sources_pick_each_bands_best_on_calibration_items():
     low = (rng.random(n) < np.where(c <= 0.65, 0.85, 0.5)).astype(float)
     mid = (rng.random(n) < np.where((c > 0.65) & (c <= 0.8), 0.95, 0.5)).astype(float)
     cal = calibration_split(np.arange(n), 0.5, seed=2)
-    choice = best_band_sources(c, a, {"low": low, "mid": mid}, [0.65, 0.8], calibration=cal,
-                               n_resamples=200)
+    choice = best_band_sources(c, a, {"low": low, "mid": mid}, [0.65, 0.8], calibration=cal)
     # then low → "low", middle → "mid", high → the AI, and the held-out gain is positive
     assert choice.sources == ("low", "mid", "ai")
     assert choice.held_out_gain.lower > 0

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from estimators.assisted.factuality import (
     SKIPPED,
@@ -127,26 +127,55 @@ def test_intervals_cover_the_planted_reliance_in_repeated_studies():
     assert min(hits.values()) / n_sims >= 0.87, hits
 
 
-def _wilson_by_hand(n_r, s_r, level=0.95):
-    """Rater-clustered Wilson interval written out with loops (the CR1 sandwich of the ratio
-    estimator, effective size, Student t on G − 1 df): an outside check of the mechanism."""
+def _cr2_by_hand(n_r, x_r, values=None):
+    """The CR2 variance of the ratio X/N and Bell–McCaffrey's degrees of freedom, built at
+    the level of single ratings with explicit matrices (an outside check of the closed
+    forms): the intercept-only regression y = μ + e, H = J/N, A_g = (I − H_gg)^(−1/2),
+    V = y'My with M = Σ_g q_g q_g', q_g = (I − H)_g' A_g 1 / N, and under working
+    independence df = tr(M)² / tr(M²). ``values``: each rater's ratings (0/1 or times);
+    by default the rater's n − x zeros and x ones."""
+    keep = [j for j, n in enumerate(n_r) if n > 0]
+    if values is None:
+        values = [[1.0] * int(x_r[j]) + [0.0] * int(n_r[j] - x_r[j]) for j in range(len(n_r))]
+    y = np.concatenate([values[j] for j in keep])
+    sizes = [int(n_r[j]) for j in keep]
+    big_n = sum(sizes)
+    resid_maker = np.eye(big_n) - np.full((big_n, big_n), 1 / big_n)
+    m = np.zeros((big_n, big_n))
+    start = 0
+    for size in sizes:
+        block = slice(start, start + size)
+        w, v = np.linalg.eigh(np.eye(size) - np.full((size, size), 1 / big_n))
+        a_g = v @ np.diag(w ** -0.5) @ v.T
+        q = resid_maker[block].T @ a_g @ np.ones(size) / big_n
+        m += np.outer(q, q)
+        start += size
+    return float(y @ m @ y), float(np.trace(m) ** 2 / np.trace(m @ m))
+
+
+def _wilson_by_hand(n_r, s_r, level=0.95, df=None):
+    """Rater-clustered Wilson interval written out with loops: the CR2 variance of the ratio
+    estimator, effective size, Student t on Bell–McCaffrey's degrees of freedom (or ``df``)."""
     pairs = [(n, s) for n, s in zip(n_r, s_r, strict=True) if n > 0]
-    g = len(pairs)
     big_n = sum(n for n, _ in pairs)
     p = sum(s for _, s in pairs) / big_n
-    var = g / (g - 1) * sum((s - p * n) ** 2 for n, s in pairs) / big_n ** 2
+    var = sum((s - p * n) ** 2 / (1 - n / big_n) for n, s in pairs) / big_n ** 2
+    var_matrix, bm_df = _cr2_by_hand(n_r, s_r)
+    assert var == pytest.approx(var_matrix, rel=1e-9)
+    df = bm_df if df is None else df
     n_eff = min(p * (1 - p) / var, big_n / 0.5)
-    c = stats.t.ppf(0.5 + level / 2, g - 1)
+    c = stats.t.ppf(0.5 + level / 2, df)
     centre = (p + c * c / (2 * n_eff)) / (1 + c * c / n_eff)
     half = c / (1 + c * c / n_eff) * math.sqrt(p * (1 - p) / n_eff + c * c / (4 * n_eff ** 2))
-    residuals = [s - p * n for n, s in zip(n_r, s_r, strict=True)]
-    return p, centre - half, centre + half, var, residuals
+    adjusted = [(s - p * n) / math.sqrt(1 - n / big_n) if n > 0 else 0.0
+                for n, s in zip(n_r, s_r, strict=True)]
+    return p, centre - half, centre + half, var, adjusted, bm_df
 
 
 def test_intervals_equal_the_sandwich_by_hand():
     # given two arms of 5 raters each, with unequal numbers of ratings
     rng = np.random.default_rng(8)
-    rater, arm, correct, ai_correct, seconds = [], [], [], [], []
+    rater, arm, correct, ai_correct, seconds, helpfulness = [], [], [], [], [], []
     for r in range(10):
         m = int(rng.integers(6, 16))
         rater += [r] * m
@@ -154,11 +183,12 @@ def test_intervals_equal_the_sandwich_by_hand():
         correct += list(rng.random(m) < 0.35 + 0.06 * r)
         ai_correct += list(rng.random(m) < 0.6)
         seconds += list(rng.uniform(20, 200, m))
+        helpfulness += list(rng.choice([0.0, 1.0, 2.0], m, p=[0.2, 0.3 + 0.04 * r, 0.5 - 0.04 * r]))
     rater, arm = np.array(rater), np.array(arm)
     correct, ai_correct = np.array(correct, float), np.array(ai_correct, float)
-    seconds = np.array(seconds)
+    seconds, helpfulness = np.array(seconds), np.array(helpfulness)
     rep = reliance_by_arm(rater=rater, arm=arm, correct=correct, ai_correct=ai_correct,
-                          seconds=seconds, baseline="baseline")
+                          seconds=seconds, helpfulness=helpfulness, baseline="baseline")
     assert rep.stratified
 
     def per_rater(name, where):
@@ -172,29 +202,45 @@ def test_intervals_equal_the_sandwich_by_hand():
     for name in ("baseline", "assisted"):
         for field, where in (("accuracy", everything), ("accuracy_ai_right", ai_correct == 1),
                              ("accuracy_ai_wrong", ai_correct == 0)):
-            p, lo, hi, _, _ = _wilson_by_hand(*per_rater(name, where))
+            p, lo, hi, _, _, _ = _wilson_by_hand(*per_rater(name, where))
             got = getattr(rep.arm(name), field)
             assert (got.value, got.lower, got.upper) == pytest.approx((p, lo, hi), abs=1e-12)
-        # and the time: x̄ ± t_{G−1} √V with the same sandwich
+        # and the time: x̄ · exp(± t_df √V / x̄) with the same CR2 sandwich and degrees of
+        # freedom (on the log scale)
         ids = sorted(set(rater[arm == name]))
         n_r = [float((rater == r).sum()) for r in ids]
         x_r = [float(seconds[rater == r].sum()) for r in ids]
         xbar = sum(x_r) / sum(n_r)
-        var = 5 / 4 * sum((x - xbar * n) ** 2 for n, x in zip(n_r, x_r, strict=True)) \
-            / sum(n_r) ** 2
-        half = stats.t.ppf(0.975, 4) * math.sqrt(var)
+        var, df = _cr2_by_hand(n_r, x_r, [seconds[rater == r] for r in ids])
+        assert df < 4  # unequal numbers of ratings: fewer than G − 1
+        spread = stats.t.ppf(0.975, df) * math.sqrt(var) / xbar
         got = rep.arm(name).seconds
         assert (got.value, got.lower, got.upper) == pytest.approx(
-            (xbar, xbar - half, xbar + half), abs=1e-9)
-    # and the differences are Newcombe's MOVER of the two (independent raters: φ = 0)
-    for field, stat, first in (("gain", "accuracy", "assisted"),
-                               ("over_reliance", "accuracy_ai_wrong", "baseline"),
-                               ("under_reliance", "accuracy_ai_right", "baseline")):
-        one = getattr(rep.arm(first), stat)
-        two = getattr(rep.arm("assisted" if first == "baseline" else "baseline"), stat)
-        d = one.value - two.value
-        lo = d - math.hypot(one.value - one.lower, two.upper - two.value)
-        hi = d + math.hypot(one.upper - one.value, two.value - two.lower)
+            (xbar, xbar * math.exp(-spread), xbar * math.exp(spread)), rel=1e-9)
+        # and helpfulness (0–2): on the logit scale of its half
+        h_r = [helpfulness[rater == r] / 2 for r in ids]
+        m = sum(h.sum() for h in h_r) / sum(n_r)
+        var, df = _cr2_by_hand(n_r, [h.sum() for h in h_r], h_r)
+        spread = stats.t.ppf(0.975, df) * math.sqrt(var) / (m * (1 - m))
+        got = rep.arm(name).helpfulness
+        assert (got.value, got.lower, got.upper) == pytest.approx(
+            (2 * m, 2 * special.expit(special.logit(m) - spread),
+             2 * special.expit(special.logit(m) + spread)), rel=1e-9)
+    # and the differences are Newcombe's MOVER of the two (independent raters: φ = 0),
+    # both arms' limits on the Welch–Satterthwaite degrees of freedom
+    for field, where, first in (("gain", everything, "assisted"),
+                                ("over_reliance", ai_correct == 0, "baseline"),
+                                ("under_reliance", ai_correct == 1, "baseline")):
+        second = "assisted" if first == "baseline" else "baseline"
+        *_, v1, _, df1 = _wilson_by_hand(*per_rater(first, where))
+        *_, v2, _, df2 = _wilson_by_hand(*per_rater(second, where))
+        welch = (v1 + v2) ** 2 / (v1 ** 2 / df1 + v2 ** 2 / df2)
+        assert welch > max(df1, df2)
+        p1, l1, u1, *_ = _wilson_by_hand(*per_rater(first, where), df=welch)
+        p2, l2, u2, *_ = _wilson_by_hand(*per_rater(second, where), df=welch)
+        d = p1 - p2
+        lo = d - math.hypot(p1 - l1, u2 - p2)
+        hi = d + math.hypot(u1 - p1, p2 - l2)
         got = getattr(rep.arm("assisted"), field)
         assert (got.value, got.lower, got.upper) == pytest.approx((d, lo, hi), abs=1e-12)
     # and below MIN_RELIABLE_RATERS an arm (and its contrasts) is flagged unreliable
@@ -226,13 +272,13 @@ def test_raters_in_several_arms_keep_their_correlation():
 
     n1, s1 = sums("assisted")
     n2, s2 = sums("baseline")
-    p1, l1, u1, v1, r1 = _wilson_by_hand(n1, s1)
-    p2, l2, u2, v2, r2 = _wilson_by_hand(n2, s2)
+    p1, l1, u1, v1, r1, _ = _wilson_by_hand(n1, s1)
+    p2, l2, u2, v2, r2, _ = _wilson_by_hand(n2, s2)
     assert (rep.arm("assisted").accuracy.lower, rep.arm("assisted").accuracy.upper) == \
         pytest.approx((l1, u1), abs=1e-12)
-    # then the gain's interval uses the raters' correlation across the two arms
-    g = sum(1 for a, b in zip(n1, n2, strict=True) if a > 0 and b > 0)
-    cov = g / (g - 1) * sum(a * b for a, b in zip(r1, r2, strict=True)) / (sum(n1) * sum(n2))
+    # then the gain's interval uses the raters' correlation across the two arms (from the
+    # CR2-adjusted residuals), each arm on its own degrees of freedom
+    cov = sum(a * b for a, b in zip(r1, r2, strict=True)) / (sum(n1) * sum(n2))
     phi = cov / math.sqrt(v1 * v2)
     assert phi > 0.2  # skilled raters are skilled in both arms
     d = p1 - p2
@@ -281,7 +327,7 @@ def test_overall_accuracy_rows_are_item_means():
     gold = gold_accurate(sim.gold)
     by_arm = {a: item_human_correct(sim.item[sim.arm == a], v[sim.arm == a], gold,
                                     n_items=DESIGN.n_items) for a in sim.arm_names}
-    res = overall_accuracy(sim.confidence, sim.ai_correct, by_arm, 0.7, n_resamples=300)
+    res = overall_accuracy(sim.confidence, sim.ai_correct, by_arm, 0.7)
     rows = {(r.protocol, r.arm): r for r in res.entries}
     a = sim.ai_correct.astype(float)
     assert rows[("ai", None)].accuracy.value == pytest.approx(a.mean())

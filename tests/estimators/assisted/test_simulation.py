@@ -109,7 +109,7 @@ def test_true_curve_is_the_limit_of_simulated_curves():
     sim = simulate_assisted(d, seed=7)
     h = item_human_correct(sim.item, verdicts(sim.label), gold_accurate(sim.gold),
                            n_items=d.n_items, rule="individual")
-    band = curve_band(sim.confidence, sim.ai_correct, h, n_resamples=400, level=0.999)
+    band = curve_band(sim.confidence, sim.ai_correct, h, level=0.999)
     t_true, acc_true = d.true_curve("baseline")
     truth = dict(zip(t_true.tolist(), acc_true.tolist(), strict=True))
     for t, lo, hi in zip(band.curve.thresholds, band.lower, band.upper, strict=True):
@@ -188,12 +188,11 @@ def test_simulated_study_recovers_planted_accuracies_reliance_and_threshold():
         m = sim.arm == arm.name
         h = item_human_correct(sim.item[m], v[m], gold, n_items=E2E.n_items,
                                rule="individual")
-        band = curve_band(sim.confidence, sim.ai_correct, h, n_resamples=4000, level=level)
+        band = curve_band(sim.confidence, sim.ai_correct, h, level=level)
         best = E2E.true_best_threshold(arm.name)
         assert band.near_best[band.curve.thresholds.tolist().index(best)]
         t_true, acc_true = E2E.true_curve(arm.name)
         truth = dict(zip(t_true.tolist(), acc_true.tolist(), strict=True))
-        held = held_out_threshold(sim.confidence, sim.ai_correct, h, cal, n_resamples=4000,
-                                  level=level)
+        held = held_out_threshold(sim.confidence, sim.ai_correct, h, cal, level=level)
         assert held.held_out_accuracy.lower <= truth[held.threshold] \
             <= held.held_out_accuracy.upper

@@ -36,3 +36,18 @@ def test_the_command_writes_its_section_in_place(tmp_path):
     assert main(["--write", str(doc)]) == 0
     text = doc.read_text()
     assert "old" not in text and "| 1000 | 95.0" in text and text.endswith("## Other\n\nkept\n")
+
+
+def test_each_flag_writes_its_own_section(tmp_path, monkeypatch):
+    from estimators.nodata import coverage
+
+    monkeypatch.setattr(coverage, "KAPPA_NS", (20,))
+    doc = tmp_path / "coverage.md"
+    doc.write_text("# Coverage\n\n## Other\n\nkept\n")
+    assert coverage.main(["--kappa", "--write", str(doc)]) == 0
+    text = doc.read_text()
+    assert coverage.KAPPA_HEADING in text and coverage.AUDIT_HEADING not in text
+    assert "python -m estimators.nodata.coverage --kappa" in text and "## Other\n\nkept" in text
+    assert coverage.main(["--success-rate", "--write", str(doc)]) == 0
+    text = doc.read_text()
+    assert coverage.KAPPA_HEADING in text and coverage.AUDIT_HEADING in text

@@ -18,7 +18,10 @@ from estimators.partitioned.clustered import (
 )
 from estimators.partitioned.likelihood import ml_accuracy
 from estimators.partitioned.simulation import (
+    NOTE_SHARE,
+    band_report,
     clustered_coverage,
+    clustered_figures,
     ipw_coverage,
     simulate_routed_classes,
     simulate_routed_items,
@@ -191,8 +194,8 @@ def test_stratified_column_covers_with_several_queries_per_item():
     where a Wald interval on the same clustered per-stratum SEs — the platform's former
     one — covers about 90 % (it collapses on a stratum with a perfect score) and one on
     independent-label SEs about 85 %."""
-    covered, independent, wald = stratified_coverage(k=4, queries=4, accuracy=0.97,
-                                                     n_items=300, reps=1500, seed=2)
+    covered, independent, wald, _ = stratified_coverage(k=4, queries=4, accuracy=0.97,
+                                                        n_items=300, reps=1500, seed=2)
     assert 0.935 <= covered <= 0.965
     assert wald < 0.925
     assert independent < wald
@@ -203,8 +206,8 @@ def test_ipw_column_covers_with_several_queries_per_item():
     A = 0.7: the IPW-weighted ML with the item-clustered variance of the weighted score
     covers within 93.5–96.5 % (1 000 studies, SE 0.7 point); Kish's effective counts with
     the labels taken as independent cover visibly less."""
-    covered, independent = ipw_coverage(k=4, queries=4, accuracy=0.7, n_items=1000,
-                                        reps=1000, seed=4)
+    covered, independent, _ = ipw_coverage(k=4, queries=4, accuracy=0.7, n_items=1000,
+                                           reps=1000, seed=4)
     assert 0.935 <= covered <= 0.965
     assert independent < covered - 0.025
 
@@ -224,3 +227,32 @@ def test_routed_classes_simulation_counts_like_the_positional_one():
     # unequal completion: weights r̄/r̂_c, larger for the classes answered less
     _, weights, _ = simulate_routed_classes(rng, 4, 5000, 0.6, 5, 3, np.linspace(0.5, 1, 5))
     assert np.all(np.diff(weights, axis=0) < 0)
+
+
+def test_few_event_figures_of_small_studies_carry_the_approximate_note():
+    """Issue 18, several queries per item from 100 items up: where a figure leaves
+    93.5–96.5 % for want of events the page says so. K = 4 with 4 queries per item, 100
+    items, A = 0.97 (about 3 wrong AI answers): ML covers well above the band (1 500
+    studies, SE 0.4 point at 97.5 %) and most studies mark it approximate; with plenty of
+    events (A = 0.7, 300 items) it keeps the band and the mark is rare."""
+    few = clustered_coverage(k=4, queries=4, accuracy=0.97, n_items=100, reps=1500, seed=3,
+                             methods=("ml", "ivw"))
+    assert few.coverage["ml"] > 0.965
+    assert few.approximate["ml"] >= 0.9 and few.approximate["ivw"] >= 0.9
+    plenty = clustered_coverage(k=4, queries=2, accuracy=0.7, n_items=300, reps=1500,
+                                seed=4, methods=("ml", "ord", "comp"))
+    assert 0.935 <= plenty.coverage["ml"] <= 0.965
+    assert max(plenty.approximate.values()) < 0.02
+    report = band_report(clustered_figures([few, plenty]))
+    assert report.figures == 5 and not report.unexplained
+    assert [(f[1], f[0].accuracy) for f in report.noted] == [("ml", 0.97), ("ivw", 0.97)]
+
+
+def test_band_report_sorts_the_figures_outside_the_band():
+    figures = [("a", "ml", 0.95, 0.0), ("b", "ml", 0.975, NOTE_SHARE),
+               ("c", "ord", 0.975, 0.1), ("d", "ml", 0.92, 0.2), ("e", "comp", 0.92, 0.0)]
+    report = band_report(figures)
+    assert (report.figures, report.inside) == (5, 1)
+    assert [f[0] for f in report.noted] == ["b"]
+    assert [f[0] for f in report.conservative] == ["c"]  # Blaker's: at least 95 %
+    assert [f[0] for f in report.unexplained] == ["d", "e"]  # below the band: never so

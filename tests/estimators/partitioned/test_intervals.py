@@ -9,8 +9,10 @@ import pytest
 
 from estimators.partitioned.accuracy import estimate
 from estimators.partitioned.intervals import (
+    APPROXIMATE_BELOW,
     EXACT_SHARE,
     confidence_interval,
+    decisive_events,
     few_events,
     lattice_outcome,
     needs_exact,
@@ -117,3 +119,40 @@ def test_perfect_fractional_score_near_a_shared_design_does_not_crash():
     assert est.accuracy[perfect] == 1.0
     assert 0.9 < est.ci_low[perfect][0] < 1.0 == est.ci_high[perfect][0]
     assert np.all(est.ci_low <= est.accuracy) and np.all(est.accuracy <= est.ci_high)
+
+
+def test_decisive_events_count_what_each_interval_rests_on():
+    # ordinary: the rarer of right and wrong answers; complementary: the hits (answers that
+    # name the AI's prediction) unless they are the majority; no labels: infinitely many
+    n_o = np.array([40, 40, 0, 300, 40])
+    s_o = np.array([38, 3, 0, 290, 2])
+    n_c = np.array([80, 0, 30, 900, 360])
+    s_c = np.array([77, 0, 10, 897, 190])
+    assert decisive_events(n_o, s_o, n_c, s_c, 3, 0.9, "ord").tolist() == [2, 3, np.inf, 10, 2]
+    assert decisive_events(n_o, s_o, n_c, s_c, 3, 0.9, "comp").tolist() == [3, np.inf, 10, 3,
+                                                                            170]
+    # joint: the errors seen (wrong "yes" answers plus complementary hits), or the right
+    # "yes" answers where the ordinary labels carry more than EXACT_SHARE of the information
+    mle = ml_accuracy(n_o, s_o, n_c, s_c, 3)
+    share = ordinary_information_share(n_o, n_c, 3, mle)
+    expected = [min(n_o[i] - s_o[i] + n_c[i] - s_c[i],
+                    s_o[i] if n_o[i] > 0 and share[i] > EXACT_SHARE else np.inf)
+                for i in range(5)]
+    assert decisive_events(n_o, s_o, n_c, s_c, 3, mle).tolist() == expected == [5, 3, 20, 13, 2]
+    assert decisive_events(0, 0, 0, 0, 3, 0.5).tolist() == np.inf
+
+
+def test_estimates_carry_the_events_and_the_approximate_mark():
+    # 2 errors in 40 ordinary labels and 1 hit in 80 complementary ones: 3 errors seen
+    for method in ("ml", "ivw", "ivw_pilot", "ivw_fixed"):
+        est = estimate(40, 38, 80, 79, 3, method)
+        assert est.events == 3 and est.approximate is True
+    assert estimate(40, 38, 80, 79, 3, "ord").events == 2
+    assert estimate(40, 38, 80, 79, 3, "comp").events == 1
+    # with APPROXIMATE_BELOW errors or more, exact enough
+    est = estimate(400, 400 - APPROXIMATE_BELOW, 0, 0, 3)
+    assert est.events == APPROXIMATE_BELOW and est.approximate is False
+    # no labels: no interval to mark
+    assert estimate(0, 0, 0, 0, 3).approximate is False
+    marks = estimate(np.array([40, 400]), np.array([38, 300]), 0, 0, 3).approximate
+    assert marks.tolist() == [True, False]

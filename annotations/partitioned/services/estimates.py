@@ -243,7 +243,8 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
         interval = study.interval_method
         effects = design_effects(clusters, k) if clusters is not None else None
         overall = _estimates_for(totals, k, interval, clusters, effects)
-        design_effect = effects.joint if effects is not None else None
+        # shown and planned with as it is: the small-sample factor is the intervals' own
+        design_effect = effects.joint / effects.small_sample if effects is not None else None
         ipw = _ipw_estimates(counts, per_group, progress, k, interval, labels)
         by_stratum = {}
         for stratum in strata:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from estimators.numerics.binomial import count_window
 from estimators.partitioned.accuracy import estimate
 from estimators.partitioned.simulation import (
     STANDARD_GRID,
@@ -234,17 +235,11 @@ CONFIDENCE_RANGE = (0.4, 1.0)  # the AI's confidence c ~ U(0.4, 1); it is right 
 class SubsetRow:
     k: int
     items: int
-    scope: str  # "band b" or "kept ≥ band b"
+    scope: str  # "band b" or "kept: bands ≥ b"
     n_items: int  # items in the scope (every item answered once)
-    truth: float
+    truth: float  # the scope's accuracy, averaged over the studies
     simulated: float  # coverage of the interval shown, in simulated studies
     at_counts: float  # the estimator's exact coverage at the scope's counts, averaged
-
-
-def _truths(items: int) -> np.ndarray:
-    """E[c] of each rank j = 1..n of n = ``items`` draws of U(lo, hi): lo + (hi − lo) j/(n+1)."""
-    lo, hi = CONFIDENCE_RANGE
-    return lo + (hi - lo) * np.arange(1, items + 1) / (items + 1)
 
 
 def subset_rows(k: int, items: int, bands: int = 3, reps: int = 4000, seed: int = 0,
@@ -254,12 +249,12 @@ def subset_rows(k: int, items: int, bands: int = 3, reps: int = 4000, seed: int 
     answer w.p. 1/(K − 1)); the AI's confidence c ~ U(0.4, 1), right w.p. c; ``bands``
     equal-share bands of the items ranked by c (the platform's default banding). Per band,
     and per point of the kept-accuracy curve (the items of bands ≥ b), the default ML
-    interval of its labels: simulated coverage of the scope's true accuracy (the mean of
-    E[c] over its ranks), against the estimator's exact coverage at the scope's counts —
-    Σ_{n_o} P(n_o) × :func:`exact_coverage_curve` (n_o, n − n_o) at that accuracy, n_o ~
-    Bin(n, 1/K) — i.e. what the ML grid's tables give for those counts."""
+    interval of its labels, and its simulated coverage of the scope's accuracy — the AI's
+    expected accuracy on the scope's items, the mean of their c, which moves from study to
+    study with the items —, against the estimator's exact coverage at the scope's counts:
+    Σ_{n_o} P(n_o) × the exact coverage of (n_o, n − n_o) at the scope's mean accuracy,
+    n_o ~ Bin(n, 1/K) — what the ML tables give for those counts."""
     rng = np.random.default_rng(seed)
-    truth_rank = _truths(items)
     c = np.sort(rng.uniform(*CONFIDENCE_RANGE, (reps, items)), axis=1)  # ranked: band order
     right = rng.random((reps, items)) < c
     ordinary = rng.random((reps, items)) < 1 / k
@@ -270,25 +265,37 @@ def subset_rows(k: int, items: int, bands: int = 3, reps: int = 4000, seed: int 
     rows = []
     for name, scope in scopes:
         n = int(scope.stop - scope.start)
-        truth = float(truth_rank[scope].mean())
+        truth = c[:, scope].mean(axis=1)
         o, r, h = ordinary[:, scope], right[:, scope], hit[:, scope]
         n_o = o.sum(axis=1)
         est = estimate(n_o, (o & r).sum(axis=1), n - n_o, (~o & ~h).sum(axis=1), k, "ml",
                        confidence)
-        p_n = stats.binom.pmf(np.arange(n + 1), n, 1 / k)
-        at_counts = sum(p * _exact_coverage_at(m, n - m, k, truth, confidence)
-                        for m, p in enumerate(p_n) if p > 1e-9)
-        rows.append(SubsetRow(k=k, items=items, scope=name, n_items=n, truth=truth,
-                              simulated=_covers(est, truth), at_counts=float(at_counts)))
+        covered = (np.asarray(est.ci_low) <= truth) & (truth <= np.asarray(est.ci_high))
+        at_counts = np.zeros(reps)
+        for m in np.unique(n_o):
+            mine = n_o == m
+            at_counts[mine] = _exact_coverage_at(int(m), n - int(m), k, truth[mine],
+                                                 confidence)
+        rows.append(SubsetRow(k=k, items=items, scope=name, n_items=n,
+                              truth=float(truth.mean()), simulated=float(covered.mean()),
+                              at_counts=float(at_counts.mean())))
     return rows
 
 
-def _exact_coverage_at(n_ord: int, n_comp: int, k: int, accuracy: float,
-                       confidence: float) -> float:
-    """The default ML interval's exact coverage of design (n_o, n_c) at one accuracy, over
-    its probable outcomes (all but < 1e-6 of the probability)."""
-    s_o, s_c, prob = _outcomes(n_ord, n_comp, k, accuracy)
-    return _covers(estimate(n_ord, s_o, n_comp, s_c, k, "ml", confidence), accuracy, prob)
+def _exact_coverage_at(n_ord: int, n_comp: int, k: int, accuracies: np.ndarray,
+                       confidence: float) -> np.ndarray:
+    """The default ML interval's exact coverage of design (n_o, n_c) at each of
+    ``accuracies``, summed over the outcomes that carry the mass of every one of them
+    (:func:`estimators.numerics.binomial.count_window`: < 1e-12 left out per binomial)."""
+    a = np.asarray(accuracies, float)
+    q = (a + k - 2) / (k - 1)
+    s_o, s_c = (x.ravel() for x in np.meshgrid(count_window(n_ord, a),
+                                               count_window(n_comp, q), indexing="ij"))
+    est = estimate(n_ord, s_o, n_comp, s_c, k, "ml", confidence)
+    low, high = np.asarray(est.ci_low)[:, None], np.asarray(est.ci_high)[:, None]
+    prob = (stats.binom.pmf(s_o[:, None], n_ord, a[None])
+            * stats.binom.pmf(s_c[:, None], n_comp, q[None]))
+    return (prob * ((low <= a[None]) & (a[None] <= high))).sum(axis=0)
 
 
 SUBSET_DESIGNS = ((4, 150), (10, 150))
@@ -315,7 +322,8 @@ def small_counts_markdown(rows: list[SmallCountRow], subsets: list[SubsetRow], r
         f"with probability c, one query each, three equal-share bands; {reps} studies per "
         f"design, Monte-Carlo SE ≈ {se:.2f} points): the default ML interval's simulated "
         "coverage of each scope's accuracy, beside the estimator's exact coverage at the "
-        "scope's counts (Σ over n_o ~ Bin(n, 1/K) of the exact coverage of (n_o, n − n_o)).",
+        "scope's counts (the exact coverage of (n_o, n − n_o) at the scope's accuracy, "
+        "averaged over the same studies).",
         "",
         "| K | items | scope | items in scope | true accuracy | simulated | exact at "
         "the counts |",
@@ -324,14 +332,22 @@ def small_counts_markdown(rows: list[SmallCountRow], subsets: list[SubsetRow], r
     for r in subsets:
         lines.append(f"| {r.k} | {r.items} | {r.scope} | {r.n_items} | {r.truth:.3f} | "
                      f"{100 * r.simulated:.1f} | {100 * r.at_counts:.1f} |")
-    gaps = np.array([r.simulated - r.at_counts for r in subsets])
+    def gaps(kept: bool) -> str:
+        g = np.array([r.simulated - r.at_counts for r in subsets
+                      if r.scope.startswith("kept") == kept])
+        return (f"{100 * g.min():+.1f} to {100 * g.max():+.1f} points (at most "
+                f"{np.abs(g).max() / (se / 100):.1f} Monte-Carlo SEs)")
+
     lines += [
         "",
-        f"Simulated minus exact at the counts: {100 * gaps.min():+.1f} to "
-        f"{100 * gaps.max():+.1f} points (at most {np.abs(gaps).max() / (se / 100):.1f} "
-        "Monte-Carlo SEs). Within a scope the AI's accuracy still varies with its "
-        "confidence, so its labels are, if anything, less dispersed than one binomial at "
-        "the scope's mean (a sum of Bernoullis of unequal p), which can only add coverage.",
+        f"Simulated minus exact at the counts: per band {gaps(False)}; per point of the kept "
+        f"curve {gaps(True)}. The scope's accuracy is the AI's expected accuracy on its "
+        "items (the mean of their c: it moves from study to study with the items), and "
+        "the exact column sums each study's counts at that study's accuracy. Within a "
+        "scope the AI's accuracy varies with its confidence, so its labels are less "
+        "dispersed than one binomial at the scope's mean (a sum of Bernoullis of unequal "
+        "p): that only adds coverage, and is visible where the scope spans much confidence "
+        "(the kept items).",
         "",
         "**The default ML interval at the counts of a small stratum or band**, summed "
         "exactly over every outcome at each A ∈ {0.01, 0.02, …, 0.99} (no simulation). A "

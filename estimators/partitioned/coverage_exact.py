@@ -380,6 +380,8 @@ def _small_summary(rows: list[SmallCountRow]) -> list[str]:
     """Bullet points: where the small counts' coverage leaves 93.5–96.5 %."""
     def span(select) -> str:
         chosen = [r for r in rows if select(r)]
+        if not chosen:
+            return "no design"
         lows = np.array([r.coverage.min() for r in chosen])
         highs = np.array([r.coverage.max() for r in chosen])
         medians = np.array([np.median(r.coverage) for r in chosen])

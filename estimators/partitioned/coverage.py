@@ -165,7 +165,7 @@ def markdown(cells: list[Cell], seconds: float | None = None) -> str:
 
 MIXTURE_REPS = 20_000  # simulated studies per cell where outcomes are too many to sum
 SUBSET_REPS = 10_000
-ADJUSTED_REPS = 4000
+ADJUSTED_REPS = 10_000
 
 
 def _single_source() -> str:

@@ -225,6 +225,13 @@ def _summary_rows(cells: list[AdjustedCell], columns: dict[str, str]) -> list[st
     return lines
 
 
+def _below_floor(cells: list[AdjustedCell], name: str) -> str:
+    low = [c for c in cells if c.coverage[name] < GOAL_FLOOR]
+    return "Default cells below 93.5 %: " + ("none." if not low else "; ".join(
+        f"K = {c.k}, A = {c.accuracy}, {c.n_items} items, {c.design}: "
+        f"{100 * c.coverage[name]:.1f} %" for c in low) + ".")
+
+
 def _mark(v: float) -> str:
     return f"{100 * v:.1f}" + (" ↓" if v < BAND[0] else " ↑" if v > BAND[1] else "")
 
@@ -267,11 +274,17 @@ def ipw_markdown(cells: list[AdjustedCell], reps: int, seconds: float | None = N
     lines += _summary_rows(cells, IPW_COLUMNS)
     bias = np.array([abs(c.bias["plain"]) for c in cells])
     ipw_bias = np.array([abs(c.bias["ipw"]) for c in cells])
+    largest = max(c.n_items for c in cells)
+    ipw_bias_large = max(abs(c.bias["ipw"]) for c in cells if c.n_items == largest)
     lines += [
+        "",
+        _below_floor(cells, "ipw"),
         "",
         f"The plain estimate is off by up to {100 * bias.max():.1f} points (its coverage "
         f"falls to {100 * min(c.coverage['plain'] for c in cells):.1f} %); "
-        f"the IPW estimate by at most {100 * ipw_bias.max():.2f} points. Kish's count of "
+        f"the IPW estimate by at most {100 * ipw_bias.max():.2f} points (the small-sample "
+        f"bias of an ML estimate from few labels; {100 * ipw_bias_large:.2f} with "
+        f"{largest} items). Kish's count of "
         "each source treats the weighted labels as if accuracy were the same in every "
         "class: where the slow (heavily weighted) classes are the hard ones, the weighted "
         "proportion varies more than that, and the sandwich of the weighted score sees it. "
@@ -317,6 +330,8 @@ def stratified_markdown(cells: list[AdjustedCell], reps: int, seconds: float | N
     ]
     lines += _summary_rows(cells, STRATIFIED_COLUMNS)
     lines += [
+        "",
+        _below_floor(cells, "combined"),
         "",
         "The effective-count interval borrows one binomial variance for the whole "
         "estimate; a small stratum that weighs much (4 strata: 40 % of the population from "

@@ -276,15 +276,18 @@ def ipw_markdown(cells: list[AdjustedCell], reps: int, seconds: float | None = N
     ipw_bias = np.array([abs(c.bias["ipw"]) for c in cells])
     largest = max(c.n_items for c in cells)
     ipw_bias_large = max(abs(c.bias["ipw"]) for c in cells if c.n_items == largest)
+    worst = max(cells, key=lambda c: abs(c.bias["ipw"]))
     lines += [
         "",
         _below_floor(cells, "ipw"),
         "",
         f"The plain estimate is off by up to {100 * bias.max():.1f} points (its coverage "
         f"falls to {100 * min(c.coverage['plain'] for c in cells):.1f} %); "
-        f"the IPW estimate by at most {100 * ipw_bias.max():.2f} points (the small-sample "
-        f"bias of an ML estimate from few labels; {100 * ipw_bias_large:.2f} with "
-        f"{largest} items). Kish's count of "
+        f"the IPW estimate by at most {100 * ipw_bias.max():.2f} points (K = {worst.k}, "
+        f"A = {worst.accuracy}, {worst.n_items} items, completion {worst.design}: with few "
+        "items the slowest class has a handful of answers and its weight is itself "
+        "uncertain, a ratio estimator's small-sample bias) and by at most "
+        f"{100 * ipw_bias_large:.2f} with {largest} items. Kish's count of "
         "each source treats the weighted labels as if accuracy were the same in every "
         "class: where the slow (heavily weighted) classes are the hard ones, the weighted "
         "proportion varies more than that, and the sandwich of the weighted score sees it. "

@@ -325,7 +325,7 @@ def small_counts_markdown(rows: list[SmallCountRow], subsets: list[SubsetRow], r
         "scope's counts (the exact coverage of (n_o, n − n_o) at the scope's accuracy, "
         "averaged over the same studies).",
         "",
-        "| K | items | scope | items in scope | true accuracy | simulated | exact at "
+        "| K | items | scope | items in scope | its accuracy (mean) | simulated | exact at "
         "the counts |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -335,7 +335,7 @@ def small_counts_markdown(rows: list[SmallCountRow], subsets: list[SubsetRow], r
     def gaps(kept: bool) -> str:
         g = np.array([r.simulated - r.at_counts for r in subsets
                       if r.scope.startswith("kept") == kept])
-        return (f"{100 * g.min():+.1f} to {100 * g.max():+.1f} points (at most "
+        return (f"{_signed(100 * g.min())} to {_signed(100 * g.max())} points (at most "
                 f"{np.abs(g).max() / (se / 100):.1f} Monte-Carlo SEs)")
 
     lines += [
@@ -374,6 +374,12 @@ def small_counts_markdown(rows: list[SmallCountRow], subsets: list[SubsetRow], r
             f"{100 * inside.mean():.0f} % | {_ranges(grid[c < BAND[0]])} | "
             f"{_ranges(grid[c > BAND[1]])} |")
     return "\n".join(lines) + "\n"
+
+
+def _signed(points: float) -> str:
+    """+0.3, −0.2; 0.0 without a sign."""
+    text = f"{points:+.1f}"
+    return "0.0" if text in ("+0.0", "-0.0") else text.replace("-", "−")
 
 
 def _small_summary(rows: list[SmallCountRow]) -> list[str]:

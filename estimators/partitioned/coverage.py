@@ -168,52 +168,39 @@ SUBSET_REPS = 10_000
 ADJUSTED_REPS = 10_000
 
 
-def _single_source() -> str:
+def _timed(compute: Callable[[], object], render: Callable[..., str], *args) -> str:
+    """``render(compute(), *args, seconds)``: a section with the seconds it took."""
     started = time.perf_counter()
-    cells = single_source_cells()
-    return markdown(cells, time.perf_counter() - started)
+    result = compute()
+    return render(result, *args, time.perf_counter() - started)
 
 
-def _mixtures() -> str:
-    started = time.perf_counter()
-    cells = coverage_exact.mixture_cells(reps=MIXTURE_REPS)
-    return coverage_exact.mixtures_markdown(cells, MIXTURE_REPS,
-                                            time.perf_counter() - started)
-
-
-def _small_counts() -> str:
-    started = time.perf_counter()
-    rows = coverage_exact.small_count_rows()
-    subsets = [row for k, items in coverage_exact.SUBSET_DESIGNS
-               for row in coverage_exact.subset_rows(k, items, reps=SUBSET_REPS)]
-    return coverage_exact.small_counts_markdown(rows, subsets, SUBSET_REPS,
-                                                time.perf_counter() - started)
-
-
-def _ipw() -> str:
-    started = time.perf_counter()
-    cells = coverage_adjusted.ipw_cells(reps=ADJUSTED_REPS)
-    return coverage_adjusted.ipw_markdown(cells, ADJUSTED_REPS,
-                                          time.perf_counter() - started)
-
-
-def _stratified() -> str:
-    started = time.perf_counter()
-    cells = coverage_adjusted.stratified_cells(reps=ADJUSTED_REPS)
-    return coverage_adjusted.stratified_markdown(cells, ADJUSTED_REPS,
-                                                 time.perf_counter() - started)
+def _small_counts() -> tuple:
+    return (coverage_exact.small_count_rows(),
+            [row for k, items in coverage_exact.SUBSET_DESIGNS
+             for row in coverage_exact.subset_rows(k, items, reps=SUBSET_REPS)])
 
 
 TABLES: dict[str, tuple[Callable[[], str], str]] = {
-    "single_source": (_single_source, "the ordinary-only and complementary-only columns "
-                                      "(exact)"),
-    "mixtures": (_mixtures, "the IVW mixtures on the 480-cell grid of the ML interval "
-                            "(exact where outcomes are few; about 2 minutes)"),
-    "small_counts": (_small_counts, "strata and confidence bands: the ML interval at small "
-                                    "counts (exact) and a band's coverage (simulated)"),
-    "ipw": (_ipw, "the IPW column under completion imbalance (simulated; minutes)"),
-    "stratified": (_stratified, "the stratified column, strata sampled out of proportion "
-                                "(simulated; minutes)"),
+    "single_source": (lambda: _timed(single_source_cells, markdown),
+                      "the ordinary-only and complementary-only columns (exact)"),
+    "mixtures": (lambda: _timed(lambda: coverage_exact.mixture_cells(reps=MIXTURE_REPS),
+                                coverage_exact.mixtures_markdown, MIXTURE_REPS),
+                 "the IVW mixtures on the 480-cell grid of the ML interval (exact where "
+                 "outcomes are few; minutes)"),
+    "small_counts": (lambda: _timed(_small_counts,
+                                    lambda found, *rest: coverage_exact.small_counts_markdown(
+                                        *found, *rest), SUBSET_REPS),
+                     "strata and confidence bands: the ML interval at small counts (exact) "
+                     "and a band's coverage (simulated)"),
+    "ipw": (lambda: _timed(lambda: coverage_adjusted.ipw_cells(reps=ADJUSTED_REPS),
+                           coverage_adjusted.ipw_markdown, ADJUSTED_REPS),
+            "the IPW column under completion imbalance (simulated; minutes)"),
+    "stratified": (lambda: _timed(lambda: coverage_adjusted.stratified_cells(
+                       reps=ADJUSTED_REPS), coverage_adjusted.stratified_markdown,
+                       ADJUSTED_REPS),
+                   "the stratified column, strata sampled out of proportion (simulated; "
+                   "minutes)"),
 }
 
 

@@ -3,6 +3,11 @@ Markdown tables of docs/coverage.md that show it:
 
     python -m estimators.partitioned.coverage --single-source --write docs/coverage.md
 
+The same command writes the other one-query-per-item sections (each flag its own):
+``--mixtures`` (the IVW mixtures on the ML grid, exact) and ``--small-counts`` (strata and
+confidence bands) from :mod:`estimators.partitioned.coverage_exact`, ``--ipw`` and
+``--stratified`` (simulated) from :mod:`estimators.partitioned.coverage_adjusted`.
+
 A single-source column is one binomial: the ordinary column counts S_o ~ Bin(n_o, A), the
 complementary column S_c ~ Bin(n_c, q), q = (A + K − 2)/(K − 1), and its interval for A is
 the interval for q mapped by A = (K − 1)q − (K − 2) (clipped to [0, 1], which cannot move
@@ -28,6 +33,7 @@ import numpy as np
 
 from estimators.numerics.coverage_doc import WRITE_HELP, emit
 from estimators.numerics.proportion import blaker, clopper_pearson, exact_coverage, mid_p
+from estimators.partitioned import coverage_adjusted, coverage_exact
 from estimators.partitioned.intervals import confidence_interval
 
 SINGLE_SOURCE_GRID = {"ks": (3, 4, 10), "accuracies": (0.5, 0.7, 0.9, 0.97, 0.99),
@@ -157,19 +163,62 @@ def markdown(cells: list[Cell], seconds: float | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+MIXTURE_REPS = 20_000  # simulated studies per cell where outcomes are too many to sum
+SUBSET_REPS = 10_000
+ADJUSTED_REPS = 10_000
+
+
+def _timed(compute: Callable[[], object], render: Callable[..., str], *args) -> str:
+    """``render(compute(), *args, seconds)``: a section with the seconds it took."""
+    started = time.perf_counter()
+    result = compute()
+    return render(result, *args, time.perf_counter() - started)
+
+
+def _small_counts() -> tuple:
+    return (coverage_exact.small_count_rows(),
+            [row for k, items in coverage_exact.SUBSET_DESIGNS
+             for row in coverage_exact.subset_rows(k, items, reps=SUBSET_REPS)])
+
+
+TABLES: dict[str, tuple[Callable[[], str], str]] = {
+    "single_source": (lambda: _timed(single_source_cells, markdown),
+                      "the ordinary-only and complementary-only columns (exact)"),
+    "mixtures": (lambda: _timed(lambda: coverage_exact.mixture_cells(reps=MIXTURE_REPS),
+                                coverage_exact.mixtures_markdown, MIXTURE_REPS),
+                 "the IVW mixtures on the 480-cell grid of the ML interval (exact where "
+                 "outcomes are few; minutes)"),
+    "small_counts": (lambda: _timed(_small_counts,
+                                    lambda found, *rest: coverage_exact.small_counts_markdown(
+                                        *found, *rest), SUBSET_REPS),
+                     "strata and confidence bands: the ML interval at small counts (exact) "
+                     "and a band's coverage (simulated)"),
+    "ipw": (lambda: _timed(lambda: coverage_adjusted.ipw_cells(reps=ADJUSTED_REPS),
+                           coverage_adjusted.ipw_markdown, ADJUSTED_REPS),
+            "the IPW column under completion imbalance (simulated; minutes)"),
+    "stratified": (lambda: _timed(lambda: coverage_adjusted.stratified_cells(
+                       reps=ADJUSTED_REPS), coverage_adjusted.stratified_markdown,
+                       ADJUSTED_REPS),
+                   "the stratified column, strata sampled out of proportion (simulated; "
+                   "minutes)"),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m estimators.partitioned.coverage",
-        description="Exact coverage tables of docs/coverage.md.")
-    parser.add_argument("--single-source", action="store_true",
-                        help="the ordinary-only and complementary-only columns")
+        description="Coverage tables of docs/coverage.md (partitioned, one query per item).")
+    for name, (_, help_text) in TABLES.items():
+        parser.add_argument("--" + name.replace("_", "-"), action="store_true",
+                            help=help_text)
     parser.add_argument("--write", metavar="PATH", help=WRITE_HELP)
     args = parser.parse_args(argv)
-    if not args.single_source:
-        parser.error("choose a table: --single-source")
-    started = time.perf_counter()
-    cells = single_source_cells()
-    emit(markdown(cells, time.perf_counter() - started), args.write)
+    chosen = [name for name in TABLES if getattr(args, name)]
+    if not chosen:
+        parser.error("choose a table: " + ", ".join("--" + n.replace("_", "-")
+                                                    for n in TABLES))
+    for name in chosen:
+        emit(TABLES[name][0](), args.write)
     return 0
 
 

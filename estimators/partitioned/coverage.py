@@ -32,8 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from estimators.numerics.coverage_doc import WRITE_HELP, emit
-from estimators.numerics.proportion import blaker, clopper_pearson, exact_coverage, mid_p
+from estimators.numerics.proportion import clopper_pearson, exact_coverage, mid_p
 from estimators.partitioned import coverage_adjusted, coverage_exact
+from estimators.partitioned.accuracy import SINGLE_SOURCE
 from estimators.partitioned.intervals import confidence_interval
 
 SINGLE_SOURCE_GRID = {"ks": (3, 4, 10), "accuracies": (0.5, 0.7, 0.9, 0.97, 0.99),
@@ -63,7 +64,8 @@ CANDIDATES: dict[str, Callable[[str, int], Callable]] = {
     "mid-p at 96 %": lambda column, k: lambda s, n: mid_p(s, n, 0.96),
     "Clopper–Pearson (conservative)": lambda column, k: lambda s, n: clopper_pearson(
         s, n, CONFIDENCE),
-    "**Blaker (default)**": lambda column, k: lambda s, n: blaker(s, n, CONFIDENCE),
+    "**Blaker (default)**": lambda column, k: lambda s, n: SINGLE_SOURCE["auto"](
+        s, n, CONFIDENCE),
 }
 DEFAULT = "**Blaker (default)**"
 SINGLE_SOURCE_HEADING = ("## Partitioned, one query per item: single-source columns "

@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/bench_critique_stats.py [--questions 1000] [--repeat 7]
 
-The intervals' coverage: ``python -m estimators.critique.coverage --levels`` / ``--human-ai``
+The intervals' coverage: ``manage.py coverage_tables critique --levels`` / ``--human-ai``
 (docs/coverage.md).
 
 "Recompute" = what the Celery task does after its one query: ``CritiqueStudy.from_records``

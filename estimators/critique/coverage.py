@@ -1,8 +1,8 @@
 """Coverage of every interval the critique dashboard shows, by simulation with known truth
 (issue 18; docs/coverage.md "Critique: …").
 
-    python -m estimators.critique.coverage --levels [--studies 1000] [--write docs/coverage.md]
-    python -m estimators.critique.coverage --human-ai [--studies 1000] [--write …]
+    manage.py coverage_tables critique --levels [--studies 1000] [--write docs/coverage.md]
+    manage.py coverage_tables critique --human-ai [--studies 1000] [--write …]
 
 ``--levels``: annotators at every level (the level, effort, naive-vote and input-pair
 tables); ``--human-ai``: the mixed mode — the AI writes every level below the top, annotators
@@ -66,7 +66,7 @@ from estimators.numerics.clustered import (
     clustered_mean,
     clustered_proportion,
 )
-from estimators.numerics.coverage_doc import WRITE_HELP, emit
+from estimators.numerics.coverage_doc import WRITE_HELP, command, emit
 from estimators.numerics.crossed import (
     Links,
     crossed_covariance,
@@ -909,14 +909,14 @@ def main(argv: list[str] | None = None) -> int:
     started = time.process_time()
     cells = grid() if args.levels else grid_human_ai()
     results = [(c, coverage(c, args.studies, args.seed)) for c in cells]
-    command = f"python -m estimators.critique.coverage --{table}"
+    line = f"{command('critique')} --{table}"
     if args.studies != 1000:
-        command += f" --studies {args.studies}"
+        line += f" --studies {args.studies}"
     if args.seed:
-        command += f" --seed {args.seed}"
-    command += " --write docs/coverage.md"
+        line += f" --seed {args.seed}"
+    line += " --write docs/coverage.md"
     emit(section(table, results, args.studies, args.seed, time.process_time() - started,
-                 command), args.write, sys.stdout)
+                 line), args.write, sys.stdout)
     return 0
 
 

@@ -73,7 +73,7 @@ MOVER interval over-covers: 97–99 % at 5 raters per arm); with questions in co
 side keeps its own and the correlation comes from the CR2-adjusted residuals.
 
 Rater-clustered coverage (reliance, 3–20 raters per arm; CR1 and CR2): docs/coverage.md,
-from ``python -m estimators.assisted.coverage --reliance``.
+from ``.venv/bin/python manage.py coverage_tables assisted --reliance``.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ never negative either), as :func:`estimators.numerics.clustered.clustered_differ
 with questions alone. Without links every interval is exactly the question-clustered one.
 
 Coverage (simulated, known truth): docs/coverage.md, "Critique: …", from
-``python -m estimators.critique.coverage``.
+``.venv/bin/python manage.py coverage_tables critique``.
 """
 
 from __future__ import annotations

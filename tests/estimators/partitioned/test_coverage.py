@@ -81,7 +81,7 @@ def test_the_coverage_command_prints_every_column_and_the_default_meets_the_goal
         assert not meets_goal(mine, "former default (LR, mid-p where events < 30)")
         assert summary(mine, DEFAULT)["min"] >= 0.95 - 1e-9
     text = markdown(cells)
-    assert "python -m estimators.partitioned.coverage --single-source" in text
+    assert ".venv/bin/python manage.py coverage_tables partitioned --single-source" in text
     assert text.count("\n| ord | — |") == 20 and text.count("\n| comp | ") == 60
 
 

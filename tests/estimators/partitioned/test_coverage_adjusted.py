@@ -53,7 +53,7 @@ def test_stratified_column_covers_with_a_small_stratum_that_weighs_much():
 def test_the_sections_name_their_command_and_list_every_cell():
     cells = ipw_cells(reps=200, ks=(3,), accuracies=(0.7,), items=(100, 400))
     text = ipw_markdown(cells, reps=200)
-    assert "`python -m estimators.partitioned.coverage --ipw --write docs/coverage.md`" in text
+    assert "`.venv/bin/python manage.py coverage_tables partitioned --ipw --write docs/coverage.md`" in text
     assert [c.design for c in cells] == ["50–100 %", "50–100 %", "25–100 %", "25–100 %"]
     assert text.count("| 3 | 0.7 |") == 4
     cells = stratified_cells(reps=200, ks=(3,), accuracies=(0.9,), items=(100,))

@@ -88,7 +88,7 @@ def test_the_sections_name_their_command_and_every_cell():
                            "n_comps": (40,)}, reps=100)
     text = mixtures_markdown(cells, reps=100)
     assert text.startswith("## Partitioned, one query per item: the IVW mixtures\n")
-    assert "`python -m estimators.partitioned.coverage --mixtures --write" in text
+    assert "`.venv/bin/python manage.py coverage_tables partitioned --mixtures --write" in text
     assert text.count("\n| 3 | 0.9 |") == 2
     rows = small_count_rows(ks=(10,), n_ords=(1, 3), n_comps=(0,))
     text = small_counts_markdown(rows, subset_rows(10, 30, reps=200), reps=200)

@@ -12,6 +12,7 @@ from annotations.core.charts import headline
 from annotations.core.models import Study
 from annotations.critique.models import CritiqueSettings
 from annotations.critique.services.task_view import level_name
+from estimators.critique import MIN_RELIABLE_ANNOTATORS
 
 AUTHOR_LABELS = {"all": "All outputs", "human": "Annotators", "ai": "AI"}
 
@@ -22,8 +23,9 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "n_outputs": ("Outputs", "How many responses or critiques of this level are in the "
                   "figures (scored: those whose question has a gold answer)."),
     "accuracy": ("Accuracy", "Share of this level's final answers that match the gold answer, "
-                 "with its 95 % interval (clustered by question: answers to one question are "
-                 "not independent). An unparseable AI answer counts as wrong."),
+                 "with its 95 % interval (clustered by question and by annotator: answers to "
+                 "one question are not independent, nor are one annotator's answers). An "
+                 "unparseable AI answer counts as wrong."),
     "majority": ("Majority @ same effort", "The majority vote of as many outputs of this level "
                  "as cost the same effort as one top-level critique (effort of level l = 2l + 1 "
                  "responses): 7 responses, 5 critiques or 3 critiques of critiques against "
@@ -154,6 +156,29 @@ def _human_ai(rows: list[dict]) -> list[dict]:
     return out
 
 
+# The lowest simulated coverage (in %) of the intervals that stay approximate from
+# MIN_RELIABLE_ANNOTATORS annotators on (docs/coverage.md, "Critique: every interval …";
+# tests/estimators/critique/test_coverage.py checks the table backs these numbers).
+APPROXIMATE_FLOOR = {"means": 89, "input_pairs": 89}
+
+
+def intervals_unreliable(rows: list[dict]) -> dict | None:
+    """Where the intervals cannot keep their promise: levels written by annotators (the
+    AI's levels have none) with fewer than ``MIN_RELIABLE_ANNOTATORS`` different
+    annotators in the selection. The intervals are clustered by annotator as well as by
+    question, and with so few annotators how much they differ cannot be known well enough:
+    they covered under 93 % in simulation (docs/coverage.md). Every figure of the tables
+    rests on several levels (a vote on a lower level, a critique on its chain), so the
+    note is for the tables. None when every annotated level has enough."""
+    small = sorted((r["level"], r.get("n_annotators") or 0) for r in rows
+                   if 0 < (r.get("n_annotators") or 0) < MIN_RELIABLE_ANNOTATORS)
+    if not small:
+        return None
+    return {"levels": [{"level": lv, "name": level_name(lv, plural=True).lower(),
+                        "annotators": n} for lv, n in small],
+            "fewest": min(n for _, n in small), "min_annotators": MIN_RELIABLE_ANNOTATORS}
+
+
 def level_chart(table: list[dict], top: int, *, width: int = 480, margin: int = 16,
                 row_height: int = 64) -> dict:
     """Accuracy of each level with its 95 % interval (blue), the majority vote at the same
@@ -215,7 +240,10 @@ def dashboard_context(study: Study, *, domain: str = "", author: str = "all") ->
                 and (not with_author or r.get("author") == author)]
 
     table = level_table(pick(payload.get("levels") or []), top)
+    annotated = any((r.get("n_annotators") or 0) > 0 for r in pick(payload.get("levels") or []))
     context.update(
+        intervals_unreliable=intervals_unreliable(pick(payload.get("levels") or [])),
+        approximate=APPROXIMATE_FLOOR if annotated else None,
         payload=payload, author=author, domain=domain, top_level=top,
         authors=[(a, AUTHOR_LABELS.get(a, a)) for a in authors], domains=domains,
         author_label=AUTHOR_LABELS.get(author, author), levels=table,

@@ -135,7 +135,8 @@ class EstimateFieldsSerializer(serializers.Serializer):
     ci_low = serializers.FloatField(
         allow_null=True,
         help_text="95 % interval: ord and comp (one binomial each): Blaker's interval, at "
-        "least 95 % at every accuracy (the study's 'conservative' option: Clopper-Pearson); "
+        "least 95 % at every accuracy (Clopper-Pearson's from 1 000 events of each kind; the "
+        "study's 'conservative' option: Clopper-Pearson); "
         "the others: likelihood ratio (IVW: Wald) where events are plentiful, else the mid-p "
         "exact interval (conservative option: the conservative one). The same counts always "
         "give the same interval (docs/estimators.md). A method without data is null.")

@@ -19,7 +19,7 @@ The optional interval (``interval=True``) is the profile likelihood of the sente
 patterns, every possible pattern allowed, with the cut-off t² on Satterthwaite's degrees of
 freedom of the delete-one-sentence jackknife (:mod:`estimators.assisted.alpha_likelihood`).
 The jackknife values α₍u₎ come in closed form from the unit sums. Against known agreement
-(docs/coverage.md "Assisted: Krippendorff's alpha", ``python -m estimators.assisted.coverage
+(docs/coverage.md "Assisted: Krippendorff's alpha", ``manage.py coverage_tables assisted
 --alpha``: 20–400 sentences, 2–3 ratings each) it covered 94.6–98.8 % (median 95.5 %)
 where the dashboard shows it without a note; the BCa sentence bootstrap before it
 91.5–97.8 %, and 91.5–93.3 % where raters barely agree (α ≈ 0.2) with three ratings per

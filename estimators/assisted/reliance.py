@@ -33,7 +33,7 @@ Welch–Satterthwaite degrees of freedom of the difference when every rater belo
 (the arms are independent), with their rater-clustered correlation otherwise. The items are
 held fixed (the quantities are "on these items"); arm − baseline differences on the same
 items are little affected by item-to-item variation. Simulated coverage (docs/coverage.md,
-``python -m estimators.assisted.coverage --reliance`` and ``--reliance-columns``): from
+``.venv/bin/python manage.py coverage_tables assisted --reliance`` and ``--reliance-columns``): from
 ``MIN_RELIABLE_RATERS`` (5) raters per arm 93.3–99.2 % with rater effects up to σ = 1 on the
 log-odds scale; the first interval of issue 18 (CR1, t on G − 1) fell to 92.6 % with very
 unequal raters, and the rater-clustered percentile bootstrap before it covered 79–94 %. Time
@@ -73,7 +73,7 @@ from estimators.numerics.clustered import (
 from estimators.numerics.units import unit_differences, unit_means
 
 # From this many raters per arm the intervals cover at least 93 % of the time
-# (docs/coverage.md "Assisted: reliance with few raters", ``python -m estimators.assisted.coverage
+# (docs/coverage.md "Assisted: reliance with few raters", ``manage.py coverage_tables assisted
 # --reliance``: rater effects up to σ = 1 on the log-odds scale;
 # tests/estimators/assisted/test_coverage.py checks 5); with fewer the dashboard says an
 # arm's intervals are unreliable.

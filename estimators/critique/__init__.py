@@ -1,6 +1,6 @@
 """Recursive critique (METHODS.md M3; paper 002): the study's records, its chain structure,
 the effort-matched and naive voting baselines, and the level tables with intervals
-clustered by question. Pure numpy/scipy.
+clustered by question and annotator. Pure numpy/scipy.
 
     study = CritiqueStudy.from_records(questions, outputs)   # records.py (checks them)
     report = critique_report(study, seed=study_seed)          # report.py (Tables 1–3, 5)
@@ -8,13 +8,16 @@ clustered by question. Pure numpy/scipy.
 
 Modules: ``records`` (data model and validation), ``tree`` (parents, sibling groups,
 ancestor pairs), ``votes`` (effort, majority with seeded ties, the two baselines),
-``report`` (the tables); intervals (clustered Wilson / t / Newcombe) from
-``estimators.numerics.clustered``.
+``report`` (the tables), ``influence`` (what each annotator contributes to a figure),
+``coverage`` (the intervals' coverage against exact truth: ``python -m
+estimators.critique.coverage``); intervals (Wilson / t / Newcombe clustered by question
+and annotator) from ``estimators.numerics.crossed``.
 """
 
 from estimators.critique.records import CritiqueStudy, OutputRecord, QuestionRecord
 from estimators.critique.report import (
     INPUT_KINDS,
+    MIN_RELIABLE_ANNOTATORS,
     CritiqueReport,
     HumanAiRow,
     InputPairRow,
@@ -40,6 +43,7 @@ from estimators.numerics.clustered import (
 
 __all__ = [
     "INPUT_KINDS",
+    "MIN_RELIABLE_ANNOTATORS",
     "CritiqueReport",
     "CritiqueStudy",
     "HumanAiRow",

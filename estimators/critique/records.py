@@ -17,6 +17,9 @@ the field and the problem):
   responses carry the same ``tree``) and a critique's own ``tree``, if given, is its
   responses'. Without numbers (None) all outputs of a question form one tree — the
   platform's studies, which grow one tree per question;
+* ``annotator`` (optional, default None) identifies the person who wrote the output (an
+  integer ≥ 0; None for the AI's outputs or when unknown): the intervals cluster by it as
+  well as by question (``estimators.numerics.crossed``);
 * ``final`` and ``gold`` are option indices ≥ 0 or None; ``choice`` is 0 (parent_a is
   better), 1 (parent_b) or None (neither); ``confidence`` is in [1, 5] or None;
   ``time_ms`` is finite and ≥ 0 or None; ``author`` is "human" or "ai".
@@ -49,7 +52,8 @@ class OutputRecord(NamedTuple):
     """A response or critique. ``choice`` indexes the stored pair (0 = parent_a, 1 =
     parent_b, None = neither), not the order the inputs were shown in. ``tree``: which
     repetition of the question's tree the output belongs to (None: the question's one
-    tree); records may omit it (ten fields)."""
+    tree); ``annotator``: who wrote it (None: the AI, or unknown). Records may omit the
+    trailing optional fields (ten or eleven fields)."""
 
     id: int
     question: int
@@ -62,9 +66,10 @@ class OutputRecord(NamedTuple):
     time_ms: float | None
     author: str
     tree: int | None = None
+    annotator: int | None = None
 
 
-OPTIONAL_FIELDS = ("tree",)  # trailing fields a record may omit (None)
+OPTIONAL_FIELDS = ("tree", "annotator")  # trailing fields a record may omit (None)
 _INT_TYPES = (int, np.integer)
 _REAL_TYPES = (int, float, np.integer, np.floating)
 
@@ -216,6 +221,7 @@ class CritiqueStudy:
     time_ms: np.ndarray
     is_ai: np.ndarray
     tree: np.ndarray  # the record's tree number, −1 where not given
+    annotator: np.ndarray  # who wrote the output, −1 where not given (the AI, unknown)
 
     @property
     def n_questions(self) -> int:
@@ -257,7 +263,7 @@ class CritiqueStudy:
         _first_duplicate(question_id, "questions")
 
         (o_id, o_question, o_level, o_pa, o_pb, o_final, o_choice, o_conf, o_time,
-         o_author, o_tree) = _columns(outputs, OutputRecord._fields, "outputs",
+         o_author, o_tree, o_annotator) = _columns(outputs, OutputRecord._fields, "outputs",
                                       OPTIONAL_FIELDS)
         output_id = _int_column(o_id, _Where("outputs"), "id", optional=False)
         where = _Where("outputs", o_id)
@@ -275,6 +281,7 @@ class CritiqueStudy:
         confidence = _real_column(o_conf, where, "confidence", 1.0, 5.0)
         time_ms = _real_column(o_time, where, "time_ms", 0.0, math.inf)
         tree = _int_column(o_tree, where, "tree", optional=True)
+        annotator = _int_column(o_annotator, where, "annotator", optional=True)
         if not set(o_author) <= set(AUTHORS):
             i = next(i for i, a in enumerate(o_author) if a not in AUTHORS)
             raise ValueError(f"{where(i)}: field 'author' must be 'human' or 'ai', got "
@@ -296,14 +303,14 @@ class CritiqueStudy:
                     domains=domains, output_id=output_id,
                     output_question=q_row.astype(np.int64), level=level, parent_a=parent_a,
                     parent_b=parent_b, final=final, choice=choice, confidence=confidence,
-                    time_ms=time_ms, is_ai=is_ai, tree=tree)
+                    time_ms=time_ms, is_ai=is_ai, tree=tree, annotator=annotator)
         _first_duplicate(study.output_id, "outputs")
         _check_tree(study)
         _check_tree_numbers(study)
         _readonly(study.question_id, study.gold, study.domain_index, study.output_id,
                   study.output_question, study.level, study.parent_a, study.parent_b,
                   study.final, study.choice, study.confidence, study.time_ms, study.is_ai,
-                  study.tree)
+                  study.tree, study.annotator)
         return study
 
     def question_records(self) -> list[QuestionRecord]:
@@ -320,11 +327,11 @@ class CritiqueStudy:
 
         return [OutputRecord(int(o), int(self.question_id[q]), int(lv), opt(a), opt(b),
                              opt(f), opt(c), num(cf), num(t), "ai" if ai else "human",
-                             opt(tr))
-                for o, q, lv, a, b, f, c, cf, t, ai, tr in zip(
+                             opt(tr), opt(an))
+                for o, q, lv, a, b, f, c, cf, t, ai, tr, an in zip(
                     self.output_id, self.output_question, self.level, self.parent_a,
                     self.parent_b, self.final, self.choice, self.confidence, self.time_ms,
-                    self.is_ai, self.tree, strict=True)]
+                    self.is_ai, self.tree, self.annotator, strict=True)]
 
 
 def _first_duplicate(ids: np.ndarray, what: str) -> None:

@@ -45,7 +45,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from estimators.critique.records import CritiqueStudy, OutputRecord, QuestionRecord
+from estimators.critique.records import (
+    OPTIONAL_FIELDS,
+    CritiqueStudy,
+    OutputRecord,
+    QuestionRecord,
+)
 
 MODES = ("human", "ai", "human_ai")
 LOG_SD_TIME = 0.4
@@ -68,6 +73,7 @@ class CritiqueDesign:
     unparsed_rate: float = 0.0
     gold_share: float = 1.0
     input_weight: float = 0.6
+    n_annotators: int | None = None
 
     @property
     def top_level(self) -> int:
@@ -114,6 +120,12 @@ class CritiqueDesign:
                 raise ValueError(f"{name}: must lie in [0, 1], got {getattr(self, name)}")
         if self.spread < 0:
             raise ValueError(f"spread: must be ≥ 0, got {self.spread}")
+        if self.n_annotators is not None:
+            need = (max(self.human_counts or (0,)) if self.mode == "human_ai"
+                    else max(c + 2 * lv for lv, c in enumerate(self.counts)))
+            if self.mode != "ai" and self.n_annotators < need:
+                raise ValueError(f"n_annotators: these counts need at least {need} "
+                                 f"annotators, got {self.n_annotators}")
         if not self.domains:
             raise ValueError("domains: need at least one")
 
@@ -144,12 +156,15 @@ class _Builder:
     def __init__(self, n_questions: int) -> None:
         self.next_id = 1
         self.cols: dict[str, list[np.ndarray]] = {k: [] for k in OutputRecord._fields
-                                             if k != "tree"}
+                                             if k not in OPTIONAL_FIELDS}
+        self.annotator: list[np.ndarray] = []
         self.n_questions = n_questions
 
     def add(self, level: int, finals: np.ndarray, choice: np.ndarray, parents: np.ndarray,
-            confidence: np.ndarray, time_ms: np.ndarray, ai: bool) -> np.ndarray:
-        """Append a Q × count block; returns its ids (Q × count)."""
+            confidence: np.ndarray, time_ms: np.ndarray, ai: bool,
+            who: np.ndarray | None = None) -> np.ndarray:
+        """Append a Q × count block (``who``: the annotators, Q × count, or None); returns
+        its ids (Q × count)."""
         q_n, count = finals.shape
         ids = self.next_id + np.arange(q_n * count).reshape(q_n, count)
         self.next_id += q_n * count
@@ -164,6 +179,7 @@ class _Builder:
         c["confidence"].append(confidence.ravel())
         c["time_ms"].append(time_ms.ravel())
         c["author"].append(np.full(q_n * count, ai))
+        self.annotator.append(np.full(q_n * count, -1) if who is None else who.ravel())
         return ids
 
 
@@ -233,19 +249,36 @@ def simulate_critique(design: CritiqueDesign, seed: int) -> SimulatedCritique:
     chain_p = p_ai if p_ai is not None else p_main
     none2 = np.full((q_n, 2), -1)
     chain_inputs = None  # (finals, correct, π_q, ids) of the chain pair of the level below
+    order = None
+    if design.n_annotators is not None:  # a separate stream: the outputs stay the same
+        arng = np.random.default_rng([seed, 1])
+        order = np.argsort(arng.random((n_lv, q_n, design.n_annotators)), axis=-1)
+
+    def who(lv: int, count: int, chain: bool) -> np.ndarray | None:
+        """The platform's rule: output i of level l of the chain by annotator π[2l + i] of
+        the question (nobody critiques a chain holding their output, nor writes twice at a
+        level); human outputs beside an AI chain by π[i] of a fresh order per level."""
+        if order is None or (chain and chain_ai):
+            return None
+        start = 2 * lv if chain else 0
+        return order[0 if chain else lv, :, start:start + count]
+
     for lv in range(n_lv):
         blk = _block(rng, design, lv, design.counts[lv], chain_p[:, lv], gold,
                      None if chain_inputs is None else chain_inputs[:3])
         parents = none2 if chain_inputs is None else chain_inputs[3]
-        ids = b.add(lv, blk[0], blk[1], parents, blk[3], blk[4], chain_ai)
+        ids = b.add(lv, blk[0], blk[1], parents, blk[3], blk[4], chain_ai,
+                    who(lv, design.counts[lv], True))
         if design.mode == "human_ai" and design.human_counts is not None \
                 and design.human_counts[lv] > 0:
             hb = _block(rng, design, lv, design.human_counts[lv], p_main[:, lv], gold,
                         None if chain_inputs is None else chain_inputs[:3])
-            b.add(lv, hb[0], hb[1], parents, hb[3], hb[4], False)
+            b.add(lv, hb[0], hb[1], parents, hb[3], hb[4], False,
+                  who(lv, design.human_counts[lv], False))
         if lv + 1 < n_lv:
             chain_inputs = (blk[0][:, :2], blk[2][:, :2], chain_p[:, lv], ids[:, :2])
     c = {k: np.concatenate(v) for k, v in b.cols.items()}
+    c["annotator"] = np.concatenate(b.annotator)
     domains = design.domains
     questions = [QuestionRecord(int(q), int(gold[q]) if has_gold[q] else None,
                                 domains[q % len(domains)]) for q in range(q_n)]
@@ -254,11 +287,11 @@ def simulate_critique(design: CritiqueDesign, seed: int) -> SimulatedCritique:
         return None if x < 0 else int(x)
 
     outputs = [OutputRecord(int(i), int(q), int(lv), opt(a), opt(pb), opt(f), opt(ch),
-                            float(cf), float(t), "ai" if ai else "human")
-               for i, q, lv, a, pb, f, ch, cf, t, ai in zip(
+                            float(cf), float(t), "ai" if ai else "human", None, opt(who_))
+               for i, q, lv, a, pb, f, ch, cf, t, ai, who_ in zip(
                    c["id"], c["question"], c["level"], c["parent_a"], c["parent_b"],
                    c["final"], c["choice"], c["confidence"], c["time_ms"], c["author"],
-                   strict=True)]
+                   c["annotator"], strict=True)]
     study = CritiqueStudy.from_records(questions, outputs)
     return SimulatedCritique(study=study, design=design, question_accuracy=p_main,
                              ai_question_accuracy=p_ai, records=(questions, outputs))

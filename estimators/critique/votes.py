@@ -223,3 +223,37 @@ def _concat(parts: list[tuple[np.ndarray, ...]], width: int) -> tuple[np.ndarray
             np.zeros((0, width), dtype=np.int64), np.zeros(0, dtype=bool))
     return tuple(np.concatenate([p[i] for p in parts]).astype(
         bool if i == 4 else np.int64) for i in range(5))
+
+
+def _gold_wins(counts: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """P(``gold`` is drawn as the plurality of ``counts`` (…, K), ties uniform)."""
+    best = counts.max(axis=-1)
+    g = np.take_along_axis(counts, gold[..., None], axis=-1)[..., 0]
+    ties = (counts == best[..., None]).sum(axis=-1)
+    return np.where((g == best) & (best > 0), 1.0 / np.maximum(ties, 1), 0.0)
+
+
+def pivots(finals: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """How much each voter's answer moves a majority vote: for voter i of row m,
+    P(the vote is right | i answers gold) − P(the vote is right | i answers the wrong
+    option the other voters back most; a new wrong option if they back none), the others'
+    answers as they are (ties uniform; −1 = no vote). Rows of ``finals`` (m, width),
+    ``gold`` (m,) the right option; 0 for the −1 entries. The linearisation of a vote in
+    its voters' correctness that the annotator-clustered intervals use
+    (``estimators.critique.report``)."""
+    finals = np.asarray(finals, dtype=np.int64)
+    gold = np.asarray(gold, dtype=np.int64)
+    m, width = finals.shape
+    if m == 0 or width == 0:
+        return np.zeros(finals.shape)
+    k = int(max(finals.max(), gold.max())) + 2  # + a fresh wrong option
+    onehot = (finals[:, :, None] == np.arange(k))  # (m, w, k); −1 rows all False
+    others = onehot.sum(axis=1)[:, None, :] - onehot  # (m, w, k)
+    g = np.broadcast_to(gold[:, None], (m, width))
+    is_gold = np.arange(k) == g[..., None]
+    wrong_counts = np.where(is_gold, -1, others)
+    wrong_counts[..., k - 1] = np.where(wrong_counts.max(axis=-1) > 0, -1, 0)
+    worst = np.argmax(wrong_counts, axis=-1)
+    with_gold = _gold_wins(others + is_gold, g)
+    with_wrong = _gold_wins(others + (np.arange(k) == worst[..., None]), g)
+    return np.where(finals >= 0, with_gold - with_wrong, 0.0)

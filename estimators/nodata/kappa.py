@@ -15,7 +15,7 @@ p̃ = (n_ck + ½) / (n + K²/2), and the interval is κ̃ ± z·SE, widened if n
 the reported κ̂ (of the table itself) and cut to [−1, 1]. The plain Wald interval around κ̂
 collapses where a table has few off-diagonal or minority counts (κ̂ = 1 gives [1, 1]) and
 covered 29–88 % with 20–100 datapoints at prevalences of 0.8–0.95 (exact sums over every
-2 × 2 table: docs/coverage.md "Audits: Cohen's κ", ``python -m estimators.nodata.coverage
+2 × 2 table: docs/coverage.md "Audits: Cohen's κ", ``manage.py coverage_tables nodata
 --kappa``). Where either side gave its less common label fewer than ``MIN_KAPPA_MINORITY``
 times (``n_minority``), no interval keeps the promise (κ rests on a handful of datapoints):
 the audit page says so. κ is undefined (NaN) when p_e = 1 (both raters gave one and the same

@@ -1,7 +1,8 @@
 """Cluster-robust intervals with a small-cluster correction (closed form, deterministic):
-the critique tables (clusters = questions, ``estimators.critique.report``: CR1) and the
-assisted reliance figures (clusters = raters, ``estimators.assisted.reliance``: CR2, below)
-use this one mechanism.
+the assisted reliance figures (clusters = raters, ``estimators.assisted.reliance``: CR2,
+below) use this mechanism, and the critique tables its two-way form (clusters = questions
+and annotators at once, CR1: ``estimators.numerics.crossed``, on the same Wilson and
+Newcombe steps, :func:`wilson_bounds` and :func:`newcombe_bounds`).
 
 Observations of one cluster are not independent (a hard question is hard for all seven
 responders; a lenient rater is lenient on every sentence), so every interval treats the
@@ -72,7 +73,7 @@ MOVER interval over-covers: 97–99 % at 5 raters per arm); with questions in co
 side keeps its own and the correlation comes from the CR2-adjusted residuals.
 
 Rater-clustered coverage (reliance, 3–20 raters per arm; CR1 and CR2): docs/coverage.md,
-from ``python -m estimators.assisted.coverage --reliance``.
+from ``.venv/bin/python manage.py coverage_tables assisted --reliance``.
 """
 
 from __future__ import annotations
@@ -215,6 +216,13 @@ def wilson_t_bounds(p: np.ndarray, variance: np.ndarray, total_n: np.ndarray, g:
     [0, 1] with G < 2; NaN with N = 0). Vectorised over cells."""
     g = np.asarray(g)
     return _wilson_bounds(p, variance, total_n, g, _quantile(interval_level, g - 1.0))
+
+
+def wilson_bounds(p: np.ndarray, variance: np.ndarray, total_n: np.ndarray, g: np.ndarray,
+                  c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`wilson_t_bounds` with the multiplier ``c`` given (a t quantile on other
+    degrees of freedom: the question × annotator intervals, ``estimators.numerics.crossed``)."""
+    return _wilson_bounds(p, variance, total_n, g, c)
 
 
 def _wilson_bounds(p: np.ndarray, variance: np.ndarray, total_n: np.ndarray, g: np.ndarray,

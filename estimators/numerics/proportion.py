@@ -16,7 +16,7 @@ their exact coverage (a sum over every outcome; no simulation).
   usual (Blaker; R's ``exactci``) the interval reported is the hull of {p : acc > α}:
   its ends are the first p, searched from the Clopper–Pearson end towards s/n on a grid of
   ``BLAKER_GRID`` points (cubically dense at that end, where narrow islands of
-  acceptability sit) and refined by bisection, where acc exceeds α. Outcomes are
+  acceptability sit) and refined by finer grids, where acc exceeds α. Outcomes are
   compared with a relative tolerance ``BLAKER_TOLERANCE`` (ties in γ up to rounding).
 * :func:`mid_p` — the tails with the observed outcome weighing ½ inverted at α/2 each:
   about 1 − α on average over p, below it at many p on small samples.
@@ -33,6 +33,10 @@ from scipy import special, stats
 BLAKER_TOLERANCE = 1e-7
 BLAKER_GRID = 96
 BISECTION_STEPS = 44
+# Blaker's ends: after the first grid, rounds of REFINE_POINTS − 1 new points each (a
+# bracket shrinks 4-fold a round: 26 rounds take 0.1 below 1e-16)
+REFINE_POINTS = 5
+REFINE_ROUNDS = 26
 
 
 def _check(s, n, confidence: float) -> tuple[np.ndarray, np.ndarray, float]:
@@ -92,15 +96,35 @@ def mid_p(s, n, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _search(predicate, lo, hi):
+def _search(predicate, lo, hi, guess=None):
     """For integer brackets lo ≤ hi (arrays) and a predicate monotone from False to True
-    on [lo, hi] that holds at hi: the smallest x in [lo, hi] where it holds."""
+    on [lo, hi] that holds at hi: the smallest x in [lo, hi] where it holds. A ``guess``
+    (say a quantile) is checked first — kept where the predicate holds there and not one
+    below (or it is lo) — and bisection runs only for the rows it misses."""
     lo, hi = lo.astype(np.int64), hi.astype(np.int64)
+    if guess is not None:
+        g = np.clip(np.nan_to_num(guess, nan=-1.0), lo, hi).astype(np.int64)
+        right = predicate(g) & ((g == lo) | ~predicate(np.maximum(g - 1, lo)))
+        if right.all():
+            return g
+        found = _search(_rows(predicate, ~right), lo[~right], hi[~right])
+        return np.where(right, g, np.zeros_like(g)) + _scatter(found, ~right, g.shape)
     while (lo < hi).any():
         mid = (lo + hi) // 2
         ok = predicate(mid)
         lo, hi = np.where(ok | (lo >= hi), lo, mid + 1), np.where(ok & (lo < hi), mid, hi)
     return lo
+
+
+def _rows(predicate, keep):
+    """``predicate`` restricted to the rows ``keep`` (its arrays are indexed by row)."""
+    return lambda x: predicate(_scatter(x, keep, keep.shape))[keep]
+
+
+def _scatter(values, keep, shape):
+    out = np.zeros(shape, dtype=np.asarray(values).dtype)
+    out[keep] = values
+    return out
 
 
 def blaker_acceptability(p, s, n) -> np.ndarray:
@@ -119,23 +143,41 @@ def blaker_acceptability(p, s, n) -> np.ndarray:
         # s in its lower tail: the first x in (s, n + 1] with P(X ≥ x) ≤ level (n + 1:
         # none)
         p_, n_, lv = p[lt], n[lt], level[lt]
-        x_hi = _search(lambda x: 1 - _cdf(x - 1, n_, p_) <= lv, s[lt] + 1, n_ + 1)
+        with np.errstate(invalid="ignore"):  # the quantile, checked (bisection if missed)
+            guess = np.ceil(special.bdtrik(1 - lv, n_, p_)) + 1
+        x_hi = _search(lambda x: 1 - _cdf(x - 1, n_, p_) <= lv, s[lt] + 1, n_ + 1, guess)
         acc[lt] = left[lt] + (1 - _cdf(x_hi - 1, n_, p_))
     if ut.any():
         # s in its upper tail: the last x in [−1, s) with P(X ≤ x) ≤ level, i.e. one
         # below the first x in [0, s] with P(X ≤ x) > level (P(X ≤ s) > level there)
         p_, n_, lv = p[ut], n[ut], level[ut]
-        x_lo = _search(lambda x: _cdf(x, n_, p_) > lv, np.zeros(lv.shape), s[ut]) - 1
+        with np.errstate(invalid="ignore"):
+            guess = np.ceil(special.bdtrik(lv, n_, p_))
+        x_lo = _search(lambda x: _cdf(x, n_, p_) > lv, np.zeros(lv.shape), s[ut], guess) - 1
         acc[ut] = right[ut] + _cdf(x_lo, n_, p_)
     return np.minimum(acc, 1.0)
 
 
-def blaker(s, n, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Blaker's interval (module docstring): the hull of {p : acc(p, s) > α}. Each end is
+def blaker(s, n, confidence: float = 0.95, *, clopper_pearson_from: float | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Blaker's interval (module docstring): the hull of {p : acc(p, s) > α}.
+    ``clopper_pearson_from``: outcomes with at least that many events of each kind
+    (min(s, n − s)) take Clopper–Pearson's interval instead — equally at least 1 − α at
+    every p, and within 0.6 % of Blaker's width from 1 000 events (both ends within 3e-4
+    of Blaker's there), at a thousandth of the cost. Each end is
     searched from the Clopper–Pearson end towards s/n on ``BLAKER_GRID`` points, then
-    bisected between the last grid point outside and the first inside (to 1e-15 of the
-    crossing found)."""
+    refined between the last grid point outside and the first inside by finer grids of
+    ``REFINE_POINTS`` (the first point inside each time, to rounding)."""
     s, n, alpha = _check(s, n, confidence)
+    if clopper_pearson_from is not None:
+        plenty = np.minimum(s, n - s) >= clopper_pearson_from
+        if plenty.any():
+            cp_lo, cp_hi = clopper_pearson(s, n, confidence)
+            if plenty.all():
+                return cp_lo, cp_hi
+            b_lo, b_hi = blaker(s[~plenty], n[~plenty], confidence)
+            return (_scatter(b_lo, ~plenty, s.shape) + np.where(plenty, cp_lo, 0.0),
+                    _scatter(b_hi, ~plenty, s.shape) + np.where(plenty, cp_hi, 0.0))
     if s.size > 1:  # each distinct outcome once (simulations repeat outcomes)
         pairs, inverse = np.unique(np.stack([s.ravel(), n.ravel()], axis=1), axis=0,
                                    return_inverse=True)
@@ -167,10 +209,23 @@ def _blaker_end(s, n, alpha: float, start, p_hat) -> np.ndarray:
     inner = grid[rows, first]
     lo, hi = outer.copy(), inner.copy()  # lo: last point outside, hi: first inside
     needs = first > 0
-    for _ in range(BISECTION_STEPS):
-        mid = (lo + hi) / 2
-        ok = blaker_acceptability(mid, s_f, n_f) > alpha
-        hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid)
+    # refine [lo, hi] by a grid of REFINE_POINTS at a time, keeping the first point inside
+    # and the one before it, until the bracket is down to rounding (a quarter of the
+    # sequential calls of bisection, for the first point inside as it finds it)
+    fractions = np.linspace(0.0, 1.0, REFINE_POINTS)[1:]
+    for _ in range(REFINE_ROUNDS):
+        # each row stops on its own (a row's result never depends on the others')
+        active = needs & (np.abs(hi - lo) > 4e-16 * np.maximum(np.abs(hi), 1e-300))
+        if not active.any():
+            break
+        points = lo[:, None] + (hi - lo)[:, None] * fractions[None, :]
+        points[:, -1] = hi  # the known inside point, exactly
+        ok = blaker_acceptability(points, s_f[:, None], n_f[:, None]) > alpha
+        ok[:, -1] = True
+        j = np.argmax(ok, axis=1)
+        new_hi = points[rows, j]
+        new_lo = np.where(j > 0, points[rows, np.maximum(j - 1, 0)], lo)
+        lo, hi = np.where(active, new_lo, lo), np.where(active, new_hi, hi)
     end = np.where(needs, hi, inner)
     return end.reshape(np.shape(s))
 

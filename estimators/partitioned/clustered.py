@@ -36,6 +36,11 @@ w (S_o,i − Â_o n_o,i)/n_o + (1 − w)(K−1)(S_c,i − q̂ n_c,i)/n_c carry t
 two sources within an item (their Wald interval uses it; their exact cells the joint
 effective counts).
 
+A sandwich from G items is itself estimated: every design effect taken from one is
+multiplied by G/(G−1)·(t_{G−1}/z)² (:func:`small_sample_factor`, the cluster-robust
+variance's CR1 factor and a Student t quantile on G − 1 degrees of freedom), 1.035 with
+100 items.
+
 Design effects may fall below 1 (an item's complementary labels are negatively correlated:
 at most one of them hits a wrong prediction). Where the ML estimate is 1 the sandwich is
 0/0 (no error was seen): the design effect then is its expectation under the protocol as A
@@ -52,7 +57,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
-from scipy import sparse
+from scipy import sparse, stats
 
 from estimators.partitioned.accuracy import (
     METHODS,
@@ -200,22 +205,53 @@ def mixture_variance(c: Clusters, k: int, w) -> np.ndarray:
 @dataclass(frozen=True)
 class DesignEffects:
     """Per cell: of the ordinary proportion, of the complementary one, of the joint score;
-    and the sums of the mixtures' influence terms (:func:`mixture_variance`)."""
+    and the sums of the mixtures' influence terms (:func:`mixture_variance`) — each with
+    the small-sample factor ``small_sample`` (:func:`small_sample_factor`) in it wherever
+    it comes from a sandwich over items (not the ordinary proportion's, whose items hold
+    one label each: there the sandwich is the binomial variance exactly)."""
 
     ordinary: np.ndarray
     complementary: np.ndarray
     joint: np.ndarray
     influence: tuple[np.ndarray, np.ndarray, np.ndarray]
+    small_sample: np.ndarray | float = 1.0
 
 
-def design_effects(c: Clusters, k: int) -> DesignEffects:
+def small_sample_factor(items, confidence: float = 0.95) -> np.ndarray:
+    """G/(G−1) · (t_{G−1}/z)²: the sandwich's usual correction for G clusters (items with
+    labels) — the G/(G−1) of the cluster-robust variance (CR1) and a Student t quantile on
+    G − 1 degrees of freedom in place of the normal one, folded into the design effect so
+    that both the likelihood-ratio and the exact intervals of the effective counts take it.
+    1.035 at G = 100, 1.012 at 300, 1.003 at 1 000; 1 below two items. Without it ML and IVW
+    covered 94.6 % on average over the 100-item cells of docs/coverage.md (93.5 % at K = 3,
+    Q = 2, A = 0.9): the sandwich from 100 items is itself uncertain."""
+    g = np.asarray(items, dtype=float)
+    alpha = 1 - confidence
+    safe = np.maximum(g, 2.0)
+    factor = (safe / (safe - 1)
+              * (stats.t.ppf(1 - alpha / 2, safe - 1) / stats.norm.ppf(1 - alpha / 2)) ** 2)
+    return np.where(g >= 2, factor, 1.0)
+
+
+def design_effects(c: Clusters, k: int, confidence: float = 0.95) -> DesignEffects:
+    """Every design effect of :func:`estimate_clustered` at once (module docstring), with
+    the small-sample factor of the cell's items with labels (:func:`small_sample_factor`)."""
     n_o, s_o, n_c, s_c = c.totals()
+    n_ord, n_comp = np.asarray(c.n_ord, float), np.asarray(c.n_comp, float)
+    labelled = np.broadcast_to(((n_ord + n_comp) > 0).sum(axis=0), n_o.shape)
+    factor = small_sample_factor(labelled, confidence)
+    # one ordinary label per item at most (K ≥ 3): its sandwich is exactly the binomial's
+    ordinary = proportion_design_effect(c.n_ord, c.s_ord)
+    if n_ord.size and n_ord.max() > 1:
+        ordinary = ordinary * factor
+    oo, oc, cc = _influence(c, k)
     return DesignEffects(
-        ordinary=proportion_design_effect(c.n_ord, c.s_ord),
-        complementary=(proportion_design_effect(c.n_comp, c.s_comp) if k >= 3
+        ordinary=ordinary,
+        complementary=(proportion_design_effect(c.n_comp, c.s_comp) * factor if k >= 3
                        else np.ones(n_o.shape)),
-        joint=ml_design_effect(c, k, ml_accuracy(n_o, s_o, n_c, s_c, k)),
-        influence=_influence(c, k),
+        joint=ml_design_effect(c, k, ml_accuracy(n_o, s_o, n_c, s_c, k)) * factor,
+        influence=(oo * factor, oc * factor, cc * factor),
+        small_sample=factor,
     )
 
 
@@ -233,7 +269,7 @@ def estimate_clustered(c: Clusters, k: int, method: str = "ml", confidence: floa
     if method not in METHODS:
         raise ValueError(f"method: unknown '{method}' (one of {', '.join(METHODS)})")
     n_o, s_o, n_c, s_c = c.totals()
-    d = design_effects(c, k) if effects is None else effects
+    d = design_effects(c, k, confidence) if effects is None else effects
     common = {"confidence": confidence, "interval": interval, "u": u, "rng": rng}
     if method == "ord":
         return estimate(n_o / d.ordinary, s_o / d.ordinary, 0.0 * n_c, 0.0 * s_c, k, "ord",

@@ -52,3 +52,27 @@ def test_every_table_names_the_command_that_writes_it():
             assert command in commands, f"{heading}: manage.py {command}"
         assert re.search(r"python -m [\w.]+|manage\.py \w+|by the same command", section)
 
+
+
+def test_the_approximate_note_quotes_what_the_tables_show():
+    """The dashboard's note (and the guides) quote APPROXIMATE_BELOW and
+    APPROXIMATE_COVERAGE: every figure of the partitioned tables that most studies mark
+    approximate (†, or the one-query grid's "note" column ≥ 50 %) lies in that range, and
+    the hand-kept section and the managers' guide say the same numbers."""
+    from estimators.partitioned.intervals import APPROXIMATE_BELOW, APPROXIMATE_COVERAGE
+
+    text = DOC.read_text()
+    low, high = (round(100 * x) for x in APPROXIMATE_COVERAGE)
+    marked = [float(v) for v in re.findall(r"\| (\d+\.\d)(?: [↑↓])? † \(", text)]
+    grid = section_text(text, "## Partitioned, one query per item: every cell of the ML grid")
+    for row in grid.splitlines()[6:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        if len(cells) > 6 and cells[6].endswith("%") and float(cells[6][:-2]) >= 50:
+            marked.append(float(cells[4].split()[0]))
+    assert len(marked) > 20
+    assert low <= min(marked) and max(marked) <= high, (min(marked), max(marked))
+    hand = section_text(text, APPROXIMATE)
+    assert f"**{APPROXIMATE_BELOW}** (`APPROXIMATE_BELOW`)" in hand
+    assert f"**{low}–{high} %**" in hand
+    manager = (DOC.parent / "manager.md").read_text()
+    assert f"fewer than {APPROXIMATE_BELOW} events" in manager and f"{low}–{high} %" in manager

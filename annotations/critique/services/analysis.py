@@ -1,13 +1,15 @@
 """A critique study's analysis: its records read in two queries, the tables of
 ``estimators.critique.critique_report`` (the paper's Tables 1–3 and 5, per level and
-domain, intervals clustered by question), progress and position counts, stored as an
-``EstimateSnapshot`` (the same snapshots, scheduling and health as every study:
+domain, intervals clustered by question and annotator), progress and position counts,
+stored as an ``EstimateSnapshot`` (the same snapshots, scheduling and health as every study:
 ``services.recompute``, where this module registers the critique kind).
 
 The estimators see each output as ``OutputRecord(id, question, level, parent_a, parent_b,
-final, choice, confidence, time_ms, author)`` with parent_a / parent_b = the inputs in the
-order the writer saw them, so ``choice`` 0 = the input shown first, 1 = second; "neither"
-and an unparseable AI choice are both None there (the snapshot counts unparseable choices
+final, choice, confidence, time_ms, author, tree=None, annotator)`` — ``annotator`` the
+writer's user id (None for the AI's outputs), so that the intervals cluster by annotator as
+well as by question — with parent_a / parent_b = the inputs in the order the writer saw
+them, so ``choice`` 0 = the input shown first, 1 = second; "neither" and an unparseable AI
+choice are both None there (the snapshot counts unparseable choices
 separately, ``choices``). Ties of the majority votes are broken with the study's seed.
 """
 
@@ -41,11 +43,11 @@ def study_records(study: Study) -> tuple[list[tuple], list[tuple]]:
                      .values_list("id", "gold", "domain"))
     rows = (CritiqueOutput.objects.filter(study=study).exclude(question_id__in=withdrawn)
             .values_list("id", "question_id", "level", "first_id", "second_id", "final",
-                         "choice", "confidence", "time_ms", "author_kind"))
+                         "choice", "confidence", "time_ms", "author_kind", "author_id"))
     code = CHOICE_CODE.get
     outputs = [(i, q, lv, a, b, f, code(c), None if cf is None else float(cf),
-                None if t is None else float(t), who)
-               for i, q, lv, a, b, f, c, cf, t, who in rows]
+                None if t is None else float(t), who, None, user if who == "human" else None)
+               for i, q, lv, a, b, f, c, cf, t, who, user in rows]
     return questions, outputs
 
 

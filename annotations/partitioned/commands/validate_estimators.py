@@ -279,21 +279,11 @@ class Command(BaseCommand):
         """The one-query grid against the band, with the approximate note."""
         low, high = COVERAGE_BAND
         report = band_report((c, "ml", c.coverage, c.approximate) for c in cells)
-        text = (f"**The default interval against {100 * low:.1f}–{100 * high:.1f} %:** "
-                f"{report.inside} of {report.figures} cells inside. ")
-        if report.noted:
-            cov = [f[2] for f in report.noted]
-            text += (f"Outside it where the interval is marked approximate in most outcomes "
-                     f"([few events](#approximate-intervals-few-events)): "
-                     f"{len(report.noted)} cells, {100 * min(cov):.1f}–{100 * max(cov):.1f} %. ")
-        rest = report.unexplained + report.conservative
-        text += f"Outside it otherwise: {len(rest)}"
-        if rest:
-            text += " (" + "; ".join(
-                f"K = {c.k}, A = {c.accuracy}, n_o = {c.n_ord}, n_c = {c.n_comp}: "
-                f"{100 * v:.1f} %, marked in {100 * share:.0f} % of outcomes"
-                for c, _, v, share in rest) + ")"
-        return text + "."
+        return (f"**The default interval against {100 * low:.1f}–{100 * high:.1f} %:** "
+                f"{report.inside} of {report.figures} cells inside. "
+                + _outside_words(report, lambda c, m, v, share: (
+                    f"K = {c.k}, A = {c.accuracy}, n_o = {c.n_ord}, n_c = {c.n_comp}: "
+                    f"{100 * v:.1f} %, marked in {100 * share:.0f} % of outcomes")) + ".")
 
     @staticmethod
     def _table(cells: list, with_items: bool) -> list[str]:
@@ -327,22 +317,10 @@ class Command(BaseCommand):
         text = (f"{report.inside} of {report.figures} coverages within {100 * low:.1f}–"
                 f"{100 * high:.1f} %, range {100 * clustered.min():.1f}–"
                 f"{100 * clustered.max():.1f} %, median {100 * np.median(clustered):.1f} %. ")
-        if report.noted:
-            cov = [f[2] for f in report.noted]
-            text += (f"Outside it with the note (†: most of the cell's studies mark the "
-                     f"interval approximate): {len(report.noted)}, "
-                     f"{100 * min(cov):.1f}–{100 * max(cov):.1f} %. ")
-        if report.conservative:
-            cov = [f[2] for f in report.conservative]
-            text += (f"Above it without the note, the single-source columns (Blaker's "
-                     f"interval, at least 95 % by construction): {len(report.conservative)}, "
-                     f"up to {100 * max(cov):.1f} %. ")
-        text += (f"Outside it otherwise: {len(report.unexplained)}"
-                 + (" (" + "; ".join(f"{m} at K = {c.k}, Q = {c.queries}, A = {c.accuracy}, "
-                                      f"{c.n_items} items: {100 * v:.1f} %"
-                                      for c, m, v, _ in report.unexplained) + ")"
-                    if report.unexplained else "")
-                 + f". Labels taken as independent: range {100 * naive.min():.1f}–"
+        text += _outside_words(report, lambda c, m, v, _: (
+            f"{m} at K = {c.k}, Q = {c.queries}, A = {c.accuracy}, {c.n_items} items: "
+            f"{100 * v:.1f} %"))
+        text += (f". Labels taken as independent: range {100 * naive.min():.1f}–"
                  f"{100 * naive.max():.1f} %.")
         return text
 
@@ -405,6 +383,28 @@ class Command(BaseCommand):
             *self._table(cells, with_items=True),
         ]
         return "\n".join(lines)
+
+
+def _outside_words(report, name) -> str:
+    """A :class:`estimators.partitioned.simulation.BandReport`'s figures outside the band,
+    in words: those most studies mark approximate († in the tables), the single-source
+    columns above it (Blaker's promise: at least 95 %), and every other one by
+    ``name(cell, method, coverage, note share)``."""
+    text = ""
+    if report.noted:
+        cov = [f[2] for f in report.noted]
+        text += (f"Outside it where most studies mark the interval approximate (†, "
+                 f"[few events](#approximate-intervals-few-events)): {len(report.noted)}, "
+                 f"{100 * min(cov):.1f}–{100 * max(cov):.1f} %. ")
+    if report.conservative:
+        cov = [f[2] for f in report.conservative]
+        text += (f"Above it without the mark, the single-source columns (Blaker's interval, "
+                 f"at least 95 % by construction): {len(report.conservative)}, up to "
+                 f"{100 * max(cov):.1f} %. ")
+    text += f"Outside it otherwise: {len(report.unexplained)}"
+    if report.unexplained:
+        text += " (" + "; ".join(name(*f) for f in report.unexplained) + ")"
+    return text
 
 
 __all__ = ["Command", "ESTIMATORS"]

@@ -44,8 +44,8 @@ from estimators.partitioned.accuracy import estimate
 from estimators.partitioned.adjust import (
     binomial_equivalent,
     ipw_class_weights,
+    ipw_effective_counts,
     stratified_estimate,
-    weighted_effective_counts,
 )
 from estimators.partitioned.checks import POWER, detectable_shares, yes_share_test
 from estimators.partitioned.clustered import design_effects, estimate_clustered
@@ -65,9 +65,11 @@ MIN_ROUTED_FOR_IMBALANCE = 20
 def _ipw_estimates(counts, per_group: dict, progress, k: int, interval: str,
                    labels: ItemLabels | None) -> dict[str, list]:
     """ML on inverse-probability-weighted labels (per-class completion weights), the
-    correction for unequal completion across classes: with one query per item through
-    Kish effective sizes, with several through the item-clustered variance of the
-    weighted score (which includes Kish's loss)."""
+    correction for unequal completion across classes: with several queries per item
+    through the item-clustered variance of the weighted score (which includes Kish's
+    loss); with one, from the per-class counts, the weighted totals over the larger of that
+    score's sandwich and its model expectation (estimators.partitioned.adjust.
+    ipw_effective_counts)."""
     answered = np.array([cp.answered for cp in progress], float)
     routed = np.array([cp.routed for cp in progress], float)
     w_class = ipw_class_weights(answered, routed)
@@ -76,21 +78,25 @@ def _ipw_estimates(counts, per_group: dict, progress, k: int, interval: str,
                                  "ml", CONFIDENCE, interval=interval)
     else:
         w_group = w_class[counts.k] if len(counts.k) else np.zeros(0)
-        n_o, s_o = weighted_effective_counts(per_group["n_ord"], per_group["s_ord"], w_group)
-        n_c, s_c = weighted_effective_counts(per_group["n_comp"], per_group["s_comp"],
-                                             w_group)
-        est = estimate(n_o, s_o, n_c, s_c, k, method="ml", confidence=CONFIDENCE,
-                       interval=interval)
+        missing = None  # "no" answers whose system gave no parseable prediction
+        if k >= 3:
+            n = counts.n[:, None] if counts.n.ndim == 1 else counts.n
+            missing = (counts.answer == Query.Answer.NO)[:, None] * (n - counts.present)
+        effective = ipw_effective_counts(per_group["n_ord"], per_group["s_ord"],
+                                         per_group["n_comp"], per_group["s_comp"], w_group,
+                                         k, n_comp_missing=missing)
+        est = estimate(*effective, k, method="ml", confidence=CONFIDENCE, interval=interval)
     return {**{f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
                for f in ("accuracy", "se", "ci_low", "ci_high")},
             "approximate": approximate_column(est)}
 
 
 def _stratified(by_stratum: dict, strata: list, population: dict[str, int], k: int,
-                interval: str) -> dict | None:
+                interval: str, combine_intervals: bool = False) -> dict | None:
     """Per-stratum ML estimates combined with the strata's shares of the study's items
     (estimators.partitioned.adjust.stratified_estimate: the interval from binomial-equivalent
-    counts, each stratum's design effect included)."""
+    counts, each stratum's design effect included; with ``combine_intervals`` — one query
+    per item — the combination of the per-stratum ML intervals instead)."""
     if len(strata) < 2:
         return None
     weights = np.array([population.get(h, 0) for h in strata], float)
@@ -100,7 +106,12 @@ def _stratified(by_stratum: dict, strata: list, population: dict[str, int], k: i
     n_eq = np.array([binomial_equivalent(acc[i], by_stratum[h][0]["n_ord"],
                                          by_stratum[h][0]["n_comp"], k, by_stratum[h][2])
                      for i, h in enumerate(strata)], float)
-    est = stratified_estimate(acc, n_eq, weights, k, CONFIDENCE, interval=interval)
+    limits = None
+    if combine_intervals:
+        limits = tuple(np.array([by_stratum[h][1]["ml"][end] for h in strata], float)
+                       for end in ("ci_low", "ci_high"))
+    est = stratified_estimate(acc, n_eq, weights, k, CONFIDENCE, interval=interval,
+                              stratum_intervals=limits)
     columns = {**{f: np.atleast_1d(np.asarray(getattr(est, f), float)).tolist()
                   for f in ("accuracy", "se", "ci_low", "ci_high")},
                "approximate": approximate_column(est)}
@@ -243,7 +254,8 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
         interval = study.interval_method
         effects = design_effects(clusters, k) if clusters is not None else None
         overall = _estimates_for(totals, k, interval, clusters, effects)
-        design_effect = effects.joint if effects is not None else None
+        # shown and planned with as it is: the small-sample factor is the intervals' own
+        design_effect = effects.joint / effects.small_sample if effects is not None else None
         ipw = _ipw_estimates(counts, per_group, progress, k, interval, labels)
         by_stratum = {}
         for stratum in strata:
@@ -256,7 +268,7 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
                                                          scope_effects),
                                    scope_effects.joint if scope_effects is not None else 1.0)
         stratified = _stratified(by_stratum, strata, study_population(study=study), k,
-                                 interval)
+                                 interval, combine_intervals=labels is None)
         bands = (band_payload(systems=systems, counts=counts, band_counts=band_counts,
                               labels=labels, k=k, interval=interval)
                  if band_counts is not None else {})

@@ -252,7 +252,11 @@ def test_several_queries_per_item_cluster_every_estimator_by_item():
     with the labels taken as independent, the ML one by √d; IPW with equal completion
     equals ML; the point estimates are unchanged."""
     from estimators.partitioned.accuracy import estimate
-    from estimators.partitioned.clustered import Clusters, ml_design_effect
+    from estimators.partitioned.clustered import (
+        Clusters,
+        ml_design_effect,
+        small_sample_factor,
+    )
     from estimators.partitioned.planning import complementary_labels_for_width, plan_labels
 
     study = make_study(k=4, n_items=400, queries_per_item=3, systems={"a": 0.85, "b": 0.5},
@@ -283,7 +287,10 @@ def test_several_queries_per_item_cluster_every_estimator_by_item():
         assert row["design_effect"] == pytest.approx(want, rel=1e-9)
         assert want > 1.05
         plain = {m: estimate(*totals, 4, m) for m in ("ord", "comp", "ivw", "ml")}
-        assert ml["se"] == pytest.approx(float(plain["ml"].se) * np.sqrt(want), rel=1e-9)
+        # the intervals take it with the small-sample factor of the items with labels
+        factor = small_sample_factor(((c.n_ord + c.n_comp) > 0).sum())
+        assert ml["se"] == pytest.approx(float(plain["ml"].se) * np.sqrt(want * factor),
+                                         rel=1e-9)
         for method, est in plain.items():
             assert row["estimates"][method]["accuracy"] == pytest.approx(float(est.accuracy))
         assert row["estimates"]["ivw"]["se"] > float(plain["ivw"].se)
@@ -347,3 +354,72 @@ def test_item_labels_are_every_answered_label_with_its_item_stratum_and_bits():
            for n, i in enumerate(labels.item)]
     assert sorted(got) == sorted(expected)
     assert len(set(labels.item_strata)) == 3
+
+
+def _recount_by_class(study, system, k: int) -> np.ndarray:
+    """Row by row, per class asked: (n_o, S_o, n_c, S_c, complementary labels without a
+    prediction) of one system — METHODS.md M1's sufficient statistics, by class."""
+    preds = dict(Prediction.objects.filter(system=system).values_list("item_id", "position"))
+    out = np.zeros((k, 5))
+    for q in Query.objects.filter(study=study, status="answered", is_quality_check=False):
+        pos = preds.get(q.item_id)
+        if q.answer == "yes":
+            out[q.k, 0] += 1
+            out[q.k, 1] += pos == q.k
+        elif q.answer == "no":
+            out[q.k, 2] += 1
+            out[q.k, 3] += (k - 2) / (k - 1) if pos is None else float(pos != q.k)
+            out[q.k, 4] += pos is None
+    return out
+
+
+def test_one_query_ipw_weighs_the_classes_that_complete_less():
+    """Class 0's specialists fell behind (half its answered queries back to pending): the
+    IPW column is the ML estimate of the labels weighted by r̄/r_k, with the effective
+    counts of estimators.partitioned.adjust.ipw_effective_counts — from a row-by-row
+    recount per class."""
+    from estimators.partitioned.accuracy import estimate
+    from estimators.partitioned.adjust import ipw_class_weights, ipw_effective_counts
+
+    k = 4
+    study = make_study(k=k, n_items=400, systems={"a": 0.8, "b": 0.5}, seed=48)
+    study_simulate(study=study)
+    slow = list(Query.objects.filter(study=study, k=0, status="answered",
+                                     is_quality_check=False).values_list("pk", flat=True))
+    Query.objects.filter(pk__in=slow[::2]).update(status="pending", answer="",
+                                                  answered_at=None)
+    payload = study_recompute(study_id=study.pk).payload
+    assert payload["completion_imbalance"]["warning"] is True
+    routed = np.array([Query.objects.filter(study=study, k=c, is_quality_check=False)
+                       .count() for c in range(k)], float)
+    answered = np.array([Query.objects.filter(study=study, k=c, status="answered",
+                                              is_quality_check=False).count()
+                         for c in range(k)], float)
+    w = ipw_class_weights(answered, routed)
+    assert w[0] > 1.5 > w[1]
+    for row in payload["systems"]:
+        by_class = _recount_by_class(study, AISystem.objects.get(pk=row["id"]), k)
+        n_o, s_o, n_c, s_c, missing = by_class.T
+        want = estimate(*ipw_effective_counts(n_o, s_o, n_c, s_c, w, k,
+                                              n_comp_missing=missing), k, "ml")
+        for field in ("accuracy", "se", "ci_low", "ci_high"):
+            assert row["ipw"][field] == pytest.approx(float(getattr(want, field)), rel=1e-9)
+        assert row["ipw"]["accuracy"] != pytest.approx(row["estimates"]["ml"]["accuracy"])
+
+
+def test_one_query_stratified_interval_combines_the_strata_intervals(simulated):
+    """Σ W_h Â_h ∓ √Σ W_h² (Â_h − bound_h)², from the per-stratum ML figures the dashboard
+    shows and the strata's population shares."""
+    payload = study_recompute(study_id=simulated.pk).payload
+    for row in payload["systems"]:
+        strat = row["stratified"]
+        weights = strat["weights"]
+        assert set(weights) == {"s0", "s1"}
+        acc = {h: row["strata"][h]["accuracy"] for h in weights}
+        centre = sum(weights[h] * acc[h] for h in weights)
+        low = centre - np.sqrt(sum((weights[h] * (acc[h] - row["strata"][h]["ci_low"])) ** 2
+                                   for h in weights))
+        high = centre + np.sqrt(sum((weights[h] * (row["strata"][h]["ci_high"] - acc[h]))
+                                    ** 2 for h in weights))
+        assert strat["accuracy"] == pytest.approx(centre, rel=1e-12)
+        assert (strat["ci_low"], strat["ci_high"]) == pytest.approx((low, high), rel=1e-12)

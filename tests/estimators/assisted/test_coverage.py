@@ -100,7 +100,7 @@ def test_table_command_prints_markdown(capsys):
     assert coverage.main(["--reliance", "--studies", "50", "--resamples", "0"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("## Assisted: reliance with few raters")
-    assert "| 5 |" in out and "python -m estimators.assisted.coverage --reliance" in out
+    assert "| 5 |" in out and ".venv/bin/python manage.py coverage_tables assisted --reliance" in out
     with pytest.raises(SystemExit):
         coverage.main([])
 
@@ -110,7 +110,7 @@ def test_docs_coverage_table_backs_the_constant():
     # raters per arm, with rater effects σ up to 1, no default cell below 93 %
     text = (Path(__file__).resolve().parents[3] / "docs" / "coverage.md").read_text()
     section = text.split("## Assisted: reliance with few raters", 1)[1].split("\n## ", 1)[0]
-    assert "python -m estimators.assisted.coverage --reliance" in section
+    assert ".venv/bin/python manage.py coverage_tables assisted --reliance" in section
     lines = section.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| raters per arm |"))
     end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))

@@ -81,4 +81,4 @@ def test_the_command_prints_its_section(capsys):
     assert coverage.main(["--alpha", "--studies", "4", "--former", "2"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(coverage_alpha.ALPHA_HEADING)
-    assert "python -m estimators.assisted.coverage --alpha --studies 4 --former 2" in out
+    assert "manage.py coverage_tables assisted --alpha --studies 4 --former 2" in out

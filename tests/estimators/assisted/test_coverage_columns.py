@@ -88,4 +88,4 @@ def test_the_command_prints_its_section(capsys):
     assert coverage.main(["--reliance-columns", "--studies", "40"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(coverage_columns.COLUMNS_HEADING)
-    assert "python -m estimators.assisted.coverage --reliance-columns" in out
+    assert ".venv/bin/python manage.py coverage_tables assisted --reliance-columns" in out

@@ -42,4 +42,4 @@ def test_the_command_prints_its_section(capsys):
     assert coverage.main(["--regression", "--studies", "2"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(coverage_regression.REGRESSION_HEADING)
-    assert "python -m estimators.assisted.coverage --regression" in out
+    assert ".venv/bin/python manage.py coverage_tables assisted --regression" in out

@@ -153,5 +153,5 @@ def test_docs_coverage_has_both_sections_from_their_commands():
     for heading, flag in ((sc.HYBRID_HEADING, "--hybrid"),
                           (sc.CALIBRATION_HEADING, "--calibration")):
         section = text.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
-        assert f"python -m estimators.assisted.coverage {flag}" in section
+        assert f".venv/bin/python manage.py coverage_tables assisted {flag}" in section
         assert "| figure |" in section or "| items in the bin |" in section

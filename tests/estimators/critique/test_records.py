@@ -54,7 +54,7 @@ def _with(index, **changes):
     (_with(2, author="robot"), r"outputs\[2\] \(id 12\): field 'author' must be 'human' or 'ai'"),
     (_with(2, level=None), r"outputs\[2\] \(id 12\): field 'level' is required"),
     (_with(2, id=None), r"outputs\[2\]: field 'id' is required"),
-    (GOOD[:2] + [GOOD[2][:9]], r"outputs\[2\]: expected 10 or 11 fields"),
+    (GOOD[:2] + [GOOD[2][:9]], r"outputs\[2\]: expected 10 or 11 or 12 fields"),
     ([GOOD[0]._asdict(), {k: v for k, v in GOOD[1]._asdict().items() if k != "author"}],
      r"outputs\[1\]: missing field 'author'"),
     (GOOD[:1] + ["not a record"], r"outputs\[1\]: a record is a mapping or a tuple"),
@@ -114,3 +114,24 @@ def test_simulated_records_round_trip():
                  "gold", "domain_index"):
         assert np.array_equal(getattr(again, name), getattr(sim.study, name)), name
     assert np.allclose(again.time_ms, sim.study.time_ms)
+
+
+def test_annotators_are_optional_ids_kept_through_a_round_trip():
+    sim = simulate_critique(CritiqueDesign(n_questions=6, n_annotators=8), seed=3)
+    study = sim.study
+    assert (study.annotator >= 0).all() and len(set(study.annotator.tolist())) == 8
+    again = CritiqueStudy.from_records(study.question_records(), study.output_records())
+    assert np.array_equal(again.annotator, study.annotator)
+    # the same outputs with and without annotators (a separate random stream)
+    plain = simulate_critique(CritiqueDesign(n_questions=6), seed=3).study
+    assert (plain.annotator == -1).all() and np.array_equal(plain.final, study.final)
+    # nobody writes twice at a level of a question, nor critiques a chain holding their output
+    for row in np.flatnonzero(study.level > 0):
+        chain = study.chains.ancestors[row][study.chains.ancestors[row] >= 0]
+        assert study.annotator[row] not in set(study.annotator[chain].tolist())
+    q_lv = study.output_question * 10 + study.level
+    for key in np.unique(q_lv):
+        who = study.annotator[q_lv == key]
+        assert len(set(who.tolist())) == len(who)
+    with pytest.raises(ValueError, match=r"outputs\[0\] \(id 10\): field 'annotator' must be"):
+        CritiqueStudy.from_records(QUESTIONS, [GOOD[0]._replace(annotator=-3)] + GOOD[1:])

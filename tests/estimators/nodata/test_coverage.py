@@ -47,7 +47,7 @@ def test_each_flag_writes_its_own_section(tmp_path, monkeypatch):
     assert coverage.main(["--kappa", "--write", str(doc)]) == 0
     text = doc.read_text()
     assert coverage.KAPPA_HEADING in text and coverage.AUDIT_HEADING not in text
-    assert "python -m estimators.nodata.coverage --kappa" in text and "## Other\n\nkept" in text
+    assert ".venv/bin/python manage.py coverage_tables nodata --kappa" in text and "## Other\n\nkept" in text
     assert coverage.main(["--success-rate", "--write", str(doc)]) == 0
     text = doc.read_text()
     assert coverage.KAPPA_HEADING in text and coverage.AUDIT_HEADING in text

@@ -81,5 +81,21 @@ def test_the_coverage_command_prints_every_column_and_the_default_meets_the_goal
         assert not meets_goal(mine, "former default (LR, mid-p where events < 30)")
         assert summary(mine, DEFAULT)["min"] >= 0.95 - 1e-9
     text = markdown(cells)
-    assert "python -m estimators.partitioned.coverage --single-source" in text
+    assert ".venv/bin/python manage.py coverage_tables partitioned --single-source" in text
     assert text.count("\n| ord | — |") == 20 and text.count("\n| comp | ") == 60
+
+
+def test_the_command_offers_every_one_query_table_and_writes_the_chosen_section(
+        capsys, tmp_path):
+    from estimators.partitioned.coverage import TABLES, main
+
+    assert set(TABLES) == {"single_source", "mixtures", "small_counts", "ipw", "stratified"}
+    with pytest.raises(SystemExit):
+        main([])  # a table must be chosen
+    doc = tmp_path / "coverage.md"
+    doc.write_text("# Coverage\n\n## Other section\n\nkept\n")
+    assert main(["--single-source", "--write", str(doc)]) == 0
+    text = doc.read_text()
+    assert "## Other section\n\nkept\n" in text
+    assert "## Partitioned, one query per item: single-source columns (ord, comp), exact\n" in text
+    assert capsys.readouterr().out == ""

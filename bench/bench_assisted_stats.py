@@ -16,9 +16,9 @@
   under five budgets, bands and the results table, per arm and pooled, for both rules:
   8.9 s with the former bootstraps on a loaded machine, 0.5 s closed form, same load),
   ``krippendorff_alpha_nominal`` with its interval for one arm and, as the analysis calls
-  it, for every arm and pooled (the profile likelihood since issue 18: 74 ms and 0.21 s
-  on a loaded machine, where the former BCa on 500 sentence resamples took 87 ms and
-  1.4 s, same load).
+  it, for every arm and pooled (the profile likelihood since issue 18: 13 ms and 113 ms,
+  where the former BCa on the dashboard's 500 sentence resamples took 35 ms and 261 ms,
+  back to back on a quiet machine).
 
 Each figure is the median of ``--repeat`` runs (after one warm-up run).
 """

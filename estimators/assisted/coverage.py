@@ -267,16 +267,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(flag, action="store_true", help=f"coverage of {what}")
     parser.add_argument("--studies", type=int, default=None,
                         help="simulated studies per cell (default: 40000 for --reliance, "
-                             "20000 for --reliance-columns, 1000 for --regression, 600 for "
-                             "--alpha and --hybrid, 1000 for --calibration)")
+                             "20000 for --reliance-columns, 1000 for --regression, 4000 for "
+                             "--alpha, 600 for --hybrid, 1000 for --calibration)")
     parser.add_argument("--boot-studies", type=int, default=2000,
                         help="--reliance: of which the percentile bootstrap runs on "
                              "(default 2000)")
     parser.add_argument("--resamples", type=int, default=1000,
                         help="bootstrap resamples of the former interval; 0 skips it")
     parser.add_argument("--former", type=int, default=None,
-                        help="--hybrid / --calibration: studies per cell also scored with "
-                             "the former bootstrap (default 200 / 300; 0 skips it)")
+                        help="--alpha / --hybrid / --calibration: studies per cell also "
+                             "scored with the former bootstrap (default 600 / 200 / 300; 0 "
+                             "skips it)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--write", metavar="PATH", help=WRITE_HELP)
     args = parser.parse_args(argv)
@@ -298,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.alpha:
         from estimators.assisted.coverage_alpha import alpha_table
 
-        section = alpha_table(args.studies or 600, args.seed)
+        section = alpha_table(args.studies or 4000, 600 if args.former is None else args.former,
+                              args.seed)
     elif args.hybrid:
         section = sentence_coverage.hybrid_table(
             args.studies or 600, 200 if args.former is None else args.former, args.seed)

@@ -68,14 +68,11 @@ from estimators.assisted.reliance import (
     overall_accuracy,
     reliance_by_arm,
 )
-from estimators.numerics.bootstrap import shared_resamples
 
 RULES = ("individual", "majority")
 POOLED = "All arms"
 BUDGETS = (1.0, 0.5, 0.3, 0.2, 0.1)  # maximum shares of sentences sent to humans
 LEVEL = 0.95
-N_AGREEMENT_RESAMPLES = 500  # Krippendorff's α: the one bootstrap left (issue 18: the
-# sentence figures' intervals and the reliance intervals are closed form)
 CALIBRATION_SHARE = 0.5
 DISTINCT_BINS_MAX = 12  # fewer distinct AI confidences than this: one bin per value
 DEFAULT_BAND_EDGES = (0.7, 0.9)
@@ -220,11 +217,9 @@ def _band_edges(live: dict, confidence: np.ndarray) -> list[float]:
 
 def analysis_payload(rows: AssistedRows, *, seed: int = 0) -> dict:
     """Every figure of the assisted dashboard from the arrays (module docstring). Pure:
-    no database; deterministic given ``seed`` (the calibration split; Krippendorff's α's
-    bootstraps, which share their draws where they resample the same sentences,
-    ``shared_resamples``). The other intervals are closed form."""
-    with shared_resamples():
-        return _payload(rows, seed)
+    no database; deterministic given ``seed`` (the calibration split). No interval
+    resamples: each is closed form or, for Krippendorff's α, a profile likelihood."""
+    return _payload(rows, seed)
 
 
 def _payload(rows: AssistedRows, seed: int) -> dict:
@@ -312,7 +307,7 @@ def _payload(rows: AssistedRows, seed: int) -> dict:
                                     baseline)
     payload["regression"] = _regression(r_labels, r_correct, r_item, baseline)
     payload["agreement"] = _agreement(rows, rated, r_item, r_arm, r_verdict, items, arms,
-                                      used_arms, seed)
+                                      used_arms)
     return payload
 
 
@@ -446,7 +441,7 @@ def _regression(labels, r_correct, r_item, baseline) -> dict | None:
             "level": LEVEL}
 
 
-def _agreement(rows, rated, r_item, r_arm, r_verdict, items, arms, used_arms, seed) -> list:
+def _agreement(rows, rated, r_item, r_arm, r_verdict, items, arms, used_arms) -> list:
     ai_labels = rows.ai_verdict[items][r_item]
     labels = rows.rating_label[rated]
     out = []
@@ -454,9 +449,8 @@ def _agreement(rows, rated, r_item, r_arm, r_verdict, items, arms, used_arms, se
     if len(used_arms) > 1:
         sources.append((POOLED, np.ones(r_arm.size, dtype=bool)))
     for name, m in sources:
-        alpha = krippendorff_alpha_nominal(r_item[m], r_verdict[m],
-                                           n_resamples=N_AGREEMENT_RESAMPLES, level=LEVEL,
-                                           seed=seed)
+        alpha = krippendorff_alpha_nominal(r_item[m], r_verdict[m], interval=True,
+                                           level=LEVEL)
         out.append({"source": name, **alpha.as_dict(),
                     "with_ai_label": _f(agreement_with_ai(labels[m], ai_labels[m]))})
     return out

@@ -5,7 +5,6 @@ effects and best threshold within its intervals."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -214,19 +213,6 @@ def test_the_payload_is_plain_json_without_nan(seeded):
             assert x is None or isinstance(x, str | int | bool)
 
     walk(payload)
-
-
-def test_shared_resamples_leave_every_figure_as_drawn_alone(seeded):
-    """The payload's bootstraps share their draws (``shared_resamples``): every figure is
-    the one each bootstrap gives drawing its own."""
-    from annotations.assisted.services.analysis import _payload
-
-    s, payload = seeded
-    rows = assisted_rows(study=s.study)
-    seed = int(s.study.seed) % 2**32
-    alone = _payload(rows, seed)
-    assert json.dumps(analysis_payload(rows, seed=seed), sort_keys=True) == json.dumps(
-        alone, sort_keys=True)
 
 
 def test_a_study_without_ratings_gives_an_empty_analysis(seeded):

@@ -102,13 +102,13 @@ def test_independent_raters_agree_by_chance_only():
     rng = np.random.default_rng(1)
     unit = np.repeat(np.arange(3000), 3)
     value = rng.choice(3, unit.size, p=[0.5, 0.3, 0.2])
-    res = krippendorff_alpha_nominal(unit, value, n_resamples=300)
-    # then α ≈ 0 (its bias is O(1/n)), and the unit-bootstrap interval holds 0
+    res = krippendorff_alpha_nominal(unit, value, interval=True)
+    # then α ≈ 0 (its bias is O(1/n)), and its interval holds 0
     assert abs(res.alpha) < 0.03
     assert res.lower <= 0 <= res.upper
 
 
-def test_unit_bootstrap_covers_the_planted_alpha():
+def test_the_interval_covers_the_planted_alpha():
     # given 100 studies of 300 units × 3 raters who each copy the unit's true class with
     # probability q = 0.6 and otherwise draw from the same marginal π: two values agree
     # with probability q² + (1 − q²) Σπ², so α = q² = 0.36 exactly in the population
@@ -116,11 +116,11 @@ def test_unit_bootstrap_covers_the_planted_alpha():
     p = [0.5, 0.3, 0.2]
     unit = np.repeat(np.arange(300), 3)
     hits, alphas = 0, []
-    for s in range(100):
+    for _ in range(100):
         truth = rng.choice(3, 300, p=p)
         copy = rng.random(unit.size) < 0.6
         values = np.where(copy, truth[unit], rng.choice(3, unit.size, p=p))
-        res = krippendorff_alpha_nominal(unit, values, n_resamples=300, seed=s)
+        res = krippendorff_alpha_nominal(unit, values, interval=True)
         hits += res.lower <= 0.36 <= res.upper
         alphas.append(res.alpha)
     # then the intervals cover α about 95 % of the time and the estimates centre on it

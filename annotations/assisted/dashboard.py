@@ -75,10 +75,10 @@ GLOSSARY: dict[str, tuple[str, str]] = {
                 "not significantly below the best one's. It holds the best threshold for "
                 "sentences like these at least 95 % of the time; a wide range means the curve "
                 "is flat there and the exact threshold matters little."),
-    "sentence_interval": ("Interval over sentences", "A 95 % interval that resamples "
-                          "sentences: how accurate these raters and this AI would be on new "
-                          "sentences from the same source. It does not include how much "
-                          "other raters would differ."),
+    "sentence_interval": ("Interval over sentences", "A 95 % interval over sentences: how "
+                          "accurate these raters and this AI would be on new sentences from "
+                          "the same source. It does not include how much other raters would "
+                          "differ."),
     "held_out": ("Held-out accuracy", "The best threshold is chosen on half of the "
                  "sentences and its accuracy measured on the other half, so it is not "
                  "flattered by the choice."),
@@ -101,7 +101,7 @@ GLOSSARY: dict[str, tuple[str, str]] = {
     "protocol": ("Who labels", "AI alone, one arm's raters alone, or hybridized (that arm "
                  "at or below the threshold, the AI above)."),
     "interval": ("95 % interval", "The range that holds the true value 95 % of the time "
-                 "(clustered by rater, or resampling sentences)."),
+                 "(clustered by rater, or over sentences)."),
     "rule": ("Human label", "Individual ratings (each rating counts) or the majority vote "
              "of a sentence's ratings (ties count as Inaccurate)."),
     "sentences": ("Sentences", "Sentences with a gold label and an AI rating: the ones "
@@ -206,8 +206,8 @@ def agreement_unreliable(agreement: list[dict] | None) -> dict | None:
     ``MIN_ALPHA_MINORITY`` ratings outside the most common verdict, or no disagreement
     (``estimators.assisted.agreement``; docs/coverage.md). None when there is none (and
     for snapshots computed before the rule, which carry no ``interval_reliable``)."""
-    rows = [a for a in agreement or []
-            if a.get("interval_reliable") is False and a.get("alpha_lower") is not None]
+    rows = [a for a in agreement or []  # (α shown, with or without an interval found)
+            if a.get("interval_reliable") is False and a.get("alpha") is not None]
     if not rows:
         return None
     return {"sources": [a["source"] for a in rows], "min_minority": MIN_ALPHA_MINORITY}

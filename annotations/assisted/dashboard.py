@@ -222,7 +222,7 @@ def few_raters(payload: dict) -> list[str]:
 
 
 def calibration_chart(calibration: dict | None, rule: str) -> dict | None:
-    """Figure 3: the AI's accuracy against its confidence (reliability diagram, Wilson
+    """Figure 3: the AI's accuracy against its confidence (reliability diagram, Blaker's
     95 % bars) and the humans' accuracy on the same sentences; the diagonal is perfect
     calibration."""
     if not calibration or not calibration.get("rows"):

@@ -177,7 +177,7 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 def xy_chart(series: list[dict], *, x_label: str, y_label: str,
              x_range: tuple[float, float] = (0.0, 1.0),
              y_range: tuple[float, float] = (0.0, 1.0), diagonal: bool = False,
-             width: int = 480, height: int = 280, x_format: str = "{:.1f}",
+             width: int = 480, height: int = 280, x_format: str = "{:.2f}",
              y_format: str = "{:.2f}") -> dict | None:
     """Lines of points with optional vertical interval bars, for the dashboards' curves
     (accuracy against a threshold or a share, a reliability diagram with ``diagonal``).
@@ -229,7 +229,7 @@ def xy_chart(series: list[dict], *, x_label: str, y_label: str,
 
 def bar_chart(groups: list[dict], *, legend: list[dict], x_label: str,
               x_range: tuple[float, float] = (0.0, 1.0), width: int = 480,
-              bar_height: int = 14, x_format: str = "{:.1f}",
+              bar_height: int = 14, x_format: str = "{:.2f}",
               reference: dict | None = None) -> dict | None:
     """Horizontal bars with interval whiskers, in groups (one group per arm, one bar per
     series within it, e.g. "AI right" / "AI wrong"). ``groups``: [{"name", "bars": [{"value",

@@ -26,6 +26,7 @@ from annotations.partitioned.services.scope_estimates import (
     _clean,
     _estimates_for,
     _method_cells,
+    estimates_for_scopes,
     label_clusters,
     system_counts,
 )
@@ -97,17 +98,17 @@ def band_payload(*, systems: list, counts: LabelCounts, band_counts: BandCounts,
     items at or below t (to humans) and the estimates on the bands above."""
     columns = banded_systems(systems)
     n_bands = band_counts.n.shape[1]
-    per_band, per_cut = [], []
-    for b in range(n_bands):
-        scope = np.arange(n_bands) == b
-        stats = _stats_for(counts, band_counts, scope, k)
-        per_band.append((stats, _estimates_for(stats, k, interval,
-                                               _clusters_for(labels, columns, scope, k))))
-    for cut in range(n_bands):  # the AI keeps bands cut + 1 … (0-based: cut …)
-        scope = np.arange(n_bands) >= cut
-        stats = _stats_for(counts, band_counts, scope, k)
-        per_cut.append((stats, _estimates_for(stats, k, interval,
-                                              _clusters_for(labels, columns, scope, k))))
+    scopes = ([np.arange(n_bands) == b for b in range(n_bands)]  # each band, then
+              # each cut: the AI keeps bands cut + 1 … (0-based: cut …)
+              + [np.arange(n_bands) >= cut for cut in range(n_bands)])
+    stats = [_stats_for(counts, band_counts, scope, k) for scope in scopes]
+    if labels is None:
+        estimates = estimates_for_scopes(stats, k, interval)
+    else:
+        estimates = [_estimates_for(st, k, interval, _clusters_for(labels, columns, scope, k))
+                     for st, scope in zip(stats, scopes, strict=True)]
+    scoped = list(zip(stats, estimates, strict=True))
+    per_band, per_cut = scoped[:n_bands], scoped[n_bands:]
     out = {}
     for j, pos in enumerate(columns):
         system = systems[pos]

@@ -36,6 +36,7 @@ from annotations.partitioned.services.scope_estimates import (
     _estimates_for,
     _method_cells,
     approximate_column,
+    estimates_for_scopes,
     label_clusters,
     system_counts,
 )
@@ -257,16 +258,21 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
         # shown and planned with as it is: the small-sample factor is the intervals' own
         design_effect = effects.joint / effects.small_sample if effects is not None else None
         ipw = _ipw_estimates(counts, per_group, progress, k, interval, labels)
-        by_stratum = {}
-        for stratum in strata:
-            mask = counts.strata == stratum
-            stats = {name: arr[mask].sum(axis=0) for name, arr in per_group.items()}
-            scope = (clusters.subset(labels.item_strata == stratum)
-                     if clusters is not None else None)
-            scope_effects = design_effects(scope, k) if scope is not None else None
-            by_stratum[stratum] = (stats, _estimates_for(stats, k, interval, scope,
-                                                         scope_effects),
-                                   scope_effects.joint if scope_effects is not None else 1.0)
+        stratum_stats = [{name: arr[counts.strata == stratum].sum(axis=0)
+                          for name, arr in per_group.items()} for stratum in strata]
+        if clusters is None:
+            stratum_estimates = estimates_for_scopes(stratum_stats, k, interval)
+            joints = [1.0] * len(strata)
+        else:
+            stratum_estimates, joints = [], []
+            for stratum, stats in zip(strata, stratum_stats, strict=True):
+                scope = clusters.subset(labels.item_strata == stratum)
+                scope_effects = design_effects(scope, k)
+                stratum_estimates.append(_estimates_for(stats, k, interval, scope,
+                                                        scope_effects))
+                joints.append(scope_effects.joint)
+        by_stratum = {stratum: row for stratum, *row in zip(
+            strata, stratum_stats, stratum_estimates, joints, strict=True)}
         stratified = _stratified(by_stratum, strata, study_population(study=study), k,
                                  interval, combine_intervals=labels is None)
         bands = (band_payload(systems=systems, counts=counts, band_counts=band_counts,

@@ -134,6 +134,23 @@ def _estimates_for(stats: dict[str, np.ndarray], k: int, interval: str,
     return out
 
 
+def estimates_for_scopes(stats: list[dict[str, np.ndarray]], k: int, interval: str
+                         ) -> list[dict[str, dict[str, list]]]:
+    """``_estimates_for`` of each scope's counts (one query per item: no clusters), from one
+    call over the scopes' counts side by side: the estimators work cell by cell, so the
+    result is the same, and the scopes (bands, cuts, strata) cost one call per method
+    instead of one each (Blaker's search for the single-source columns runs its rounds
+    once for all of them)."""
+    if not stats:
+        return []
+    size = len(next(iter(stats[0].values())))
+    joined = {name: np.concatenate([st[name] for st in stats]) for name in stats[0]}
+    together = _estimates_for(joined, k, interval)
+    return [{method: {field: (None if values is None else values[i * size:(i + 1) * size])
+                      for field, values in columns.items()}
+             for method, columns in together.items()} for i in range(len(stats))]
+
+
 def _cell(values: dict[str, list | None], j: int) -> dict:
     """System j's fields out of per-method column lists."""
     return {f: (_clean(v[j]) if v is not None else None) for f, v in values.items()}

@@ -20,7 +20,11 @@ from scipy import stats
 
 from estimators.numerics.binomial import count_window
 from estimators.partitioned.accuracy import estimate
-from estimators.partitioned.adjust import binomial_equivalent, stratified_estimate
+from estimators.partitioned.adjust import (
+    binomial_equivalent,
+    stratified_estimate,
+    weighted_effective_counts,
+)
 from estimators.partitioned.clustered import Clusters, design_effects, estimate_clustered
 from estimators.partitioned.planning import labels_needed
 
@@ -428,16 +432,6 @@ def stratum_accuracies(accuracy: float) -> tuple[float, float]:
     return accuracy + delta, accuracy - 3 * delta
 
 
-def _kish(n_c: np.ndarray, s_c: np.ndarray, w_c: np.ndarray) -> tuple[np.ndarray, ...]:
-    """:func:`estimators.partitioned.adjust.weighted_effective_counts` with weights per class and
-    replicate (classes × replicates)."""
-    wn, w2n = (w_c * n_c).sum(axis=0), (w_c * w_c * n_c).sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(wn > 0, (w_c * s_c).sum(axis=0) / np.where(wn > 0, wn, 1), 0.0)
-        n_eff = np.where(w2n > 0, wn * wn / np.where(w2n > 0, w2n, 1), 0.0)
-    return n_eff, p * n_eff
-
-
 def ipw_coverage(*, k: int, queries: int, accuracy: float, n_items: int, reps: int = 2000,
                  confidence: float = 0.95, seed: int | np.random.Generator = 0,
                  interval: str = "auto") -> tuple[float, float]:
@@ -451,9 +445,10 @@ def ipw_coverage(*, k: int, queries: int, accuracy: float, n_items: int, reps: i
     weighted, weights, per_class = simulate_routed_classes(rng, reps, n_items, accuracy, k,
                                                            queries, completion)
     ipw = estimate_clustered(weighted, k, "ml", confidence, interval=interval)
-    kish = estimate(*_kish(per_class["n_ord"], per_class["s_ord"], weights),
-                    *_kish(per_class["n_comp"], per_class["s_comp"], weights), k, "ml",
-                    confidence, interval=interval)
+    kish = estimate(*weighted_effective_counts(per_class["n_ord"], per_class["s_ord"], weights),
+                    *weighted_effective_counts(per_class["n_comp"], per_class["s_comp"],
+                                               weights), k, "ml", confidence,
+                    interval=interval)
     return _covers(ipw, accuracy), _covers(kish, accuracy), _flagged(ipw)
 
 

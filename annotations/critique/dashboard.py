@@ -239,16 +239,16 @@ def dashboard_context(study: Study, *, domain: str = "", author: str = "all") ->
         return [r for r in rows if r.get("domain") == want
                 and (not with_author or r.get("author") == author)]
 
-    table = level_table(pick(payload.get("levels") or []), top)
-    annotated = any((r.get("n_annotators") or 0) > 0 for r in pick(payload.get("levels") or []))
+    levels = pick(payload.get("levels") or [])
+    table = level_table(levels, top)
+    annotated = any((r.get("n_annotators") or 0) > 0 for r in levels)
     context.update(
-        intervals_unreliable=intervals_unreliable(pick(payload.get("levels") or [])),
+        intervals_unreliable=intervals_unreliable(levels),
         approximate=APPROXIMATE_FLOOR if annotated else None,
         payload=payload, author=author, domain=domain, top_level=top,
         authors=[(a, AUTHOR_LABELS.get(a, a)) for a in authors], domains=domains,
         author_label=AUTHOR_LABELS.get(author, author), levels=table,
-        effort_label=f"E{2 * top + 1}", efforts=effort_table(pick(payload.get("levels") or []),
-                                                              top),
+        effort_label=f"E{2 * top + 1}", efforts=effort_table(levels, top),
         human_ai=_human_ai(pick(payload.get("human_ai") or [], with_author=False)),
         input_pairs=_pairs(pick(payload.get("input_pairs") or [])),
         progress=[{**p, "name": level_name(p["level"], plural=True)}

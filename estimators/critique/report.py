@@ -271,10 +271,9 @@ class _Figures:
         slopes = input_slopes(study.level, correct, use, ch.parents,
                               np.zeros(study.n_outputs, dtype=np.int64), 1, n_lv)[0]
         self.chains = []
-        kind = study.is_ai.astype(np.int64)
+        key = study.is_ai.astype(np.int64) * n_lv + study.level
         for gi in range(len(groups)):
             inside = groups.member[study.output_question, gi] & scored
-            key = kind * n_lv + study.level
             num = np.bincount(key[inside], weights=correct[inside], minlength=2 * n_lv)
             den = np.bincount(key[inside], minlength=2 * n_lv)
             acc = num / np.maximum(den, 1)

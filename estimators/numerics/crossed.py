@@ -51,9 +51,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
-from estimators.numerics.clustered import ClusteredArrays, newcombe_bounds, wilson_bounds
+from estimators.numerics.clustered import (
+    ClusteredArrays,
+    _quantile,
+    newcombe_bounds,
+    wilson_bounds,
+)
 
 
 @dataclass(frozen=True)
@@ -191,24 +195,18 @@ def crossed_totals(n: np.ndarray, s: np.ndarray, cell: np.ndarray, question: np.
                    g_question=g_q, g_annotator=g_a, residual=residual)
 
 
-def _t(interval_level: float, df: np.ndarray) -> np.ndarray:
-    if not 0 < interval_level < 1:
-        raise ValueError(f"interval_level must be in (0, 1), got {interval_level}")
-    return np.asarray(special.stdtrit(df, 0.5 + interval_level / 2))
-
-
 def crossed_proportion(c: Crossed, *, interval_level: float = 0.95) -> ClusteredArrays:
     """Wilson at the two-way effective size with t on Satterthwaite's df (module
     docstring); the same edge rules as the question-clustered interval."""
     lower, upper = wilson_bounds(c.value, c.variance, c.total, c.g_question,
-                                 _t(interval_level, c.df()))
+                                 _quantile(interval_level, c.df()))
     return ClusteredArrays(c.value, lower, upper, c.total.astype(int), c.g_question,
                            c.variance, c.residual)
 
 
 def crossed_mean(c: Crossed, *, interval_level: float = 0.95) -> ClusteredArrays:
     """θ̂ ± t_ν √V (NaN bounds with fewer than 2 questions)."""
-    half = _t(interval_level, c.df()) * np.sqrt(c.variance)
+    half = _quantile(interval_level, c.df()) * np.sqrt(c.variance)
     ok = c.g_question >= 2
     return ClusteredArrays(c.value, np.where(ok, c.value - half, np.nan),
                            np.where(ok, c.value + half, np.nan), c.total.astype(int),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from estimators.partitioned.accuracy import NO_DATA_SE, Estimate, estimate
+from estimators.partitioned.accuracy import NO_DATA_SE, Estimate, _flag, _out, estimate
 from estimators.partitioned.intervals import (
     RANDOMISED,
     approximate,
@@ -228,11 +228,3 @@ def stratified_estimate(accuracy, n_equivalent, population_weights, k: int,
                     ci_high=_out(np.where(no_data, 1.0, np.maximum(hi, combined))),
                     weight=None, bound=None, events=_out(events),
                     approximate=_flag(approximate(events)))
-
-
-def _out(x: np.ndarray) -> np.ndarray | float:
-    return float(x) if np.ndim(x) == 0 else x
-
-
-def _flag(x: np.ndarray) -> np.ndarray | bool:
-    return bool(x) if np.ndim(x) == 0 else np.asarray(x, dtype=bool)

@@ -52,15 +52,14 @@ APPROXIMATE_COVERAGE = (0.91, 1.0)
 EXACT_SHARE = 0.2
 
 
-def few_events(n_ord, s_ord, n_comp, s_comp, below: float = EXACT_BELOW
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """(ordinary, complementary): whether each source holds fewer than ``below`` events of
+def few_events(n_ord, s_ord, n_comp, s_comp) -> tuple[np.ndarray, np.ndarray]:
+    """(ordinary, complementary): whether each source holds fewer than ``EXACT_BELOW`` events of
     its rarer kind (correct or wrong ordinary answers; complementary answers that hit the
     AI's prediction)."""
     n_ord, s_ord, n_comp, s_comp = np.broadcast_arrays(
         *(np.asarray(x, dtype=float) for x in (n_ord, s_ord, n_comp, s_comp)))
-    few_ord = (n_ord > 0) & (np.minimum(s_ord, n_ord - s_ord) < below)
-    few_comp = (n_comp > 0) & (n_comp - s_comp < below)
+    few_ord = (n_ord > 0) & (np.minimum(s_ord, n_ord - s_ord) < EXACT_BELOW)
+    few_comp = (n_comp > 0) & (n_comp - s_comp < EXACT_BELOW)
     return few_ord, few_comp
 
 
@@ -75,13 +74,12 @@ def ordinary_information_share(n_ord, n_comp, k: int, a) -> np.ndarray:
     return np.divide(ordinary, total, out=np.ones(a.shape), where=total > 0)
 
 
-def needs_exact(n_ord, s_ord, n_comp, s_comp, k: int, mle,
-                below: float = EXACT_BELOW) -> np.ndarray:
+def needs_exact(n_ord, s_ord, n_comp, s_comp, k: int, mle) -> np.ndarray:
     """Cells where the likelihood-ratio interval is not to be trusted: a source with fewer
-    than ``below`` events of its rarer kind (:func:`few_events`) carries more than
+    than ``EXACT_BELOW`` events of its rarer kind (:func:`few_events`) carries more than
     ``EXACT_SHARE`` of the information at Â. (A few-event source beside a much richer one
     barely moves the likelihood: see ``EXACT_SHARE``.)"""
-    few_ord, few_comp = few_events(n_ord, s_ord, n_comp, s_comp, below)
+    few_ord, few_comp = few_events(n_ord, s_ord, n_comp, s_comp)
     share = ordinary_information_share(n_ord, n_comp, k, mle)
     return (few_ord & (share > EXACT_SHARE)) | (few_comp & (1 - share > EXACT_SHARE))
 

@@ -45,6 +45,8 @@ from scipy import stats
 from scipy.special import expit, logit
 
 from estimators.assisted.rater_simulation import (
+    _W,
+    _X,
     EFFECTS,
     RATER_SDS,
     RATERS_PER_ARM,
@@ -83,8 +85,6 @@ class Setting:
 
 SETTINGS = (Setting("A", 1, (0.2, 0.5, 0.3), 0.8), Setting("B", 2, (0.05, 0.25, 0.7), 1.2))
 
-_X, _W = np.polynomial.hermite_e.hermegauss(60)
-_W = _W / _W.sum()
 
 
 def _cuts(shares: tuple[float, float, float]) -> tuple[float, float]:

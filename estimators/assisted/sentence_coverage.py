@@ -42,22 +42,24 @@ a band assignment's accuracy Σ_bands Σ_{c in band} π_c x_source(c).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special, stats
 
 from estimators.assisted.calibration import ece_bounds, wilson_interval
+from estimators.assisted.coverage_regression import _one_thread
 from estimators.assisted.hybridization import (
+    _TIE,
     best_band_sources,
     calibration_split,
     curve_band,
     held_out_threshold,
 )
+from estimators.assisted.rater_simulation import _W, _X
 from estimators.assisted.reliance import overall_accuracy
 from estimators.assisted.simulation import AssistedDesign
 from estimators.numerics.bootstrap import bootstrap_means, resampled_sums, shared_resamples
@@ -108,8 +110,6 @@ def rater_effects(n_raters: int = RATERS_PER_ARM, sd: float = RATER_SD) -> np.nd
     return sd * stats.norm.ppf((np.arange(n_raters) + 0.5) / n_raters)
 
 
-_X, _W = np.polynomial.hermite_e.hermegauss(60)
-_W = _W / _W.sum()
 
 
 def subset_count_distribution(q: np.ndarray, m: int) -> np.ndarray:
@@ -491,19 +491,6 @@ def _band_truth(truth: Truth, rule: str, level_band: np.ndarray, chosen: np.ndar
     return value
 
 
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """BLAS on one thread: the many small matrix products of the former bootstraps run
-    several times faster than with threads contending for two cores."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        yield
-        return
-    with threadpool_limits(1):
-        yield
-
-
 def _hybrid_studies(tally: Tally, truth: Truth, studies: Studies, cal: np.ndarray,
                     n_studies: int, n_former: int) -> None:
     """Study by study through the analysis' own functions, with the former intervals on the
@@ -847,9 +834,6 @@ def calibration_table(n_studies: int = 1000, n_former: int = 300, seed: int = 0)
 
 
 # --- the intervals of every study at once ------------------------------------------------
-_TIE = 1e-9  # as estimators.assisted.hybridization
-
-
 @dataclass(frozen=True)
 class Moments:
     """Per study, cumulative sums over the confidence levels (column 0: t = −∞, nothing;

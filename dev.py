@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """One-command set-up for a fresh machine with Python 3.11.
 
-    python3.11 dev.py serve   # venv + install + migrate + demo study + site with its worker
-    python3.11 dev.py test    # venv + install + the test suite
+    python3.11 dev.py serve [PORT]  # venv + install + migrate + demo studies + site (port 8000)
+    python3.11 dev.py test [ARGS]   # venv + install + the test suite (pytest ARGS)
+    python3.11 dev.py setup         # venv + install only
+    python3.11 dev.py lock          # re-resolve requirements/*.lock to the newest versions
+
+Installs come from requirements/dev.lock: exact versions with hashes, the set CI tested.
 
 Only the standard library is used here: it runs before anything is installed.
 """
@@ -24,6 +28,10 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 STAMP = VENV / ".installed"
+LOCKS = ROOT / "requirements"
+DEV_LOCK = LOCKS / "dev.lock"
+PRODUCTION_LOCK = LOCKS / "production.lock"
+UV = "uv==0.13.9"  # resolves the locks (dev.py lock); not needed to install from them
 
 
 def run(*cmd: str | Path, **kw) -> None:
@@ -32,16 +40,37 @@ def run(*cmd: str | Path, **kw) -> None:
 
 
 def ensure_env() -> None:
-    """Create .venv and install the project with its dev extras when pyproject changes."""
+    """Create .venv and install the locked versions (requirements/dev.lock, hashes checked),
+    then the project itself (editable, no dependencies), whenever the lock or pyproject
+    changes."""
     if sys.version_info < (3, 11):
         sys.exit("Python 3.11 or newer is needed.")
     if not PY.exists():
         venv.EnvBuilder(with_pip=True).create(VENV)
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()
+                            + DEV_LOCK.read_bytes()).hexdigest()
     if not STAMP.exists() or STAMP.read_text() != digest:
-        run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-        run(PY, "-m", "pip", "install", "--quiet", "-e", ".[dev]")
+        run(PY, "-m", "pip", "install", "--quiet", "--require-hashes", "--no-deps",
+            "-r", DEV_LOCK)
+        run(PY, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+            "-e", ".")
         STAMP.write_text(digest)
+
+
+def lock(args: list[str]) -> None:
+    """Re-resolve both locks from pyproject.toml's ranges to the newest versions (``uv pip
+    compile --upgrade``; ``--upgrade-package NAME`` instead moves one package), production's
+    within dev's so that both name the same versions. Then ``dev.py test`` installs and
+    tests the new set."""
+    run(PY, "-m", "pip", "install", "--quiet", UV)
+    uv = VENV / "bin" / "uv"
+    common = ["--generate-hashes", "--universal", "--python-version", "3.11", "--quiet",
+              "--custom-compile-command", "python3.11 dev.py lock"]
+    upgrade = args or ["--upgrade"]
+    run(uv, "pip", "compile", "pyproject.toml", "--extra", "dev", *common, *upgrade,
+        "-o", DEV_LOCK)
+    run(uv, "pip", "compile", "pyproject.toml", *common, "-c", DEV_LOCK, "-o",
+        PRODUCTION_LOCK)
 
 
 HOST = "127.0.0.1"
@@ -101,6 +130,11 @@ def test(args: list[str]) -> None:
 
 def main() -> None:
     command = sys.argv[1] if len(sys.argv) > 1 else "serve"
+    if command == "lock":  # resolving needs only a venv, not the locked set it rewrites
+        if not PY.exists():
+            venv.EnvBuilder(with_pip=True).create(VENV)
+        lock(sys.argv[2:])
+        return
     ensure_env()
     if command == "serve":
         serve(*sys.argv[2:3])
@@ -109,7 +143,7 @@ def main() -> None:
     elif command == "setup":
         pass
     else:
-        sys.exit(f"unknown command '{command}': use serve, test or setup")
+        sys.exit(f"unknown command '{command}': use serve, test, setup or lock")
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ from estimators.assisted.reliance import overall_accuracy
 from estimators.assisted.simulation import AssistedDesign
 from estimators.numerics.bootstrap import bootstrap_means, resampled_sums, shared_resamples
 from estimators.numerics.coverage_doc import command
-from estimators.numerics.proportion import blaker
+from estimators.numerics.proportion import blaker, covers
 from estimators.numerics.units import difference_bounds, mean_bounds
 
 N_AI_SAMPLES = 20
@@ -709,7 +709,7 @@ def bin_coverage(k: int, p: np.ndarray, interval, cache: dict | None = None) -> 
     lo, hi = cache[key]
     p = np.atleast_1d(np.asarray(p, dtype=float))
     pmf = stats.binom.pmf(np.arange(k + 1)[None, :], k, p[:, None])
-    return (pmf * ((lo[None, :] <= p[:, None]) & (p[:, None] <= hi[None, :]))).sum(axis=1)
+    return (pmf * covers(lo[None, :], hi[None, :], p[:, None])).sum(axis=1)
 
 
 def study_bin_coverage(n: int, prob: float, p: float, interval, cache: dict) -> float:

@@ -231,11 +231,27 @@ def _blaker_end(s, n, alpha: float, start, p_hat) -> np.ndarray:
 
 
 NEGLIGIBLE = 1e-14  # outcomes less likely than this at every p are left out of a sum
+EDGE = 1e-9  # a truth this close to an interval's interior end is at that end
+
+
+def covers(lo, hi, truth) -> np.ndarray:
+    """1{truth ∈ the confidence set whose hull is [lo, hi]}, broadcast, for the sets every
+    interval here is: a test inverted, {p : p-value(p) > α}. An interior end is a p where
+    the p-value *equals* α, so the test rejects there: the end itself is outside (one label
+    right of one, Blaker: acc(p) = p, the set (0.05, 1], covers A = 0.05 exactly when the
+    label is wrong: 95 %). An end at 0 or 1 is the parameter's own boundary (s = 0, s = n:
+    p-value 1) and inside. Ends are computed to ~1e-15 and grid truths such as 0.05 are
+    not exact binary numbers, so "at the end" is decided within ``EDGE``: the last bits of
+    floating point never flip a coverage sum."""
+    lo, hi, truth = (np.asarray(x, dtype=float) for x in (lo, hi, truth))
+    above = (lo <= 0.0) | (truth > lo + EDGE)
+    below = (hi >= 1.0) | (truth < hi - EDGE)
+    return above & below
 
 
 def exact_coverage(n: int, p, interval) -> np.ndarray:
-    """Coverage of ``interval(s, n)`` → (lo, hi) at each true p: Σ_s P_p(X = s)·1{lo_s ≤ p
-    ≤ hi_s}, exact over the outcomes s that have probability ≥ ``NEGLIGIBLE`` at some p
+    """Coverage of ``interval(s, n)`` → (lo, hi) at each true p: Σ_s P_p(X = s)·1{p in the
+    set of s} (:func:`covers`), exact over the outcomes s that have probability ≥ ``NEGLIGIBLE`` at some p
     (those left out hold < 2e-14 at each p; the intervals are computed once per s)."""
     p = np.atleast_1d(np.asarray(p, dtype=float))
     first = int(np.min(stats.binom.ppf(NEGLIGIBLE, n, p)))
@@ -243,8 +259,7 @@ def exact_coverage(n: int, p, interval) -> np.ndarray:
     s = np.arange(max(first - 1, 0), min(last + 1, n) + 1)
     lo, hi = interval(s, np.full(len(s), n))
     pmf = stats.binom.pmf(s[None, :], n, p[:, None])
-    covered = (lo[None, :] <= p[:, None]) & (p[:, None] <= hi[None, :])
-    return (pmf * covered).sum(axis=1)
+    return (pmf * covers(lo[None, :], hi[None, :], p[:, None])).sum(axis=1)
 
 
 INTERVALS = {"blaker": blaker, "clopper_pearson": clopper_pearson, "mid_p": mid_p}

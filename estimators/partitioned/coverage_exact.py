@@ -25,6 +25,7 @@ from scipy import stats
 
 from estimators.numerics.binomial import count_window
 from estimators.numerics.coverage_doc import command
+from estimators.numerics.proportion import covers
 from estimators.partitioned.accuracy import estimate
 from estimators.partitioned.simulation import (
     STANDARD_GRID,
@@ -189,7 +190,8 @@ def exact_coverage_curve(n_ord: int, n_comp: int, k: int, accuracies=FINE_ACCURA
                          interval: str = "auto") -> np.ndarray:
     """Exact coverage of ``method``'s interval of design (n_o, n_c) at each accuracy: the
     interval of every outcome (S_o, S_c) ∈ {0..n_o} × {0..n_c} once, then
-    Σ P(S_o | n_o, A) P(S_c | n_c, q) 1{the interval holds A} per A."""
+    Σ P(S_o | n_o, A) P(S_c | n_c, q) 1{the interval holds A} per A (an interior end
+    excluded, within ``EDGE``: :func:`estimators.numerics.proportion.covers`)."""
     a = np.asarray(accuracies, float)
     s_o, s_c = (x.ravel() for x in np.meshgrid(np.arange(n_ord + 1), np.arange(n_comp + 1),
                                                indexing="ij"))
@@ -198,7 +200,7 @@ def exact_coverage_curve(n_ord: int, n_comp: int, k: int, accuracies=FINE_ACCURA
     q = (a + k - 2) / (k - 1)
     prob = (stats.binom.pmf(s_o[:, None], n_ord, a[None])
             * stats.binom.pmf(s_c[:, None], n_comp, q[None]))
-    return (prob * ((low <= a[None]) & (a[None] <= high))).sum(axis=0)
+    return (prob * covers(low, high, a[None])).sum(axis=0)
 
 
 @dataclass(frozen=True)
@@ -306,7 +308,7 @@ def _exact_coverage_at(n_ord: int, n_comp: int, k: int, accuracies: np.ndarray,
     low, high = np.asarray(est.ci_low)[:, None], np.asarray(est.ci_high)[:, None]
     prob = (stats.binom.pmf(s_o[:, None], n_ord, a[None])
             * stats.binom.pmf(s_c[:, None], n_comp, q[None]))
-    return (prob * ((low <= a[None]) & (a[None] <= high))).sum(axis=0)
+    return (prob * covers(low, high, a[None])).sum(axis=0)
 
 
 SUBSET_DESIGNS = ((4, 150), (10, 150))

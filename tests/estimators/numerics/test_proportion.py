@@ -123,3 +123,16 @@ def test_blaker_needs_no_bisection_to_find_the_opposite_tail():
         p = float(np.clip(s / n + rng.normal(0, 0.05), 1e-4, 1 - 1e-4))
         assert blaker_acceptability(p, s, n) == pytest.approx(_brute_acceptability(p, s, n),
                                                               abs=1e-12)
+
+
+def test_covers_takes_interior_ends_out_and_the_parameter_bounds_in():
+    from estimators.numerics.proportion import EDGE, covers
+
+    lo = np.array([0.0, 0.05, 0.05, 0.05])
+    hi = np.array([0.95, 1.0, 1.0, 0.5])
+    truth = np.array([0.0, 0.05 + np.spacing(0.05), 0.05 + 2 * EDGE, 0.5 - EDGE / 2])
+    # 0 is the parameter's bound (in), an interior end to the last bit is out, a real step
+    # inside is in, a truth within EDGE of the upper interior end is out
+    assert covers(lo, hi, truth).tolist() == [True, False, True, False]
+    # 1 is in when the set reaches it
+    assert covers(0.5, 1.0, 1.0) and not covers(0.5, 0.999, 0.999)

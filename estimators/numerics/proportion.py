@@ -251,8 +251,9 @@ def covers(lo, hi, truth) -> np.ndarray:
 
 def exact_coverage(n: int, p, interval) -> np.ndarray:
     """Coverage of ``interval(s, n)`` → (lo, hi) at each true p: Σ_s P_p(X = s)·1{p in the
-    set of s} (:func:`covers`), exact over the outcomes s that have probability ≥ ``NEGLIGIBLE`` at some p
-    (those left out hold < 2e-14 at each p; the intervals are computed once per s)."""
+    set of s} (:func:`covers`), exact over the outcomes s that have probability
+    ≥ ``NEGLIGIBLE`` at some p (those left out hold < 2e-14 at each p; the intervals are
+    computed once per s)."""
     p = np.atleast_1d(np.asarray(p, dtype=float))
     first = int(np.min(stats.binom.ppf(NEGLIGIBLE, n, p)))
     last = int(np.max(stats.binom.isf(NEGLIGIBLE, n, p)))

@@ -122,9 +122,25 @@ def serve(port: str = "8000") -> None:
                                 int(port), block))
 
 
+def test_processes() -> str:
+    """How many processes run the suite: OVERSIGHT_TEST_PROCESSES, else one per core and one
+    more (a core is often idle while a process waits on a browser, a server or a sleep)."""
+    return os.environ.get("OVERSIGHT_TEST_PROCESSES") or str((os.cpu_count() or 1) + 1)
+
+
+def parallel_args(args: list[str]) -> list[str]:
+    """pytest-xdist's options in front of ``args``, unless they choose for themselves (``-n``,
+    ``--numprocesses``, ``-p no:xdist``). worksteal: a process that runs out of tests takes
+    some of another's, so one slow module does not leave a core idle at the end."""
+    chosen = any(a.startswith(("-n", "--numprocesses", "--dist")) or a in ("no:xdist",
+                                                                          "-pno:xdist")
+                 for a in args)
+    return args if chosen else ["-n", test_processes(), "--dist", "worksteal", *args]
+
+
 def test(args: list[str]) -> None:
     env = dict(os.environ)
-    result = subprocess.run([str(PY), "-m", "pytest", *args], cwd=ROOT, env=env)
+    result = subprocess.run([str(PY), "-m", "pytest", *parallel_args(args)], cwd=ROOT, env=env)
     sys.exit(result.returncode)
 
 

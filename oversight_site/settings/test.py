@@ -2,8 +2,12 @@
 
 import os
 
-from .base import *  # noqa: F403
-from .base import DATABASES, REST_FRAMEWORK
+from .parallel import isolate_test_process
+
+isolate_test_process()  # pytest-xdist: this process's own Redis databases, before base reads them
+
+from .base import *  # noqa: E402, F403
+from .base import DATABASES, REST_FRAMEWORK  # noqa: E402
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.0
@@ -15,8 +19,9 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 if DATABASES["default"]["ENGINE"].endswith("postgresql"):
-    # A fixed name, so the Celery worker the tests start can connect to the same database.
-    # OVERSIGHT_TEST_DB lets several checkouts test on one server side by side.
+    # A fixed name, so the Celery worker the tests start can connect to the same database
+    # (pytest-xdist's processes: pytest-django appends _gw0, _gw1 …). OVERSIGHT_TEST_DB lets
+    # several checkouts test on one server side by side.
     DATABASES["default"]["TEST"] = {"NAME": os.environ.get("OVERSIGHT_TEST_DB", "oversight_test")}
 
 # The stand-in AI endpoints of the tests listen on the loopback: listed as an address, as an

@@ -22,12 +22,13 @@ from django.urls import reverse
 from annotations.models import EstimateSnapshot, Query, RecomputeState
 from annotations.partitioned.services.labels import label_submit
 from annotations.partitioned.services.routing import query_lease_next
+from oversight_site.settings.parallel import worker_index
 from tests.conftest import ROOT, celery_env
 from tests.factories import make_study, specialist
 
 pytestmark = [pytest.mark.worker, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-OWN_PORT = 6391
+OWN_PORT = 6391 + worker_index()  # pytest-xdist: one per test process
 OWN_URL = f"redis://127.0.0.1:{OWN_PORT}/0"
 SWEEP_SECONDS = 2
 

@@ -51,7 +51,7 @@ class Criterion(models.Model):
 
     class Kind(models.TextChoices):
         CONTAINS = "contains", "contains the text"
-        REGEX = "regex", "matches the regular expression (safe subset, time limit)"
+        REGEX = "regex", "matches the regular expression (RE2: linear time)"
         COUNT_ABOVE = "count_above", "has more than N occurrences of the text"
         LENGTH_ABOVE = "length_above", "is longer than N characters"
         FIELD_EQUALS = "field_equals", "its field equals the value"

@@ -220,3 +220,40 @@ def test_a_chunk_stored_by_another_execution_is_not_stored_twice(settings):
     with pytest.raises(runs._Overtaken):
         runs._store_chunk(stale_copy, 1, rows, [], {"position": 2}, needed=None)
     assert list(audit.outcomes.order_by("position").values_list("position", flat=True)) == [0, 1]
+
+
+@pytest.mark.postgres
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_runs_an_audit_chunk_by_chunk_from_the_audits_queue(settings):
+    """A worker that consumes only ``audits`` (one datapoint per chunk here) runs an audit
+    to its end: the run task is routed there, each chunk queues the next."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import celery_env
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "oversight_site", "worker", "-Q", "audits",
+         "-c", "1", "--loglevel", "WARNING", "-n", f"audits-{os.getpid()}@%h"],
+        cwd=ROOT, env=celery_env(OVERSIGHT_AUDIT_CHUNK_SECONDS="0"))
+    try:
+        study, _ = make_audit_study()
+        audit = _start(study, make_rubric(study))  # committed: queued on 'audits'
+        seen = set()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            audit.refresh_from_db()
+            seen.add(audit.done)
+            if audit.status not in (Audit.Status.QUEUED, Audit.Status.RUNNING):
+                break
+            time.sleep(0.05)
+        assert audit.status == Audit.Status.SUCCEEDED, (audit.status, audit.errors)
+        assert audit.outcomes.count() == len(DATA) and audit.checkpoint["position"] == len(DATA)
+        assert len(seen) > 2  # progress advanced chunk by chunk
+    finally:
+        worker.terminate()
+        worker.wait(timeout=20)

@@ -342,8 +342,11 @@ def audit_run_chunk(*, audit_id: int, seconds: float | None = None) -> bool:
 
         while_sqlite_locked(begin)
     start = checkpoint["position"]
-    while_sqlite_locked(lambda: Audit.objects.filter(pk=audit_id).update(
-        status=Audit.Status.RUNNING, done=start, heartbeat_at=timezone.now()))
+    # only while still queued or running: a cancel of the queued audit may have come first
+    if not while_sqlite_locked(lambda: Audit.objects.filter(
+            pk=audit_id, status__in=(Audit.Status.QUEUED, Audit.Status.RUNNING)).update(
+                status=Audit.Status.RUNNING, done=start, heartbeat_at=timezone.now())):
+        return False
     deadline = time.monotonic() + (_chunk_seconds() if seconds is None else seconds)
     try:
         files = AuditFile.objects.get(audit_id=audit_id)

@@ -3,7 +3,7 @@ core's (recompute, catch-up, lease sweeper, import jobs) and each study type's. 
 are fixed in the decorators, so queued messages survive moves between modules."""
 
 from annotations.assisted.tasks import sample_sentence_task
-from annotations.audit.tasks import audit_run_task
+from annotations.audit.tasks import audit_run_task, audits_sweep_task
 from annotations.core.tasks import (
     import_job_task,
     leases_reclaim_task,
@@ -13,7 +13,7 @@ from annotations.core.tasks import (
 from annotations.critique.tasks import critique_run_task
 
 __all__ = [
-    "audit_run_task",
+    "audit_run_task", "audits_sweep_task",
     "critique_run_task", "import_job_task", "leases_reclaim_task", "recomputes_catch_up_task",
     "sample_sentence_task", "study_recompute_task",
 ]

@@ -76,7 +76,7 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     env = celery_env()
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "oversight_site", "worker", "-Q",
-         "default,estimates", "-c", "2", "--loglevel", "WARNING", "-n", f"test-{os.getpid()}@%h"],
+         "default,estimates,audits", "-c", "2", "--loglevel", "WARNING", "-n", f"test-{os.getpid()}@%h"],
         cwd=ROOT, env=env,
     )
     from oversight_site.celery import app

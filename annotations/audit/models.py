@@ -51,7 +51,7 @@ class Criterion(models.Model):
 
     class Kind(models.TextChoices):
         CONTAINS = "contains", "contains the text"
-        REGEX = "regex", "matches the regular expression (safe subset, time limit)"
+        REGEX = "regex", "matches the regular expression (RE2: linear time)"
         COUNT_ABOVE = "count_above", "has more than N occurrences of the text"
         LENGTH_ABOVE = "length_above", "is longer than N characters"
         FIELD_EQUALS = "field_equals", "its field equals the value"
@@ -81,7 +81,8 @@ class Criterion(models.Model):
 class Audit(models.Model):
     """The No-Data Algorithm run against an evaluator of the study: r rounds of the EV
     protocol per datapoint, the programmatic verifier on ``rubric``, failures flipped with
-    probability φ, from ``seed``. Runs as a Celery task with progress; cancellable."""
+    probability φ, from ``seed``. Runs as Celery tasks, one chunk each, on the ``audits``
+    queue, with progress; cancellable."""
 
     class Evaluator(models.TextChoices):
         COMMITMENTS = "commitments", "Imported commitments (JSONL)"
@@ -147,6 +148,11 @@ class Audit(models.Model):
     flips = models.PositiveIntegerField(null=True, blank=True)
     summary = models.JSONField(default=dict, blank=True)
     errors = models.JSONField(default=list, blank=True)
+    # where a chunked run carries on (services.runs): the next position, the evaluator's
+    # Generator state, whether this pass asked the specialists anything
+    checkpoint = models.JSONField(default=dict, blank=True, editable=False)
+    # written by a running chunk about every half second; an old one means its worker died
+    heartbeat_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
                                    null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

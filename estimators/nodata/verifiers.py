@@ -9,8 +9,9 @@ pass when δ(C(x), C(x′)) < ε for a distance δ and tolerance ε (``distance`
 the default distance is the normalised Hamming distance, the share of differing bits).
 
 A criterion that raises on the committed x′ (a datapoint of the wrong shape) fails the check,
-naming the criterion; it never crashes the run. On failure the verdict names the first
-criterion (in rubric order) whose value differs.
+naming the criterion; it never crashes the run — except the exceptions named in ``reraise``
+(the caller's interruptions, e.g. a task's time limit), which are never the datapoint's.
+On failure the verdict names the first criterion (in rubric order) whose value differs.
 """
 
 from __future__ import annotations
@@ -40,11 +41,14 @@ class _Unevaluable(Exception):
         self.error = error
 
 
-def _encode(rubric: Rubric | TotalRubric, x: Datapoint) -> tuple[int, ...]:
+def _encode(rubric: Rubric | TotalRubric, x: Datapoint,
+            reraise: tuple[type[BaseException], ...] = ()) -> tuple[int, ...]:
     bits = []
     for c in rubric.criteria:
         try:
             bits.append(c(x))
+        except reraise:
+            raise
         except Exception as exc:  # noqa: BLE001 — any failure of a check is the datapoint's
             raise _Unevaluable(c.name, exc) from exc
     return tuple(bits)
@@ -60,13 +64,15 @@ class ProgrammaticVerifier:
 
     ``distance``/``tolerance`` switch challenge 2 to the relaxed variant (both or neither;
     0 < tolerance ≤ 1/2 as in the paper's Appendix C.1). Encodings of hashable datapoints are
-    memoised (the criteria are deterministic), which keeps long runs cheap.
+    memoised (the criteria are deterministic), which keeps long runs cheap. ``reraise``:
+    exceptions a criterion may raise that interrupt the run instead of failing the check.
     """
 
     rubric: Rubric
     substrings: SubstringFn = whole
     distance: Distance | None = None
     tolerance: float | None = None
+    reraise: tuple[type[BaseException], ...] = ()
     _memo: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -86,9 +92,9 @@ class ProgrammaticVerifier:
             key = (which is self.total, type(x), x)  # 1, 1.0 and True stay apart
             hit = self._memo.get(key)
         except TypeError:  # unhashable datapoint (a JSON object): no memo
-            return _encode(which, x)
+            return _encode(which, x, self.reraise)
         if hit is None:
-            hit = self._memo[key] = _encode(which, x)
+            hit = self._memo[key] = _encode(which, x, self.reraise)
         return hit
 
     def check(self, challenge: Challenge, x: Datapoint, similar: Datapoint) -> Verdict:

@@ -168,7 +168,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # "'NoneType' object has no attribute 'hostname'"): docs/operations.md, "Worker supervision"
 CELERY_WORKER_CONSUMER = "oversight_site.worker:Consumer"
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_TASK_ROUTES = {"annotations.tasks.study_recompute_task": {"queue": "estimates"}}
+# audits run on their own queue, chunk by chunk: a recompute never waits behind one
+CELERY_TASK_ROUTES = {"annotations.tasks.study_recompute_task": {"queue": "estimates"},
+                      "annotations.audit_tasks.audit_run_task": {"queue": "audits"}}
 CELERY_BEAT_SCHEDULE = {
     "reclaim-expired-leases": {
         "task": "annotations.tasks.leases_reclaim_task",
@@ -180,7 +182,15 @@ CELERY_BEAT_SCHEDULE = {
         "task": "annotations.tasks.recomputes_catch_up_task",
         "schedule": schedule(run_every=float(os.environ.get("OVERSIGHT_CATCH_UP_SECONDS", "15"))),
     },
+    # audits whose worker died mid-chunk (annotations.audit.services.runs.audits_sweep)
+    "fail-stopped-audits": {
+        "task": "annotations.tasks.audits_sweep_task",
+        "schedule": schedule(run_every=60.0),
+    },
 }
+# an audit works this long per Celery task (well within CELERY_TASK_SOFT_TIME_LIMIT), then
+# stores a checkpoint and queues its next chunk
+OVERSIGHT_AUDIT_CHUNK_SECONDS = float(os.environ.get("OVERSIGHT_AUDIT_CHUNK_SECONDS", "30"))
 # Without a broker no beat runs: a thread of the web process runs the schedule above
 # (oversight_site/sweepers.py); OVERSIGHT_EMBEDDED_SWEEPERS=false turns it off.
 OVERSIGHT_EMBEDDED_SWEEPERS = CELERY_TASK_ALWAYS_EAGER and (

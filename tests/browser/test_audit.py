@@ -4,6 +4,8 @@ thread, the page polls) and reads the result; the pages do not scroll sideways a
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -111,3 +113,49 @@ def test_a_specialist_answers_the_verifier_questions_and_the_audit_resumes(
     assert asked == 2 * 2 * len(data)  # both criteria of each x and its x′
     audit.refresh_from_db()
     assert (audit.status, audit.successes) == ("succeeded", len(data))
+
+
+def test_a_long_audit_runs_in_chunks_with_progress_and_the_researcher_cancels_it(
+        page, live_server, settings, monkeypatch):
+    """Issue 27: the run proceeds chunk by chunk (here half a second each, in the embedded
+    thread), the page follows it, and **Cancel the audit** stops it: nothing is stored."""
+    import time
+
+    from annotations.audit.models import AuditOutcome
+    from annotations.audit.services import runs
+    from tests.annotations.audit.helpers import make_rubric
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.2  # the run goes to a thread
+    settings.OVERSIGHT_AUDIT_CHUNK_SECONDS = 0.5
+    real = runs.ev_protocol
+
+    def slow(*args, **kwargs):  # 20 ms a datapoint: 400 of them take 8 s
+        time.sleep(0.02)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runs, "ev_protocol", slow)
+    chunks = []
+    real_chunk = runs.audit_run_chunk
+    monkeypatch.setattr(runs, "audit_run_chunk", lambda **kw: chunks.append(1) or real_chunk(**kw))
+    study, researcher = make_audit_study("browser-chunks")
+    data = DATA * 40
+    audit = runs.audit_start(study=study, rubric=make_rubric(study),
+                             commitments=commitments_file(liar, data=data),
+                             commitments_name="c.jsonl", datapoints=datapoints_file(data),
+                             datapoints_name="d.jsonl", rounds=3)
+    login(page, live_server, researcher.username)
+    page.goto(f"{live_server.url}/studies/{study.pk}/audits/{audit.pk}/")
+    progress = page.get_by_test_id("progress")
+    expect(progress).to_have_text(re.compile(r"^(Running|Queued): [1-9]\d*/400 datapoints$"))
+    deadline = time.monotonic() + 10
+    while len(chunks) < 2 and time.monotonic() < deadline:  # a second chunk carries on
+        time.sleep(0.1)
+    assert len(chunks) >= 2
+    page.get_by_role("button", name="Cancel the audit").click()
+    expect(progress).to_have_text(re.compile(r"^Cancelled: \d+/400 datapoints$"))
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.CANCELLED and 0 < audit.done < 400
+    assert not AuditOutcome.objects.filter(audit=audit).exists()
+    page.set_viewport_size({"width": 390, "height": 800})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390

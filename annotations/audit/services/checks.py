@@ -1,4 +1,4 @@
-"""The registered checks a programmatic criterion may use, their parameters, and how one
+r"""The registered checks a programmatic criterion may use, their parameters, and how one
 becomes an ``estimators.nodata.criteria.Criterion``. Researchers pick a check and fill its
 parameters; nothing from the browser is ever run as code.
 
@@ -6,7 +6,7 @@ Checks (``Criterion.Kind``), each reading the datapoint — or, when ``field`` i
 of a JSON-object datapoint (a missing key, or a datapoint that is not an object, gives 0):
 
 * ``contains`` — 1 when the text contains ``text`` (non-empty);
-* ``regex`` — 1 when ``re.search(text, value)`` finds a match (below);
+* ``regex`` — 1 when the pattern ``text`` finds a match (RE2, below);
 * ``count_above`` — 1 when ``text`` occurs more than ``number`` times (non-overlapping);
 * ``length_above`` — 1 when the text is longer than ``number`` characters;
 * ``field_equals`` — 1 when the object's ``field`` equals ``value`` (JSON equality; 1 and
@@ -14,29 +14,26 @@ of a JSON-object datapoint (a missing key, or a datapoint that is not an object,
 
 A non-string value read by a string check is read as its JSON text (numbers, lists).
 
-**Regular expressions: a safe subset and a time limit.** Python's ``re`` backtracks and has
-no timeout, so a pattern like ``(a+)+$`` can take exponential time on a crafted input. A
-pattern is therefore refused when it is saved (``regex_problem``) if it uses what makes
-backtracking blow up: a back-reference, a look-ahead or look-behind, a conditional, a
-repeat inside a repeat (``(a+)+``, ``(a*)*``), an alternation inside a repeat (``(a|ab)*``),
-or more than ``REGEX_MAX_REPEATS`` unbounded repeats; it must be at most ``REGEX_MAX_LENGTH``
-characters. At run time a text longer than ``REGEX_MAX_TEXT`` characters is not searched
-(the check raises, so the verifier fails the challenge naming the criterion), and on the
-main thread of a worker process (Celery's prefork workers run tasks there) each search is
-also stopped after ``REGEX_SECONDS`` by a SIGALRM timer (CPython's regex engine checks for
-signals while it matches); elsewhere (the embedded mode's thread) the subset and the text
-limit are the guard.
+**Regular expressions: a linear-time matcher.** Python's ``re`` backtracks: ``a*a*b`` or
+``.*.*.*x`` take polynomial time, ``(a+)+$`` exponential, and the search holds the GIL (in
+the embedded mode one such datapoint stalled the whole site). Patterns therefore run on RE2
+(the ``google-re2`` binding, imported as ``re2``), whose matching time is linear in the text
+for every pattern it accepts, in every mode — no timer, no text limit. RE2 has no
+back-references, look-aheads or look-behinds, conditionals, atomic groups or possessive
+repeats (``a++``), and no repeat count above 1000: a pattern using one is refused when the
+rubric is saved (``regex_problem``), naming the criterion and the construct. It must be at
+most ``REGEX_MAX_LENGTH`` characters. Where RE2 reads differently from ``re``: ``\d``,
+``\w``, ``\s`` and ``\b`` are ASCII only; ``$`` is the end of the text (``re``'s also
+matches before a final newline; ``\Z`` is written ``\z``).
 """
 
 from __future__ import annotations
 
 import json
-import re
-import signal
-import threading
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Any
+
+import re2
 
 from estimators.nodata.criteria import Criterion as CoreCriterion
 
@@ -49,105 +46,74 @@ except ImportError:  # pragma: no cover - older Pythons
 
 CHECKS = ("contains", "regex", "count_above", "length_above", "field_equals")
 REGEX_MAX_LENGTH = 200
-REGEX_MAX_REPEATS = 3
-REGEX_MAX_TEXT = 20_000
-REGEX_SECONDS = 0.5
 NAME_MAX = 60
 
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False  # a refused pattern is reported to the researcher, not to stderr
 
-class RegexTimeout(Exception):
-    """A regular expression took longer than ``REGEX_SECONDS`` on one datapoint."""
+# what RE2 does not have, named as Python's parser sees it (a clearer message than RE2's)
+_UNSUPPORTED = {sre_constants.GROUPREF: r"a back-reference (\1, (?P=name))",
+                sre_constants.ASSERT: "a look-ahead or look-behind ((?=…), (?<=…))",
+                sre_constants.ASSERT_NOT: "a negative look-ahead or look-behind ((?!…), (?<!…))",
+                sre_constants.GROUPREF_EXISTS: "a conditional ((?(1)…|…))"}
+for _name, _why in (("ATOMIC_GROUP", "an atomic group ((?>…))"),
+                    ("POSSESSIVE_REPEAT", "a possessive repeat (a++, a*+)")):
+    if hasattr(sre_constants, _name):
+        _UNSUPPORTED[getattr(sre_constants, _name)] = _why
 
 
-_REPEATS = {sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT}
-_POSSESSIVE = getattr(sre_constants, "POSSESSIVE_REPEAT", None)
-if _POSSESSIVE is not None:
-    _REPEATS.add(_POSSESSIVE)
-_REFUSED = {sre_constants.GROUPREF: "a back-reference",
-            sre_constants.ASSERT: "a look-ahead or look-behind",
-            sre_constants.ASSERT_NOT: "a look-ahead or look-behind",
-            sre_constants.GROUPREF_EXISTS: "a conditional"}
-
-
-def _walk(items, inside_repeat: bool, counts: dict) -> str:
-    """The first refused construct in a parsed pattern ("" when none)."""
+def _unsupported(items) -> str:
+    """The first construct RE2 lacks in a pattern parsed by ``re`` ("" when none)."""
     for op, av in items:
-        if op in _REFUSED:
-            return _REFUSED[op]
-        if op in _REPEATS:
-            lo, hi, sub = av
-            if inside_repeat and hi != 1:
-                return "a repeat inside a repeat (like (a+)+)"
-            if hi == sre_constants.MAXREPEAT:
-                counts["unbounded"] += 1
-            why = _walk(sub, inside_repeat or hi != 1, counts)
-            if why:
-                return why
+        if op in _UNSUPPORTED:
+            return _UNSUPPORTED[op]
+        if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
+            why = _unsupported(av[2])
         elif op is sre_constants.SUBPATTERN:
-            why = _walk(av[-1], inside_repeat, counts)
-            if why:
-                return why
+            why = _unsupported(av[-1])
         elif op is sre_constants.BRANCH:
-            if inside_repeat:
-                return "an alternation inside a repeat (like (a|ab)*)"
-            for branch in av[1]:
-                why = _walk(branch, inside_repeat, counts)
-                if why:
-                    return why
-        elif op is getattr(sre_constants, "ATOMIC_GROUP", object()):
-            why = _walk(av, inside_repeat, counts)
-            if why:
-                return why
+            why = next((w for w in map(_unsupported, av[1]) if w), "")
+        else:
+            why = ""
+        if why:
+            return why
     return ""
 
 
+def regex_compile(pattern: str):
+    """The pattern compiled by RE2 (``re2.error`` when RE2 refuses it)."""
+    return re2.compile(pattern, _OPTIONS)
+
+
 def regex_problem(pattern: str) -> str:
-    """Why ``pattern`` is refused ("" when it is in the safe subset; module docstring)."""
+    """Why ``pattern`` is refused ("" when RE2 runs it; module docstring)."""
     if not pattern:
         return "a pattern is required"
     if len(pattern) > REGEX_MAX_LENGTH:
         return f"at most {REGEX_MAX_LENGTH} characters, got {len(pattern)}"
     try:
         parsed = sre_parse.parse(pattern)
-        re.compile(pattern)
-    except (re.error, RecursionError, OverflowError) as exc:
-        return f"not a regular expression ({exc})"
-    counts = {"unbounded": 0}
-    why = _walk(parsed, False, counts)
+    except Exception as exc:  # noqa: BLE001 - re.error, RecursionError, OverflowError
+        parsed, python_error = None, exc
+    else:
+        python_error = None
+    why = _unsupported(parsed) if parsed is not None else ""
     if why:
-        return f"refused: {why} can make matching take exponential time"
-    if counts["unbounded"] > REGEX_MAX_REPEATS:
-        return (f"refused: at most {REGEX_MAX_REPEATS} unbounded repeats (*, +, {{n,}}), "
-                f"got {counts['unbounded']}")
+        return (f"uses {why}, which the linear-time matcher (RE2) does not support: "
+                "rewrite the pattern without it")
+    try:
+        regex_compile(pattern)
+    except re2.error as exc:
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        if python_error is not None:
+            return f"not a regular expression ({python_error})"
+        return f"not supported by the linear-time matcher (RE2: {detail})"
     return ""
 
 
-@contextmanager
-def _time_limit(seconds: float):
-    """SIGALRM after ``seconds`` on the main thread (module docstring); no limit elsewhere."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(
-            signal, "setitimer"):
-        yield
-        return
-
-    def expired(signum, frame):
-        raise RegexTimeout(f"the regular expression took more than {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def regex_search(compiled: re.Pattern, text: str) -> bool:
-    if len(text) > REGEX_MAX_TEXT:
-        raise ValueError(f"text of {len(text)} characters is longer than the "
-                         f"{REGEX_MAX_TEXT} a regular expression reads")
-    with _time_limit(REGEX_SECONDS):
-        return compiled.search(text) is not None
+def regex_search(compiled, text: str) -> bool:
+    """Whether the RE2 pattern finds a match in ``text`` (time linear in the text)."""
+    return compiled.search(text) is not None
 
 
 def criterion_problems(*, name: str, kind: str, text: str = "", number: int | None = None,
@@ -172,7 +138,8 @@ def criterion_problems(*, name: str, kind: str, text: str = "", number: int | No
     if kind == "regex":
         why = regex_problem(text)
         if why:
-            problems.append(("text", why))
+            who = f"criterion {name}: " if isinstance(name, str) and name.strip() else ""
+            problems.append(("text", who + why))
     if kind in ("count_above", "length_above") and (
             isinstance(number, bool) or not isinstance(number, int) or number < 0):
         problems.append(("number", f"expected a whole number ≥ 0, got {number!r}"))
@@ -216,7 +183,7 @@ def build_criterion(*, name: str, kind: str, text: str = "", number: int | None 
             return found and _t in _as_text(v)
         desc = f"{on}contains {text!r}"
     elif kind == "regex":
-        compiled = re.compile(text)
+        compiled = regex_compile(text)
 
         def fn(x, _c=compiled):
             found, v = read(x)

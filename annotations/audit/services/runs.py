@@ -7,23 +7,38 @@ file, line and field, items checked against the data set and rounds against r). 
 problem it raises ``ImportFailed`` (or ``AuditRefused``) and nothing changes. Otherwise it
 stores the audit, the rubric's snapshot and both files, and queues the run after commit.
 
-``audit_run`` (the Celery task's body) runs ``estimators.nodata.no_data_algorithm`` with the
-programmatic verifier on the snapshot and the imported commitments — or a registered
-evaluator (``services.evaluators``: an AI system through the provider), reporting progress on
-the audit row (``done`` of ``total``) and looking for a cancel request at each report; on
-success it stores one ``AuditOutcome`` per datapoint and the summary, all in one
-transaction. A cancelled run stores no outcome; a crashed run is recorded as failed with
-the error, never as a success; so is a run whose evaluator cannot answer
-(``EvaluatorUnavailable``: the provider gave up after its retries, the endpoint was refused).
+``audit_run_chunk`` (the Celery task's body) runs ``estimators.nodata.no_data_algorithm``
+with the programmatic verifier on the snapshot and the imported commitments — or a registered
+evaluator (``services.evaluators``: an AI system through the provider) — **in chunks**: each
+chunk plays the EV protocol on the next datapoints for at most
+``OVERSIGHT_AUDIT_CHUNK_SECONDS`` (well within Celery's time limit), then stores their
+outcomes and a checkpoint (the next position and the evaluator's Generator state) in one
+transaction, and the task queues the next chunk (``services.enqueue``): a long audit never
+holds a worker for long, and the result is the one ``no_data_algorithm`` gives in one go
+(same seed, same Generators, same order). The last chunk flips the failures (φ, the flips'
+Generator over every stored outcome in order) and stores the summary. Progress (``done`` of
+``total``) and a heartbeat are written about every ``PROGRESS_SECONDS``, where a cancel
+request is looked for; between chunks the audit is queued (a cancel then ends it at once).
+
+A cancelled run keeps no outcome; a crashed run is recorded as failed with the error, never
+as a success; so is a run whose evaluator cannot answer (``EvaluatorUnavailable``: the
+provider gave up after its retries, the endpoint was refused), and a chunk that reaches
+Celery's soft time limit (``SoftTimeLimitExceeded`` is never a criterion's failure). A chunk
+whose worker was killed (the hard limit, a restart) leaves the audit running with an old
+heartbeat: ``audits_sweep`` (beat, every minute) marks it failed.
 """
 
 from __future__ import annotations
 
-import threading
+import datetime as dt
+import json
 import time
 
+import numpy as np
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from annotations.audit.models import MAX_ROUNDS, Audit, AuditFile, AuditOutcome, Rubric
@@ -32,6 +47,7 @@ from annotations.audit.services.datasets import (
     parse_datapoints,
     study_datapoints,
 )
+from annotations.audit.services.enqueue import run_enqueue
 from annotations.audit.services.evaluators import EvaluatorUnavailable, evaluator_kind
 from annotations.audit.services.files import jsonl_records
 from annotations.audit.services.rubrics import core_rubric, rubric_problems, rubric_snapshot
@@ -44,18 +60,23 @@ from annotations.audit.services.verify import (
 )
 from annotations.core.errors import DomainError, ImportFailed
 from annotations.core.models import Study, User
-from annotations.core.queue import task
 from annotations.core.sqlite_locks import while_sqlite_locked
-from estimators.nodata.algorithm import no_data_algorithm, theorem1_bound
+from estimators.nodata.algorithm import NoDataResult, flip_failures, streams, theorem1_bound
 from estimators.nodata.commitments import CommitmentsError, parse_commitments
 from estimators.nodata.evaluators import CommitmentsEvaluator
 from estimators.nodata.kappa import cohen_kappa
+from estimators.nodata.protocol import (
+    Challenge,
+    EVOutcome,
+    Round,
+    challenge_schedule,
+    ev_protocol,
+)
 from estimators.nodata.verifiers import ProgrammaticVerifier
 
-# the run task's registered name (annotations/audit/tasks.py; core.queue)
-RUN_TASK = "annotations.audit_tasks.audit_run_task"
 ACTIVE = (Audit.Status.QUEUED, Audit.Status.RUNNING, Audit.Status.WAITING)
 PROGRESS_SECONDS = 0.5  # at most this long between two progress reports (and cancel checks)
+STALE_MARGIN_SECONDS = 60  # beyond Celery's hard time limit before a silent run is failed
 ALPHAS = (0.5, 0.7, 0.9)  # Theorem 1's value is shown for these evaluator accuracies α
 MAX_OUTCOMES = 200_000
 
@@ -201,35 +222,21 @@ def audit_cancel(*, audit: Audit) -> Audit:
         if audit.status in (Audit.Status.QUEUED, Audit.Status.WAITING):
             audit.status, audit.finished_at = Audit.Status.CANCELLED, timezone.now()
             fields += ["status", "finished_at"]
+            AuditOutcome.objects.filter(audit_id=audit.pk).delete()  # a chunk's, if any
         audit.save(update_fields=fields)
     return audit
 
 
-def run_enqueue(audit_id: int) -> None:
-    """Start the run's Celery task. On the embedded defaults (no broker) a web request does
-    not wait for it: it runs in a thread (tests, with no debounce, run it inline) — as the
-    critique AI runs do."""
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        if settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS > 0:
-            threading.Thread(target=_run_in_thread, args=(audit_id,), daemon=True).start()
-        else:
-            task(RUN_TASK).apply(args=(audit_id,))
-        return
-    task(RUN_TASK).delay(audit_id)
-
-
-def _run_in_thread(audit_id: int) -> None:
-    from django.db import connections
-
-    try:
-        task(RUN_TASK).apply(args=(audit_id,))
-    finally:
-        connections.close_all()
-
-
 def _finish(audit_id: int, status: str, errors: list[str] | None = None, **fields) -> None:
-    while_sqlite_locked(lambda: Audit.objects.filter(pk=audit_id).update(
-        status=status, finished_at=timezone.now(), errors=errors or [], **fields))
+    """End the run; an audit that did not succeed keeps no outcome (a chunk's)."""
+    def write() -> None:
+        with transaction.atomic():
+            AuditOutcome.objects.filter(audit_id=audit_id).delete()
+            Audit.objects.filter(pk=audit_id).update(
+                status=status, finished_at=timezone.now(), errors=errors or [],
+                heartbeat_at=None, **fields)
+
+    while_sqlite_locked(write)
 
 
 def _progress(audit_id: int):
@@ -240,7 +247,8 @@ def _progress(audit_id: int):
         if done < total and now - last[0] < PROGRESS_SECONDS:
             return
         last[0] = now
-        while_sqlite_locked(lambda: Audit.objects.filter(pk=audit_id).update(done=done))
+        while_sqlite_locked(lambda: Audit.objects.filter(pk=audit_id).update(
+            done=done, heartbeat_at=timezone.now()))
         if while_sqlite_locked(lambda: Audit.objects.filter(
                 pk=audit_id, cancel_requested=True).exists()):
             raise _Cancelled
@@ -274,84 +282,216 @@ def audit_summary(result, rounds: int, phi: float,
             "failures_by_criterion": result.failures_by_criterion()}
 
 
-def audit_run(*, audit_id: int) -> None:
-    """Run a queued audit (module docstring); safe to call twice (an ended audit is left)."""
+class _Overtaken(Exception):
+    """Another execution of the same chunk (a message delivered twice) stored it first."""
+
+
+def _rng_state(rng: np.random.Generator) -> str:
+    return json.dumps(rng.bit_generator.state)  # 128-bit integers: kept exact as text
+
+
+def _round_of(r: dict) -> Round:
+    return Round(r["round"], r["label"], r["similar"],
+                 None if r["challenge"] is None else Challenge(r["challenge"]), r["passed"],
+                 r["criterion"], r["reason"])
+
+
+def _chunk_seconds() -> float:
+    return float(settings.OVERSIGHT_AUDIT_CHUNK_SECONDS)
+
+
+def _setup(audit: Audit, files: AuditFile):
+    """(rows, items, verifier, evaluator) of a stored audit, as every chunk builds them."""
+    rows = parse_datapoints(bytes(files.datapoints), source=audit.dataset_name)
+    items = [r.item for r in rows]
+    rubric = core_rubric(audit.rubric_snapshot)
+    if audit.verifier == Audit.Verifier.HUMAN:
+        verifier = HumanVerifier(rubric, answers_of(audit))
+    else:  # a chunk reaching the soft time limit is never a criterion's failure
+        verifier = ProgrammaticVerifier(rubric, reraise=(SoftTimeLimitExceeded,))
+    if audit.evaluator == Audit.Evaluator.COMMITMENTS:
+        commitments = parse_commitments(bytes(files.commitments), source=audit.evaluator_name,
+                                        rounds=audit.rounds, items=items)
+        evaluator = CommitmentsEvaluator(commitments, source=audit.evaluator_name)
+    else:
+        kind = evaluator_kind(audit.evaluator)
+        if kind is None:
+            raise EvaluatorUnavailable(f"no evaluator {audit.evaluator!r} is registered")
+        evaluator = kind.build(audit, rows)
+    return rows, items, verifier, evaluator
+
+
+def audit_run_chunk(*, audit_id: int, seconds: float | None = None) -> bool:
+    """One chunk of a queued or running audit (module docstring): True when more remains
+    (the caller queues the next chunk). Safe to call twice (an ended audit is left; a chunk
+    already stored by another execution is not stored again)."""
     audit = Audit.objects.filter(pk=audit_id).first()
-    if audit is None or audit.status not in ACTIVE:
-        return
+    if audit is None or audit.status not in (Audit.Status.QUEUED, Audit.Status.RUNNING):
+        return False
     if audit.cancel_requested:
         _finish(audit_id, Audit.Status.CANCELLED)
-        return
-    while_sqlite_locked(lambda: Audit.objects.filter(pk=audit_id).update(
-        status=Audit.Status.RUNNING, done=0))
+        return False
+    checkpoint = dict(audit.checkpoint or {})
+    if not checkpoint or checkpoint.get("position", 0) >= audit.total:  # a new pass
+        checkpoint = {"position": 0, "pending": False}
+
+        def begin() -> None:
+            with transaction.atomic():
+                AuditOutcome.objects.filter(audit_id=audit_id).delete()
+                Audit.objects.filter(pk=audit_id).update(checkpoint=checkpoint, done=0)
+
+        while_sqlite_locked(begin)
+    start = checkpoint["position"]
+    # only while still queued or running: a cancel of the queued audit may have come first
+    if not while_sqlite_locked(lambda: Audit.objects.filter(
+            pk=audit_id, status__in=(Audit.Status.QUEUED, Audit.Status.RUNNING)).update(
+                status=Audit.Status.RUNNING, done=start, heartbeat_at=timezone.now())):
+        return False
+    deadline = time.monotonic() + (_chunk_seconds() if seconds is None else seconds)
     try:
         files = AuditFile.objects.get(audit_id=audit_id)
-        rows = parse_datapoints(bytes(files.datapoints), source=audit.dataset_name)
-        items = [r.item for r in rows]
+        rows, items, verifier, evaluator = _setup(audit, files)
+        ev_rng, ver_rng, flip_rng = streams(audit.seed)
+        if "evaluator_rng" in checkpoint:
+            ev_rng.bit_generator.state = json.loads(checkpoint["evaluator_rng"])
+        schedule = challenge_schedule(ver_rng, len(rows), audit.rounds).tolist()
+        evaluator.prepare(list(zip(items, [r.x for r in rows], strict=True)))
+        report = _progress(audit_id)
+        outcomes: list[EVOutcome] = []
+        position = start
+        while position < len(rows) and (position == start or time.monotonic() < deadline):
+            outcomes.append(ev_protocol(items[position], rows[position].x, evaluator,
+                                        verifier, rounds=audit.rounds, evaluator_rng=ev_rng,
+                                        challenges=schedule[position]))
+            position += 1
+            report(position, len(rows))
         human = audit.verifier == Audit.Verifier.HUMAN
-        verifier = (HumanVerifier(core_rubric(audit.rubric_snapshot), answers_of(audit))
-                    if human else ProgrammaticVerifier(core_rubric(audit.rubric_snapshot)))
-        if audit.evaluator == Audit.Evaluator.COMMITMENTS:
-            commitments = parse_commitments(bytes(files.commitments),
-                                            source=audit.evaluator_name,
-                                            rounds=audit.rounds, items=items)
-            evaluator = CommitmentsEvaluator(commitments, source=audit.evaluator_name)
-        else:
-            kind = evaluator_kind(audit.evaluator)
-            if kind is None:
-                raise EvaluatorUnavailable(f"no evaluator {audit.evaluator!r} is registered")
-            evaluator = kind.build(audit, rows)
-        result = no_data_algorithm([r.x for r in rows], evaluator, verifier,
-                                   rounds=audit.rounds, phi=audit.phi, seed=audit.seed,
-                                   items=items, progress=_progress(audit_id))
-    except _Cancelled:
-        _finish(audit_id, Audit.Status.CANCELLED)
-        return
+        pending = bool(checkpoint.get("pending")) or bool(human and verifier.needed)
+        _store_chunk(audit, start, rows, outcomes,
+                     {"position": position, "evaluator_rng": _rng_state(ev_rng),
+                      "pending": pending}, needed=verifier.needed if human else None)
+        if position < len(rows):
+            return True
+        if pending:  # a wave of questions: wait for the answers
+            def wait() -> None:  # nothing stored while waiting: the next pass plays again
+                with transaction.atomic():
+                    mine = AuditOutcome.objects.filter(audit_id=audit_id)
+                    decided = mine.exclude(reason=PENDING).count()
+                    mine.delete()
+                    Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).update(
+                        status=Audit.Status.WAITING, done=decided, heartbeat_at=None)
+
+            while_sqlite_locked(wait)
+            return False
+        _finalize(audit, rows, flip_rng)
+    except (_Cancelled, _Overtaken) as exc:
+        if isinstance(exc, _Cancelled):
+            _finish(audit_id, Audit.Status.CANCELLED)
+        return False
     except ImportFailed as exc:
         _finish(audit_id, Audit.Status.FAILED, exc.errors[:200])
-        return
     except CommitmentsError as exc:
         _finish(audit_id, Audit.Status.FAILED, exc.problems[:200])
-        return
     except EvaluatorUnavailable as exc:  # e.g. the provider gave up after its retries
         _finish(audit_id, Audit.Status.FAILED, [f"evaluator: {exc}"])
-        return
+    except SoftTimeLimitExceeded:
+        _finish(audit_id, Audit.Status.FAILED, [
+            f"The run reached the worker's time limit ({settings.CELERY_TASK_SOFT_TIME_LIMIT} s) "
+            "within one chunk (one datapoint took that long): start the audit again."])
     except Exception as exc:  # a bug: recorded (an audit left 'running' would never end)
         _finish(audit_id, Audit.Status.FAILED, [f"{type(exc).__name__}: {exc}"])
         raise
-    if human and verifier.needed:  # a wave of questions: wait for the answers
-        decided = sum(1 for o in result.outcomes if o.reason != PENDING)
+    return False
 
-        def wait() -> None:
-            with transaction.atomic():
-                questions_create(audit=audit, needed=verifier.needed)
-                Audit.objects.filter(pk=audit_id).update(status=Audit.Status.WAITING,
-                                                         done=decided)
 
-        while_sqlite_locked(wait)
-        return
+def audit_run(*, audit_id: int) -> None:
+    """Run a queued audit to its end in this process, chunk after chunk (the demo's seeding,
+    tests); the worker runs one chunk per task instead."""
+    while audit_run_chunk(audit_id=audit_id):
+        pass
+
+
+def _store_chunk(audit: Audit, start: int, rows, outcomes: list[EVOutcome], checkpoint: dict,
+                 needed: dict | None) -> None:
+    """The chunk's outcomes (labels unflipped until the last chunk), its questions, and the
+    checkpoint, in one transaction; nothing when another execution stored it first. Until
+    the next chunk starts the audit is queued (waiting for a worker is not running: the
+    sweeper leaves it, a cancel ends it at once)."""
+    audit_id = audit.pk
+
+    def store() -> None:
+        with transaction.atomic():
+            moved = Audit.objects.filter(
+                pk=audit_id, status=Audit.Status.RUNNING, checkpoint__position=start).update(
+                    checkpoint=checkpoint, done=checkpoint["position"],
+                    heartbeat_at=timezone.now(), status=Audit.Status.QUEUED
+                    if checkpoint["position"] < len(rows) else Audit.Status.RUNNING)
+            if not moved:
+                raise _Overtaken
+            AuditOutcome.objects.bulk_create(
+                (AuditOutcome(
+                    audit_id=audit_id, position=start + i, item=str(o.item), success=o.success,
+                    label=o.label, final_label=o.label, flipped=False,
+                    challenge=None if o.challenge is None else int(o.challenge),
+                    criterion=o.failure.criterion if o.failure else "", reason=o.reason,
+                    reference=rows[start + i].reference,
+                    rounds=[_round_row(r) for r in o.rounds])
+                 for i, o in enumerate(outcomes)), batch_size=1000)
+            if needed:
+                questions_create(audit=audit, needed=needed)
+
+    while_sqlite_locked(store)
+
+
+def _finalize(audit: Audit, rows, flip_rng: np.random.Generator) -> None:
+    """The last chunk: φ's flips over every stored outcome in order, the summary, success —
+    in one transaction."""
+    audit_id = audit.pk
+    stored = list(AuditOutcome.objects.filter(audit_id=audit_id).order_by("position")
+                  .values_list("position", "item", "success", "label", "rounds"))
+    if [p for p, *_ in stored] != list(range(len(rows))):
+        raise RuntimeError(f"{len(stored)} outcomes stored for {len(rows)} datapoints")
+    outcomes = tuple(EVOutcome(item, success, label, tuple(_round_of(r) for r in played))
+                     for _, item, success, label, played in stored)
+    labels, flipped = flip_failures(outcomes, audit.phi, flip_rng)
+    success = np.fromiter((o.success for o in outcomes), dtype=bool, count=len(outcomes))
+    result = NoDataResult(labels, success, flipped, outcomes, audit.rounds, audit.phi)
     summary = audit_summary(result, audit.rounds, audit.phi,
                             references=[r.reference for r in rows])
+    positions = np.flatnonzero(flipped).tolist()
 
     def store() -> None:  # one transaction, retried whole while SQLite reports a lock
         with transaction.atomic():
-            AuditOutcome.objects.filter(audit_id=audit_id).delete()
-            AuditOutcome.objects.bulk_create(
-                (AuditOutcome(
-                    audit_id=audit_id, position=i, item=str(o.item), success=o.success,
-                    label=o.label, final_label=result.labels[i],
-                    flipped=bool(result.flipped[i]),
-                    challenge=None if o.challenge is None else int(o.challenge),
-                    criterion=o.failure.criterion if o.failure else "", reason=o.reason,
-                    reference=rows[i].reference,
-                    rounds=[_round_row(r) for r in o.rounds])
-                 for i, o in enumerate(result.outcomes)), batch_size=1000)
+            for i in range(0, len(positions), 1000):
+                AuditOutcome.objects.filter(
+                    audit_id=audit_id, position__in=positions[i:i + 1000]).update(
+                        flipped=True, final_label=1 - F("label"))
             Audit.objects.filter(pk=audit_id).update(
                 status=Audit.Status.SUCCEEDED, finished_at=timezone.now(), errors=[],
                 done=result.n, successes=result.successes, flips=result.flips,
-                summary=summary)
+                summary=summary, heartbeat_at=None)
 
     while_sqlite_locked(store)
+
+
+def audits_sweep(*, now: dt.datetime | None = None) -> int:
+    """Mark failed every running audit whose chunk stopped without ending it: no heartbeat
+    for longer than Celery's hard time limit and a minute (a live chunk writes one about
+    every ``PROGRESS_SECONDS`` and is killed at that limit). Returns how many."""
+    now = now or timezone.now()
+    stale = now - dt.timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + STALE_MARGIN_SECONDS)
+    ended = 0
+    for audit in Audit.objects.filter(status=Audit.Status.RUNNING, heartbeat_at__lt=stale):
+        with transaction.atomic():
+            if Audit.objects.filter(pk=audit.pk, status=Audit.Status.RUNNING,
+                                    heartbeat_at__lt=stale).update(
+                    status=Audit.Status.FAILED, finished_at=now, heartbeat_at=None,
+                    errors=[f"The run stopped at {audit.done}/{audit.total} datapoints: its "
+                            "worker was stopped (a time limit, a restart) and nothing carried "
+                            "it on. Start the audit again."]):
+                AuditOutcome.objects.filter(audit_id=audit.pk).delete()
+                ended += 1
+    return ended
 
 
 def audit_progress(audit: Audit) -> str:

@@ -35,6 +35,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from annotations.audit.models import Audit, VerifierQuestion, VerifierQuestionEvent
+from annotations.audit.services.enqueue import run_enqueue
 from annotations.core import engine
 from annotations.core.errors import DomainError
 from annotations.core.models import Study, StudyMembership, User
@@ -158,8 +159,6 @@ def question_next(*, study: Study, user: User) -> VerifierQuestion | None:
 def question_answer(*, user: User, public_id: str, answer: bool) -> VerifierQuestion:
     """Store the holder's yes/no. The answer that closes an audit's last open question
     queues the audit's next pass (after commit)."""
-    from annotations.audit.services.runs import run_enqueue
-
     with transaction.atomic():
         task = engine.task_locked(VERIFY_KIND, public_id=public_id)
         task = engine.task_for_holder(VERIFY_KIND, task, user)

@@ -29,6 +29,7 @@ from annotations.critique.models import (
     CritiqueQuestion,
     CritiqueTask,
     CritiqueTaskBlock,
+    CritiqueTaskEvent,
 )
 from annotations.critique.services.assignment import CRITIQUE_KIND, task_for_holder
 
@@ -187,14 +188,16 @@ def critique_undo(*, study: Study, user: User) -> CritiqueTask:
     if now - last.answered_at >= window or output is None:
         raise too_late
     uses = Q(first=output) | Q(second=output)
-    made = CritiqueTask.objects.select_for_update().filter(uses)
-    if (made.filter(times_issued__gt=0).exists()
+    # the next level's tasks locked before they are looked at: a lease under way (its row
+    # lock) is waited for and then seen; a later one passes them over (SKIP LOCKED)
+    made = list(CritiqueTask.objects.select_for_update().filter(uses).order_by("pk"))
+    if (any(t.times_issued or t.status != CritiqueTask.Status.PENDING for t in made)
             or CritiqueOutput.objects.filter(uses).exists()):
         raise too_late
     detail = {"final": output.final, "choice": output.choice, "confidence": output.confidence,
-              "answered_at": last.answered_at.isoformat(), "tasks_deleted": made.count()}
-    if detail["tasks_deleted"]:
-        made.delete()
+              "answered_at": last.answered_at.isoformat(), "tasks_deleted": len(made)}
+    if made:
+        _unmade([t.pk for t in made], too_late)
         CritiqueQuestion.objects.filter(pk=last.question_id,
                                         generated_level__gt=output.level).update(
             generated_level=output.level)
@@ -208,6 +211,22 @@ def critique_undo(*, study: Study, user: User) -> CritiqueTask:
     study_id = study.pk
     transaction.on_commit(lambda: _schedule(study_id))
     return last
+
+
+def _unmade(ids: list[int], too_late: UndoRefused) -> None:
+    """Delete never-issued next-level tasks and their rows. The tasks go in one conditional
+    statement (never issued, still pending): when a lease got one after all (a database
+    without row locks), fewer rows go than asked and the undo is refused — the transaction
+    rolls back whole — instead of failing at commit on the lease's audit row."""
+    CritiqueTaskEvent.objects.filter(task_id__in=ids).delete()
+    CritiqueTaskBlock.objects.filter(task_id__in=ids).delete()
+    table = CritiqueTask._meta.db_table
+    marks = ", ".join(["%s"] * len(ids))
+    with connection.cursor() as cur:
+        cur.execute(f"DELETE FROM {table} WHERE id IN ({marks}) AND times_issued = 0 "
+                    "AND status = %s", [*ids, CritiqueTask.Status.PENDING])
+        if cur.rowcount != len(ids):
+            raise too_late
 
 
 def _schedule(study_id: int) -> None:

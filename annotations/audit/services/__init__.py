@@ -1,0 +1,1 @@
+"""Every write of audits: rubrics, runs, the human verifier, uploads and exports."""

@@ -353,6 +353,47 @@ def undo_target(kind: TaskKind, answered: models.QuerySet, *, user: Any, noun: s
     return last
 
 
+def undo_offered_until(kind: TaskKind, answered: models.QuerySet, *, user: Any,
+                       now: dt.datetime | None = None) -> dt.datetime | None:
+    """Until when the labelling page offers "Undo" (None: not now). A read, no lock: the
+    same checks as ``undo_target`` and the window — ``user`` has an answer among
+    ``answered`` (the study's tasks), has not undone one since, may still work on it, and
+    the window has not passed. A type's own later refusals (an answer that others already
+    build on) still come from its undo service, with its message."""
+    from annotations.core.errors import DomainError
+
+    window = undo_window()
+    last = (answered.filter(answered_by=user, status=TaskStatus.ANSWERED)
+            .order_by("-answered_at", "-pk").first())
+    if last is None or not window or last.answered_at is None:
+        return None
+    until = last.answered_at + window
+    if until <= (now or timezone.now()):
+        return None
+    if kind.event_model.objects.filter(**{f"{kind.event_task_field}__study_id": last.study_id},
+                                       actor=user, kind=TaskEventKind.UNDONE,
+                                       at__gte=last.answered_at).exists():
+        return None
+    try:
+        kind.may_still_work(last, user)
+    except DomainError:
+        return None
+    return until
+
+
+def undone_detail(kind: TaskKind, task: LeasedTask, *, user: Any) -> dict | None:
+    """What ``user`` took back from ``task`` by undo (the ``undone`` audit row's detail),
+    while they hold it under the lease the undo gave them (None otherwise): the page puts
+    it back into the form, so an undo never costs what was written."""
+    if task.status != TaskStatus.LEASED or task.holder_id != getattr(user, "pk", user):
+        return None
+    event = (kind.event_model.objects
+             .filter(**{kind.event_task_field: task}, actor=user, kind=TaskEventKind.UNDONE,
+                     at__gte=task.issued_at)
+             .order_by("-at", "-pk").first())
+    return event.detail if event is not None else None
+
+
 def lease_length(study: Study) -> dt.timedelta:
     """How long a lease (and each heartbeat) lasts: the study's ``lease_minutes``, unless the
     OVERSIGHT_LEASE_SECONDS setting overrides it (tests of expiry)."""

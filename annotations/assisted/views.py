@@ -85,8 +85,9 @@ def _context(request: HttpRequest, study: Study, task: RatingTask | None, *, mes
                "assisted": assisted, "progress": rater_progress(study=study, user=request.user),
                "label_choices": LABEL_CHOICES, "confidence_choices": CONFIDENCE_CHOICES,
                "helpfulness_choices": HELPFULNESS_CHOICES,
-               "section_keys": [k for k in SECTION_KEYS if k[1] in assignment.components],
-               "undo_until": rating_undo_offered_until(study=study, user=request.user)}
+               "section_keys": [k for k in SECTION_KEYS if k[1] in assignment.components]}
+    context["undo_until"] = (rating_undo_offered_until(study=study, user=request.user)
+                             if context["progress"]["rated"] else None)
     if task is not None:
         context["form"] = form or rating_taken_back(task=task, user=request.user)
         shown = task_show(task=task, user=request.user, via=Exposure.Via.PAGE,

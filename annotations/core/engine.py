@@ -353,32 +353,27 @@ def undo_target(kind: TaskKind, answered: models.QuerySet, *, user: Any, noun: s
     return last
 
 
-def undo_offered_until(kind: TaskKind, answered: models.QuerySet, *, user: Any,
+def undo_offered_until(kind: TaskKind, study: Study, answered: models.QuerySet, *, user: Any,
                        now: dt.datetime | None = None) -> dt.datetime | None:
-    """Until when the labelling page offers "Undo" (None: not now). A read, no lock: the
-    same checks as ``undo_target`` and the window — ``user`` has an answer among
-    ``answered`` (the study's tasks), has not undone one since, may still work on it, and
-    the window has not passed. A type's own later refusals (an answer that others already
-    build on) still come from its undo service, with its message."""
-    from annotations.core.errors import DomainError
-
+    """Until when the labelling page offers "Undo" (None: not now). A read in one statement,
+    no lock: as ``undo_target`` and the window allow — the study is open, ``user`` has an
+    answer among ``answered`` (the study's tasks), has not undone one since, and the window
+    has not passed. The page checked that they still work in the study; a type's own later
+    refusals (an answer others already build on) still come from its undo service, with
+    its message."""
     window = undo_window()
+    if not window or study.status != Study.Status.OPEN:
+        return None
+    undone = kind.event_model.objects.filter(
+        **{f"{kind.event_task_field}__study_id": study.pk}, actor=user,
+        kind=TaskEventKind.UNDONE, at__gte=models.OuterRef("answered_at"))
     last = (answered.filter(answered_by=user, status=TaskStatus.ANSWERED)
-            .order_by("-answered_at", "-pk").first())
-    if last is None or not window or last.answered_at is None:
+            .order_by("-answered_at", "-pk")
+            .values_list("answered_at", models.Exists(undone)).first())
+    if last is None or last[0] is None or last[1]:
         return None
-    until = last.answered_at + window
-    if until <= (now or timezone.now()):
-        return None
-    if kind.event_model.objects.filter(**{f"{kind.event_task_field}__study_id": last.study_id},
-                                       actor=user, kind=TaskEventKind.UNDONE,
-                                       at__gte=last.answered_at).exists():
-        return None
-    try:
-        kind.may_still_work(last, user)
-    except DomainError:
-        return None
-    return until
+    until = last[0] + window
+    return until if until > (now or timezone.now()) else None
 
 
 def undone_detail(kind: TaskKind, task: LeasedTask, *, user: Any) -> dict | None:

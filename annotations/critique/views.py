@@ -75,8 +75,9 @@ def _work(request: HttpRequest, study: Study, task: CritiqueTask | None, *, mess
     by undo holds the answer taken back (``taken_back``: the page says so)."""
     context = {"study": study, "message": message, "recorded": recorded, "expired": expired,
                "progress": _progress(request, study), "form": form or {},
-               "errors": errors or {}, "confidence_levels": CONFIDENCE_LEVELS,
-               "undo_until": critique_undo_offered_until(study=study, user=request.user)}
+               "errors": errors or {}, "confidence_levels": CONFIDENCE_LEVELS}
+    context["undo_until"] = (critique_undo_offered_until(study=study, user=request.user)
+                             if context["progress"]["answered"] else None)
     if task is not None:
         if form is None:
             back = critique_answer_taken_back(task=task, user=request.user)

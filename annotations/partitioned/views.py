@@ -63,7 +63,9 @@ def _render_query(request: HttpRequest, membership: StudyMembership, query: Quer
                "progress": specialist_progress(
                    user=request.user, study=study, membership=membership,
                    since=_session_since(request, study), holding=query is not None),
-               "undo_until": label_undo_offered_until(study=study, user=request.user)}
+               "undo_until": None}
+    if context["progress"]["answered"]:
+        context["undo_until"] = label_undo_offered_until(study=study, user=request.user)
     if query is not None:
         query_mark_rendered(query=query)
         context["q"] = query_for_specialist(query=query, study=study)

@@ -241,7 +241,7 @@ def test_the_time_left_and_its_warning_stay_in_view_while_typing(page, live_serv
     viewport = page.viewport_size
     # the lease line (clock and warning) is on screen above the text box; on a phone the
     # page scrolled past its place, so it stuck to the top of the screen
-    assert 0 <= lease_box["y"] and lease_box["y"] + lease_box["height"] <= viewport["height"]
+    assert lease_box["y"] >= 0 and lease_box["y"] + lease_box["height"] <= viewport["height"]
     if width == 390:
         card = page.locator("article.critique-task").bounding_box()
         assert card["y"] < -100 and lease_box["y"] <= 12, (card, lease_box)

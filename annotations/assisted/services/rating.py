@@ -292,9 +292,8 @@ def rating_undo(*, study: Study, user: User) -> RatingTask:
 def rating_undo_offered_until(*, study: Study, user: User) -> dt.datetime | None:
     """Until when the rating page offers "Undo last rating" (None: there is nothing to
     undo; ``engine.undo_offered_until``)."""
-    return engine.undo_offered_until(
-        RATING_KIND, RatingTask.objects.filter(study=study).select_related("study", "arm"),
-        user=user)
+    return engine.undo_offered_until(RATING_KIND, study, RatingTask.objects.filter(study=study),
+                                     user=user)
 
 
 def rating_taken_back(*, task: RatingTask, user: User) -> RatingInput | None:

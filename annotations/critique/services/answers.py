@@ -214,9 +214,8 @@ def critique_undo(*, study: Study, user: User) -> CritiqueTask:
 def critique_undo_offered_until(*, study: Study, user: User) -> dt.datetime | None:
     """Until when the work page offers "Undo last answer" (None: there is nothing to undo;
     ``engine.undo_offered_until``)."""
-    return engine.undo_offered_until(
-        CRITIQUE_KIND, CritiqueTask.objects.filter(study=study).select_related("study"),
-        user=user)
+    return engine.undo_offered_until(CRITIQUE_KIND, study,
+                                     CritiqueTask.objects.filter(study=study), user=user)
 
 
 def critique_answer_taken_back(*, task: CritiqueTask, user: User) -> CritiqueAnswer | None:

@@ -180,9 +180,8 @@ def label_submit(*, user, answer: str, query_id: int | None = None,
 def label_undo_offered_until(*, study: Study, user) -> dt.datetime | None:
     """Until when the labelling page offers "Undo last answer" (None: there is nothing to
     undo; ``engine.undo_offered_until``)."""
-    return engine.undo_offered_until(
-        QUERY_KIND, Query.objects.filter(study=study).select_related("study", "item"),
-        user=user)
+    return engine.undo_offered_until(QUERY_KIND, study, Query.objects.filter(study=study),
+                                     user=user)
 
 
 @transaction.atomic

@@ -255,3 +255,23 @@ def test_the_time_left_and_its_warning_stay_in_view_while_typing(page, live_serv
         page.screenshot(path="/tmp/written-typing-390.png")
     else:
         page.screenshot(path="/tmp/written-typing-1280.png")
+
+
+def test_the_rating_page_keeps_the_time_left_in_view_while_commenting_on_a_phone(
+        page, live_server, shots):
+    page.set_viewport_size({"width": 390, "height": 844})
+    study, user = _rating_page(page, live_server, "E")
+    page.locator("details[data-section=evidence] summary").first.click()  # a longer card
+    page.keyboard.press("m")
+    box = page.get_by_test_id("comment")
+    expect(box).to_be_focused()
+    page.keyboard.type("The quote is from an unrelated page.")
+    box.evaluate("el => el.scrollIntoView({block: 'end'})")  # as a phone's keyboard does
+    lease = page.locator("article.rating #lease").bounding_box()
+    card = page.locator("article.rating").bounding_box()
+    assert card["y"] < -100, card  # scrolled past the lease line's own place
+    assert 0 <= lease["y"] <= 12 and lease["y"] + lease["height"] <= 844, lease
+    expect(page.locator("#lease .countdown")).to_be_in_viewport()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(shots / "rating-typing-390.png"))
+    page.screenshot(path="/tmp/written-rating-390.png")

@@ -97,7 +97,7 @@ class RatingInputSerializer(serializers.Serializer):
                                           allow_null=True,
                                           help_text="Required in assisted arms only.")
     comment = serializers.CharField(required=False, allow_blank=True, max_length=5000,
-                                    help_text="Assisted arms only.")
+                                    help_text="Optional, in every arm.")
 
 
 class RatingOutputSerializer(serializers.Serializer):

@@ -36,7 +36,9 @@ from annotations.assisted.services.rating import (
     rating_lease_next,
     rating_skip,
     rating_submit,
+    rating_taken_back,
     rating_undo,
+    rating_undo_offered_until,
 )
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.core.exports import figure_response
@@ -73,7 +75,10 @@ def _rater_study(request: HttpRequest, study_id: int) -> Study:
 
 
 def _context(request: HttpRequest, study: Study, task: RatingTask | None, *, message: str = "",
-             recorded: str = "", expired: bool = False) -> dict:
+             recorded: str = "", expired: bool = False, form: RatingInput | None = None) -> dict:
+    """The rating page's context: progress, "Undo" while there is a rating to undo, the
+    message, and the task with what its form holds (``form``: what the rater sent, after a
+    refusal; else, a sentence given back by undo holds the rating taken back)."""
     assignment = rater_join(study=study, user=request.user)
     assisted = bool(assignment.components)
     context = {"study": study, "message": message, "recorded": recorded, "expired": expired,
@@ -81,7 +86,10 @@ def _context(request: HttpRequest, study: Study, task: RatingTask | None, *, mes
                "label_choices": LABEL_CHOICES, "confidence_choices": CONFIDENCE_CHOICES,
                "helpfulness_choices": HELPFULNESS_CHOICES,
                "section_keys": [k for k in SECTION_KEYS if k[1] in assignment.components]}
+    context["undo_until"] = (rating_undo_offered_until(study=study, user=request.user)
+                             if context["progress"]["rated"] else None)
     if task is not None:
+        context["form"] = form or rating_taken_back(task=task, user=request.user)
         shown = task_show(task=task, user=request.user, via=Exposure.Via.PAGE,
                           assignment=assignment)
         context["t"] = shown.sentence
@@ -106,13 +114,19 @@ def _lease_next(request: HttpRequest, study: Study) -> tuple[RatingTask | None, 
                              NONE_LEFT)
 
 
-def _refused(request: HttpRequest, study: Study, exc: DomainError) -> HttpResponse:
+def _refused(request: HttpRequest, study: Study, exc: DomainError,
+             form: RatingInput | None = None, sent_for: str = "") -> HttpResponse:
+    """A refused post: the lease ended (say so), or another refusal (say why, with the
+    rater's current lease; when that is the task ``sent_for``, its form holds ``form``,
+    what they sent)."""
     if isinstance(exc, LeaseExpired):
         return _work(request, study, None, message=EXPIRED, expired=True)
     current = None
     if study.status == Study.Status.OPEN:
         current = rating_current_lease(study=study, user=request.user)
-    return _work(request, study, current, message=exc.message)
+    if current is None or current.public_id != sent_for:
+        form = None
+    return _work(request, study, current, message=exc.message, form=form)
 
 
 @require_GET
@@ -192,7 +206,7 @@ def rate_answer(request: HttpRequest, study_id: int, public_id: str) -> HttpResp
     try:
         result = rating_submit(user=request.user, public_id=public_id, data=data)
     except DomainError as exc:
-        return _refused(request, study, exc)
+        return _refused(request, study, exc, form=data, sent_for=public_id)
     task, message = _lease_next(request, study)
     return _work(request, study, task, message=message,
                  recorded=result.rating.get_label_display())
@@ -221,7 +235,8 @@ def rate_undo(request: HttpRequest, study_id: int) -> HttpResponse:
     except DomainError as exc:
         return _refused(request, study, exc)
     return _work(request, study, task,
-                 message="Undone: your last rating was removed. Rate this sentence again.")
+                 message="Undone: your last rating was taken back and is in the form again. "
+                         "Correct it and submit it again.")
 
 
 @require_POST

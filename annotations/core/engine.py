@@ -353,6 +353,42 @@ def undo_target(kind: TaskKind, answered: models.QuerySet, *, user: Any, noun: s
     return last
 
 
+def undo_offered_until(kind: TaskKind, study: Study, answered: models.QuerySet, *, user: Any,
+                       now: dt.datetime | None = None) -> dt.datetime | None:
+    """Until when the labelling page offers "Undo" (None: not now). A read in one statement,
+    no lock: as ``undo_target`` and the window allow — the study is open, ``user`` has an
+    answer among ``answered`` (the study's tasks), has not undone one since, and the window
+    has not passed. The page checked that they still work in the study; a type's own later
+    refusals (an answer others already build on) still come from its undo service, with
+    its message."""
+    window = undo_window()
+    if not window or study.status != Study.Status.OPEN:
+        return None
+    undone = kind.event_model.objects.filter(
+        **{f"{kind.event_task_field}__study_id": study.pk}, actor=user,
+        kind=TaskEventKind.UNDONE, at__gte=models.OuterRef("answered_at"))
+    last = (answered.filter(answered_by=user, status=TaskStatus.ANSWERED)
+            .order_by("-answered_at", "-pk")
+            .values_list("answered_at", models.Exists(undone)).first())
+    if last is None or last[0] is None or last[1]:
+        return None
+    until = last[0] + window
+    return until if until > (now or timezone.now()) else None
+
+
+def undone_detail(kind: TaskKind, task: LeasedTask, *, user: Any) -> dict | None:
+    """What ``user`` took back from ``task`` by undo (the ``undone`` audit row's detail),
+    while they hold it under the lease the undo gave them (None otherwise): the page puts
+    it back into the form, so an undo never costs what was written."""
+    if task.status != TaskStatus.LEASED or task.holder_id != getattr(user, "pk", user):
+        return None
+    event = (kind.event_model.objects
+             .filter(**{kind.event_task_field: task}, actor=user, kind=TaskEventKind.UNDONE,
+                     at__gte=task.issued_at)
+             .order_by("-at", "-pk").first())
+    return event.detail if event is not None else None
+
+
 def lease_length(study: Study) -> dt.timedelta:
     """How long a lease (and each heartbeat) lasts: the study's ``lease_minutes``, unless the
     OVERSIGHT_LEASE_SECONDS setting overrides it (tests of expiry)."""

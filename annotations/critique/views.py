@@ -24,7 +24,9 @@ from annotations.critique.services.answers import (
     CritiqueAnswer,
     InvalidCritiqueAnswer,
     critique_answer,
+    critique_answer_taken_back,
     critique_undo,
+    critique_undo_offered_until,
 )
 from annotations.critique.services.assignment import (
     critique_task_next,
@@ -67,12 +69,22 @@ def _progress(request: HttpRequest, study: Study) -> dict:
 def _work(request: HttpRequest, study: Study, task: CritiqueTask | None, *, message: str = "",
           recorded: str = "", expired: bool = False, form: dict | None = None,
           errors: dict | None = None, full: bool = False) -> HttpResponse:
-    """The work area (or the whole page with ``full``): progress, messages and the task
-    (marked rendered: time on task counts from now) or the next-task button."""
+    """The work area (or the whole page with ``full``): progress, "Undo" while there is an
+    answer to undo, messages and the task (marked rendered: time on task counts from now)
+    or the next-task button. ``form`` is what the form holds; without it, a task given back
+    by undo holds the answer taken back (``taken_back``: the page says so)."""
     context = {"study": study, "message": message, "recorded": recorded, "expired": expired,
                "progress": _progress(request, study), "form": form or {},
                "errors": errors or {}, "confidence_levels": CONFIDENCE_LEVELS}
+    context["undo_until"] = (critique_undo_offered_until(study=study, user=request.user)
+                             if context["progress"]["answered"] else None)
     if task is not None:
+        if form is None:
+            back = critique_answer_taken_back(task=task, user=request.user)
+            if back is not None:
+                context["form"] = {"reasoning": back.reasoning, "final": back.final,
+                                   "confidence": back.confidence, "choice": back.choice}
+                context["taken_back"] = True
         task_mark_rendered(task=task)
         context["t"] = task_view(task)
     if full:
@@ -132,14 +144,24 @@ def critique_submit(request: HttpRequest, study_id: int, public_id: str) -> Http
         task = task_current(study=study, user=request.user)
         form = {"reasoning": answer.reasoning, "final": answer.final,
                 "confidence": answer.confidence, "choice": answer.choice}
-        return _respond(request, study, task, form=form,
-                        errors=getattr(exc, "problems", {exc.field: exc.message}),
-                        message="Not recorded yet: " + exc.message)
+        problems = getattr(exc, "problems", {exc.field: exc.message})
+        return _respond(request, study, task, form=form, errors=problems,
+                        message="Not recorded yet: " + _missing(problems))
     except DomainError as exc:
         return _refused(request, study, exc)
     recorded = f"Recorded: {level_name(output.level).lower()}, final answer {letter(output.final)}"
     task, message = _next(request, study)
     return _respond(request, study, task, message=message, recorded=recorded)
+
+
+FORM_ORDER = ("choice", "reasoning", "final", "confidence")  # as the form shows them
+
+
+def _missing(problems: dict[str, str]) -> str:
+    """Every problem of an incomplete answer, in the order of the form's fields."""
+    order = {name: i for i, name in enumerate(FORM_ORDER)}
+    return " ".join(problems[name] for name in sorted(problems,
+                                                      key=lambda n: order.get(n, len(order))))
 
 
 def _refused(request: HttpRequest, study: Study, exc: DomainError) -> HttpResponse:
@@ -162,7 +184,8 @@ def critique_undo_view(request: HttpRequest, study_id: int) -> HttpResponse:
     except DomainError as exc:
         return _refused(request, study, exc)
     return _respond(request, study, task,
-                    message="Undone: your last answer was removed. Answer this task again.")
+                    message="Undone: your last answer was taken back and is in the form "
+                            "again. Correct it and submit it again.")
 
 
 @require_POST

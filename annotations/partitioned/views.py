@@ -23,7 +23,7 @@ from annotations.partitioned.selectors import (
     specialist_membership_of,
     specialist_progress,
 )
-from annotations.partitioned.services.labels import label_submit
+from annotations.partitioned.services.labels import label_submit, label_undo_offered_until
 from annotations.partitioned.services.labels import label_undo as label_undo_service
 from annotations.partitioned.services.routing import (
     query_current_lease,
@@ -55,13 +55,17 @@ def _render_query(request: HttpRequest, membership: StudyMembership, query: Quer
                   message: str = "", *, full: bool = False, recorded: str = "",
                   expired: bool = False) -> HttpResponse:
     """The work area (or the whole page with ``full``): progress, the message, the
-    confirmation of the answer just recorded (its label only: "Recorded: No"), the query
+    confirmation of the answer just recorded (its label only: "Recorded: No"), "Undo" while
+    there is an answer to undo, the query
     (marked rendered: the minimum answer time counts from now) or the next-query button."""
     study = membership.study
     context = {"study": study, "message": message, "recorded": recorded, "expired": expired,
                "progress": specialist_progress(
                    user=request.user, study=study, membership=membership,
-                   since=_session_since(request, study), holding=query is not None)}
+                   since=_session_since(request, study), holding=query is not None),
+               "undo_until": None}
+    if context["progress"]["answered"]:
+        context["undo_until"] = label_undo_offered_until(study=study, user=request.user)
     if query is not None:
         query_mark_rendered(query=query)
         context["q"] = query_for_specialist(query=query, study=study)

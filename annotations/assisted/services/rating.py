@@ -194,7 +194,7 @@ def rating_input_check(data: RatingInput, *, assisted: bool) -> RatingInput:
     """Refuse a rating with a missing or unknown choice, naming the field: label (five-way
     or cant_assess), confidence 0–3 (not asked with cant_assess: whatever was sent, None is
     stored); helpfulness 0–2 required in assisted arms and absent in the baseline; a comment
-    only in assisted arms (at most 5 000 characters)."""
+    in every arm, optional (at most 5 000 characters)."""
     if data.label not in Rating.Label.values:
         raise DomainError(f"label: choose one of {', '.join(Rating.Label.values)} (or skip).",
                           field="label")
@@ -207,15 +207,11 @@ def rating_input_check(data: RatingInput, *, assisted: bool) -> RatingInput:
         if data.helpfulness not in Rating.Helpfulness.values:
             raise DomainError("helpfulness: say how helpful the AI assistance was (0 not at "
                               "all, 1 somewhat, 2 extremely).", field="helpfulness")
-        if len(comment) > MAX_COMMENT:
-            raise DomainError(f"comment: at most {MAX_COMMENT} characters.", field="comment")
-    else:
-        if data.helpfulness is not None:
-            raise DomainError("helpfulness: your arm shows no AI assistance to rate.",
-                              field="helpfulness")
-        if comment:
-            raise DomainError("comment: your arm shows no AI assistance to comment on.",
-                              field="comment")
+    elif data.helpfulness is not None:
+        raise DomainError("helpfulness: your arm shows no AI assistance to rate.",
+                          field="helpfulness")
+    if len(comment) > MAX_COMMENT:
+        raise DomainError(f"comment: at most {MAX_COMMENT} characters.", field="comment")
     return RatingInput(data.label, confidence, data.helpfulness, comment)
 
 
@@ -283,13 +279,31 @@ def rating_undo(*, study: Study, user: User) -> RatingTask:
                           f"{counted(int(window.total_seconds()), 'second')} after it is given.")
     rating = Rating.objects.get(task=last)
     detail = {"label": rating.label, "confidence": rating.confidence,
-              "helpfulness": rating.helpfulness, "answered_at": last.answered_at.isoformat()}
+              "helpfulness": rating.helpfulness, "comment": rating.comment,
+              "answered_at": last.answered_at.isoformat()}
     rating.delete()
     engine.leases_return(RATING_KIND, RatingTask.objects.select_for_update().filter(
         study=study, holder=user, status=RatingTask.Status.LEASED), reason="undo")
     engine.task_relet(RATING_KIND, last, user=user, now=now, detail=detail, clear={})
     transaction.on_commit(lambda: study_recompute_schedule(study.pk))
     return last
+
+
+def rating_undo_offered_until(*, study: Study, user: User) -> dt.datetime | None:
+    """Until when the rating page offers "Undo last rating" (None: there is nothing to
+    undo; ``engine.undo_offered_until``)."""
+    return engine.undo_offered_until(RATING_KIND, study, RatingTask.objects.filter(study=study),
+                                     user=user)
+
+
+def rating_taken_back(*, task: RatingTask, user: User) -> RatingInput | None:
+    """The rating ``user`` took back from ``task`` by undo, while they hold it again (None
+    otherwise): the rating page shows its choices and comment in the form again."""
+    detail = engine.undone_detail(RATING_KIND, task, user=user)
+    if detail is None:
+        return None
+    return RatingInput(label=detail.get("label", ""), confidence=detail.get("confidence"),
+                       helpfulness=detail.get("helpfulness"), comment=detail.get("comment", ""))
 
 
 def rater_progress(*, study: Study, user: User) -> dict[str, int]:

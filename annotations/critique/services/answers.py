@@ -195,7 +195,8 @@ def critique_undo(*, study: Study, user: User) -> CritiqueTask:
             or CritiqueOutput.objects.filter(uses).exists()):
         raise too_late
     detail = {"final": output.final, "choice": output.choice, "confidence": output.confidence,
-              "answered_at": last.answered_at.isoformat(), "tasks_deleted": len(made)}
+              "reasoning": output.reasoning, "answered_at": last.answered_at.isoformat(),
+              "tasks_deleted": len(made)}
     if made:
         _unmade([t.pk for t in made], too_late)
         CritiqueQuestion.objects.filter(pk=last.question_id,
@@ -227,6 +228,23 @@ def _unmade(ids: list[int], too_late: UndoRefused) -> None:
                     "AND status = %s", [*ids, CritiqueTask.Status.PENDING])
         if cur.rowcount != len(ids):
             raise too_late
+
+
+def critique_undo_offered_until(*, study: Study, user: User) -> dt.datetime | None:
+    """Until when the work page offers "Undo last answer" (None: there is nothing to undo;
+    ``engine.undo_offered_until``)."""
+    return engine.undo_offered_until(CRITIQUE_KIND, study,
+                                     CritiqueTask.objects.filter(study=study), user=user)
+
+
+def critique_answer_taken_back(*, task: CritiqueTask, user: User) -> CritiqueAnswer | None:
+    """The answer ``user`` took back from ``task`` by undo, while they hold it again (None
+    otherwise): the work page shows it in the form to correct, not to write again."""
+    detail = engine.undone_detail(CRITIQUE_KIND, task, user=user)
+    if detail is None:
+        return None
+    return CritiqueAnswer(reasoning=detail.get("reasoning", ""), final=detail.get("final"),
+                          confidence=detail.get("confidence"), choice=detail.get("choice", ""))
 
 
 def _schedule(study_id: int) -> None:

@@ -177,6 +177,13 @@ def label_submit(*, user, answer: str, query_id: int | None = None,
     return SubmitResult(query=query, created=True)
 
 
+def label_undo_offered_until(*, study: Study, user) -> dt.datetime | None:
+    """Until when the labelling page offers "Undo last answer" (None: there is nothing to
+    undo; ``engine.undo_offered_until``)."""
+    return engine.undo_offered_until(QUERY_KIND, study, Query.objects.filter(study=study),
+                                     user=user)
+
+
 @transaction.atomic
 def label_undo(*, study: Study, user) -> Query:
     """Take back the user's last answer in the study within the undo window

@@ -114,9 +114,9 @@ def test_scales_per_arm(settings):
     with pytest.raises(DomainError) as exc:
         rate(baseline, t_b, helpfulness=1)
     assert exc.value.field == "helpfulness"
-    with pytest.raises(DomainError) as exc:
+    with pytest.raises(DomainError) as exc:  # a comment in every arm, of at most 5 000
         rating_submit(user=baseline, public_id=t_b.public_id,
-                      data=RatingInput("accurate", 1, None, "nice"))
+                      data=RatingInput("accurate", 1, None, "x" * 5001))
     assert exc.value.field == "comment"
     for label, confidence, field in (("true", 1, "label"), ("accurate", 4, "confidence"),
                                      ("skip", 1, "label")):
@@ -127,6 +127,11 @@ def test_scales_per_arm(settings):
                   data=RatingInput("cant_assess", 0, 2, "  the evidence was off  "))
     r = Rating.objects.get(task=t_a)
     assert (r.label, r.helpfulness, r.comment) == ("cant_assess", 2, "the evidence was off")
+    # issue 27: the baseline arm comments too (it was refused: no box, no m)
+    rating_submit(user=baseline, public_id=t_b.public_id,
+                  data=RatingInput("disputed", 1, None, " two sources disagree "))
+    r = Rating.objects.get(task=t_b)
+    assert (r.label, r.helpfulness, r.comment) == ("disputed", None, "two sources disagree")
 
 
 def test_heartbeat_extends_and_expiry_returns_the_task_to_the_pool():

@@ -3,10 +3,17 @@ not): within the undo window, while nobody critiques it yet."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from annotations.core.errors import UndoRefused
-from annotations.critique.services.answers import critique_undo
+from annotations.critique.services.answers import (
+    CritiqueAnswer,
+    critique_answer_taken_back,
+    critique_undo,
+    critique_undo_offered_until,
+)
 from annotations.critique.services.assignment import critique_task_next
 from annotations.models import CritiqueOutput, CritiqueQuestion, CritiqueTask, CritiqueTaskEvent
 from tests.annotations.critique.helpers import answer_next, make_critique_study
@@ -77,3 +84,34 @@ def test_undo_is_refused_after_the_window(settings):
     answer_next(study, users[0])
     with pytest.raises(UndoRefused, match="Too late to undo"):
         critique_undo(study=study, user=users[0])
+
+
+def test_undo_gives_back_the_whole_answer_to_put_in_the_form_and_is_offered_while_it_can():
+    # issue 27: the reasoning box came back empty after an undo
+    study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1])
+    answer_next(study, users[0])
+    assert critique_undo_offered_until(study=study, user=users[1]) is None  # nothing yet
+    task, output = answer_next(study, users[1], final=2, confidence=5,
+                               reasoning="Long reasoning.\n\nTwo paragraphs.")
+    task.refresh_from_db()
+    until = critique_undo_offered_until(study=study, user=users[1])
+    assert until == task.answered_at + dt.timedelta(seconds=30)
+    assert critique_answer_taken_back(task=task, user=users[1]) is None  # answered, not undone
+    back = critique_undo(study=study, user=users[1])
+    assert critique_answer_taken_back(task=back, user=users[1]) == CritiqueAnswer(
+        reasoning="Long reasoning.\n\nTwo paragraphs.", final=2, confidence=5, choice="")
+    assert critique_answer_taken_back(task=back, user=users[0]) is None  # only its holder
+    assert critique_undo_offered_until(study=study, user=users[1]) is None  # once
+
+
+def test_an_undone_critique_gives_back_its_choice():
+    study, users = make_critique_study(n_questions=1, top_level=1, counts=[2, 1])
+    answer_next(study, users[0])
+    answer_next(study, users[1])
+    task, output = answer_next(study, users[2], final=1, choice="second", confidence=2,
+                               reasoning="B is better: A misreads the clause.")
+    assert task.level == 1
+    back = critique_undo(study=study, user=users[2])
+    assert critique_answer_taken_back(task=back, user=users[2]) == CritiqueAnswer(
+        reasoning="B is better: A misreads the clause.", final=1, confidence=2,
+        choice="second")

@@ -357,7 +357,8 @@ def test_undo_on_the_page_and_through_the_api(client, settings):
     assert "Undo last answer" in page
     back = client.post(reverse("critique-undo", args=[study.pk]),
                        HTTP_HX_REQUEST="true").content.decode()
-    assert "Undone: your last answer was removed" in back and data["id"] in back
+    assert "Undone: your last answer was taken back" in back and data["id"] in back
+    assert ">x</textarea>" in back  # the reasoning taken back is in the form again
     refused = client.post(reverse("api-critique-undo", args=[study.pk]))
     assert refused.status_code == 409 and refused.json()["code"] == "undo_refused"
     client.post(reverse("api-critique-answer", args=[data["id"]]),

@@ -305,8 +305,9 @@ def test_the_answer_post_reads_the_membership_once_in_bounded_statements(
         # + the answer: lock (with membership check and masks), item (checks and
         # follow-ups), update, audit, follow-up and its audit; the next lease: current
         # lease, draw counter, quality check or pool lease, audit; rendered and its audit;
-        # savepoints of the two transactions
-        with django_assert_max_num_queries(24) as captured:
+        # savepoints of the two transactions; the undo offer (the last answer and whether
+        # it was undone, one statement)
+        with django_assert_max_num_queries(25) as captured:
             response = client.post(reverse("label-answer", args=[study.pk, held.public_id]),
                                    {"answer": "no"}, **HTMX)
         assert response.status_code == 200

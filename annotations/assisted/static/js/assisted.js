@@ -1,5 +1,6 @@
-// Rating page of assisted studies (label.js does the lease, heartbeat, timer and answer
-// keys): keys that expand the AI fact-check's sections, the comment box, and the record of
+// Rating page of assisted studies (label.js does the lease, heartbeat, timer, answer keys
+// and the guard of typed text): keys that expand the AI fact-check's sections, the key of
+// the comment box, and the record of
 // what the rater does with the fact-check (sections expanded or collapsed, links opened),
 // posted to the server, which stamps its own time.
 (function () {
@@ -51,19 +52,10 @@
   document.addEventListener("click", onLink);
   document.addEventListener("auxclick", onLink);
 
+  // Keys typed in the comment box never get here (label.js's guard keeps them, with Esc and
+  // Ctrl+Enter); m moves into it, in every arm.
   document.addEventListener("keydown", function (event) {
-    const tag = (event.target.tagName || "").toLowerCase();
-    if (tag === "textarea") {
-      if (event.key === "Escape") { event.target.blur(); event.preventDefault(); }
-      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-        event.preventDefault();
-        const submit = event.target.form && event.target.form.querySelector("button.submit");
-        if (submit) submit.click();
-      }
-      return;
-    }
     if (event.repeat || event.ctrlKey || event.metaKey || event.altKey) return;
-    if (tag === "input" && !["radio", "checkbox"].includes(event.target.type)) return;
     const dialog = document.getElementById("shortcuts");
     if (dialog && dialog.open) return;
     const key = event.key.toLowerCase();

@@ -1,7 +1,7 @@
 // Critique task page: the keys of the answer form (label.js, loaded first, runs the lease
-// countdown, the expired-lease switch, the shortcuts overlay and Enter). One key press,
-// one action; keys do nothing while typing, except Esc (leave the text box) and
-// Ctrl/Cmd+Enter (submit).
+// countdown, the expired-lease switch, the shortcuts overlay, Enter, and the guard that
+// keeps keys typed in the text box from shortcuts, except Esc and Ctrl/Cmd+Enter). One key
+// press, one action.
 (function () {
   "use strict";
 
@@ -27,22 +27,20 @@
     return true;
   }
 
+  // Keys typed in the text box never get here: label.js's guard keeps them (with Esc, which
+  // leaves the box, and Ctrl/Cmd+Enter, which submits).
   document.addEventListener("keydown", function (event) {
     if (event.repeat) return;
     const dialog = document.getElementById("shortcuts");
     if (dialog && dialog.open) return;
     const tag = (event.target.tagName || "").toLowerCase();
-    const typing = tag === "textarea" || (tag === "input" && event.target.type === "text");
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       if (submit()) event.preventDefault();
       return;
     }
-    if (typing) {
-      if (event.key === "Escape") { event.preventDefault(); event.target.blur(); }
-      return;
-    }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
-    if (tag === "input" || tag === "select" || (tag === "button" && event.key.startsWith("Arrow"))) return;
+    // arrows on a focused radio button or button move between them (the browser's own)
+    if ((tag === "input" || tag === "button") && event.key.startsWith("Arrow")) return;
     const c = card();
     if (!c) return;
     let done = false;
@@ -111,14 +109,19 @@
     c.dataset.draftChecked = "1";
     let draft = null;
     try { draft = JSON.parse(s.getItem(PREFIX + c.dataset.taskId) || "null"); } catch (e) { return; }
-    if (!draft) return;
+    // an answer taken back by undo is in the form (from the server); a draft of it typed
+    // since in this browser is newer
+    const takenBack = !!form.dataset.takenBack;
+    if (!draft) { if (takenBack) save(); return; }
     let back = false;
-    if (draft.reasoning && !form.reasoning.value.trim()) {
+    if (draft.reasoning && (takenBack ? draft.reasoning !== form.reasoning.value
+                                      : !form.reasoning.value.trim())) {
       form.reasoning.value = draft.reasoning;
       back = true;
     }
     FIELDS.forEach(function (name) {
-      if (!draft[name] || form.querySelector("input[name=" + name + "]:checked")) return;
+      const checked = form.querySelector("input[name=" + name + "]:checked");
+      if (!draft[name] || (checked && (!takenBack || checked.value === draft[name]))) return;
       const input = form.querySelector("input[name=" + name + '][value="' + draft[name] + '"]');
       if (input) { input.checked = true; back = true; }
     });

@@ -1,6 +1,8 @@
-// Labelling page: keyboard shortcuts (one key press, one action), the shortcuts overlay,
-// the lease countdown with a warning before it runs out (``data-warn-seconds`` on the lease
-// line) and a way on when it has, heartbeat while the specialist works; the flag form's keys.
+// Labelling page of every study type: the one guard that keeps typed text from shortcuts,
+// keyboard shortcuts (one key press, one action), the shortcuts overlay, the lease countdown
+// with a warning before it runs out (``data-warn-seconds`` on the lease line) and a way on
+// when it has, heartbeat while the specialist works; the flag form's keys; "Undo" removed
+// when its window ends.
 (function () {
   "use strict";
   const HEARTBEAT_MS = 30000;
@@ -16,22 +18,48 @@
     if (d.open) d.close(); else d.showModal();
   }
 
-  // The flag form (key !, every study type) keeps its keys: Esc closes it, Ctrl+Enter (or
-  // its button) sends it, and nothing typed there reaches the page's answer keys (this
-  // listener runs first, in the capture phase).
+  // One guard for the keys of every labelling page (this file is loaded first on each): a
+  // key typed in a text field — an input that takes text, a textarea, a select, anything
+  // contenteditable — or anywhere in the flag form (key !) is the field's, never a shortcut.
+  // This listener (on window, capture phase) runs before every page script's and stops the
+  // event there; the browser still types the key. The fields keep two keys of their own:
+  // Esc leaves the field (in the flag form: closes it) and Ctrl/Cmd+Enter sends its form.
+  const NOT_TEXT = ["radio", "checkbox", "button", "submit", "reset", "image", "file", "range",
+                    "color"];
+  function typingIn(el) {
+    if (!el || el.nodeType !== 1) return false;
+    if (el.isContentEditable) return true;
+    const tag = el.tagName.toLowerCase();
+    if (tag === "textarea" || tag === "select") return true;
+    return tag === "input" && !NOT_TEXT.includes((el.type || "text").toLowerCase());
+  }
   function flagClose() {
     const box = document.getElementById("flag-box");
     if (box) box.innerHTML = "";
   }
-  document.addEventListener("keydown", function (event) {
-    const form = event.target.closest && event.target.closest("form.flag-form");
+  function send(form) {
     if (!form) return;
+    const button = form.querySelector("button.submit:not(:disabled)")
+      || form.querySelector("button:not([type=button]):not(:disabled)");
+    if (!button) return;
+    // a form swapped in by htmx is enabled when the swap settles: enable it now
+    if (window.htmx) htmx.process(form);
+    button.click();
+  }
+  window.addEventListener("keydown", function (event) {
+    const target = event.target;
+    const flag = target.closest ? target.closest("form.flag-form") : null;
+    if (!flag && !typingIn(target)) return;
     event.stopPropagation();
-    if (event.key === "Escape") { event.preventDefault(); flagClose(); }
-    else if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+    lastActivity = Date.now();
+    if (event.isComposing) return;
+    if (event.key === "Escape") {
       event.preventDefault();
-      form.requestSubmit();
-    } else if (event.key === "Enter" && event.target.tagName === "INPUT") {
+      if (flag) flagClose(); else target.blur();
+    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      send(flag || target.form || (target.closest && target.closest("form")));
+    } else if (flag && event.key === "Enter" && target.tagName === "INPUT") {
       event.preventDefault();  // a radio button's Enter would send the flag before the note
     }
   }, true);
@@ -39,16 +67,14 @@
     if (event.target.closest && event.target.closest("[data-flag-cancel]")) flagClose();
   });
 
+  // The page's keys (typed text never gets here: see the guard above). Radio buttons and
+  // check boxes keep the keys (the rating page of assisted studies chooses with them).
   document.addEventListener("keydown", function (event) {
     lastActivity = Date.now();
     // A held key repeats keydown events: each would answer a query nobody read.
     if (event.repeat) return;
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const tag = (event.target.tagName || "").toLowerCase();
-    // Typing goes to text fields; radio buttons and check boxes keep the keys (the rating
-    // page of assisted studies chooses with them).
-    const typing = tag === "input" && !["radio", "checkbox"].includes(event.target.type);
-    if (typing || tag === "textarea" || tag === "select") return;
     if (event.key === "?") { event.preventDefault(); toggleHelp(); return; }
     if (dialog() && dialog().open) return;  // Esc closes it (the browser's own handling)
     if (tag === "summary" && event.key === "Enter") return;  // opens the guidelines
@@ -90,6 +116,10 @@
   }
 
   function tick() {
+    // "Undo" is offered only while there is something to undo: its window ends at data-until
+    document.querySelectorAll("form.undo[data-until]").forEach(function (form) {
+      if (Date.parse(form.dataset.until) <= Date.now()) form.remove();
+    });
     const lease = document.getElementById("lease");
     if (lease) {
       const left = Math.round((Date.parse(lease.dataset.expires) - Date.now()) / 1000);

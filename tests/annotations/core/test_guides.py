@@ -121,3 +121,21 @@ def test_the_critique_outputs_import_page_links_the_served_output_schema(client)
     assert link, "the AI outputs import links no schema"
     path, anchor = link[1].split("#")
     assert anchor in _ids(client.get(path).content.decode())
+
+
+def test_the_raters_guide_states_the_default_lease_of_an_assisted_study(admin_client):
+    """docs/rater.md says how long a sentence is reserved "unless the researchers chose
+    another time": the default of a study created in the admin and by the service."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    from annotations.assisted.services.design import assisted_study_create
+
+    text = (Path(settings.BASE_DIR) / "docs" / "rater.md").read_text(encoding="utf-8")
+    stated = re.findall(r"\((\d+) minutes unless the researchers chose", text)
+    assert len(stated) == 1
+    form = admin_client.get(reverse("admin:annotations_assistedstudy_add")).context["adminform"]
+    offered = form.form["lease_minutes"].value()
+    created = assisted_study_create(name="Lease default").lease_minutes
+    assert int(stated[0]) == int(offered) == created

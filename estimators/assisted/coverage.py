@@ -171,7 +171,8 @@ def reliance_table(n_studies: int = 40000, n_resamples: int = 1000, seed: int = 
         "the Welch–Satterthwaite degrees of freedom (`cr2_proportion`, `cr2_difference` of "
         "`estimators/numerics/clustered.py`). **CR1** (the first default, still "
         "the critique tables'): the CR1 variance and t on G − 1 degrees of freedom for every "
-        "limit. **Bootstrap** (the default before CR1): percentile bootstrap of raters within arms. "
+        "limit. **Bootstrap** (the default before CR1): percentile bootstrap of raters within "
+        "arms. "
         "Width: the mean width of the six intervals, in points of accuracy.",
         "",
         "| raters per arm | "

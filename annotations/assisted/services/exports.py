@@ -22,9 +22,9 @@ from annotations.core.models import Study
 
 RATING_FIELDS = [
     "rating_id", "task", "sentence", "stratum", "arm", "arm_version", "rater", "label",
-    "confidence", "confidence_label", "helpfulness", "helpfulness_label", "comment", "time_on_task_ms", "rated_at",
-    "shown_components", "shown_trace_ids", "panel_sha256", "shown_via", "shown_at",
-    "interactions",
+    "confidence", "confidence_label", "helpfulness", "helpfulness_label", "comment",
+    "time_on_task_ms", "rated_at", "shown_components", "shown_trace_ids", "panel_sha256",
+    "shown_via", "shown_at", "interactions",
 ]
 CHUNK = 2000
 

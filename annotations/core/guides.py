@@ -69,8 +69,8 @@ def _render(path: Path, mtime: float) -> tuple[str, str]:
     from annotations.core.guidelines import markdown_html
 
     text = path.read_text(encoding="utf-8")
-    title = next((line.lstrip("# ").strip() for line in text.splitlines()
-                  if line.startswith("# ")), path.stem)
+    title = next((line.lstrip("# ").strip().replace("`", "") for line in text.splitlines()
+                  if line.startswith("# ")), path.stem)  # a title is plain text: no code marks
     return title, _rewrite_links(markdown_html(text, anchors=True))
 
 

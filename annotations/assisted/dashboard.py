@@ -229,7 +229,8 @@ def calibration_chart(calibration: dict | None, rule: str) -> dict | None:
         return None
     ai = [{"x": r["mean_confidence"], "y": r["accuracy"], "low": r["accuracy_lower"],
            "high": r["accuracy_upper"],
-           "title": f"AI confidence {r['mean_confidence']:.2f} ({r['n']} sentences): "
+           "title": f"AI confidence {r['mean_confidence']:.2f} "
+                    f"({counted(r['n'], 'sentence')}): "
                     f"AI accuracy {_fmt(r['accuracy'])}"} for r in calibration["rows"]]
     series = [{"name": "AI accuracy", "color": AI, "points": ai}]
     humans = (calibration.get("humans") or {}).get(rule)

@@ -16,7 +16,8 @@ from annotations.assisted.models import (
     RatingTask,
     Sentence,
 )
-from annotations.core.models import Study
+from annotations.core.models import Study, StudyMembership
+from annotations.core.words import counted
 from assistants.models import SamplingRun
 
 
@@ -77,7 +78,33 @@ def study_overview(*, study: Study) -> dict:
             for a in Arm.objects.filter(study=study).order_by("position", "pk")]
     run = SamplingRun.objects.filter(study=study).first()
     settings = AssistedSettings.objects.filter(study=study).first()
-    return {"sentences": sentences, "arms": arms, "run": run, "settings": settings}
+    members = dict(StudyMembership.objects.filter(study=study).values_list("role")
+                   .annotate(n=Count("id")))
+    return {"sentences": sentences, "arms": arms, "run": run, "settings": settings,
+            "missing": _missing(sentences, arms, settings, members)}
+
+
+def _missing(sentences: dict, arms: list[ArmRow], settings: AssistedSettings | None,
+             members: dict[str, int]) -> list[str]:
+    """The study page's "Still missing" list, as the partitioned checklist words it: what
+    opening refuses without (``services.routing.assisted_study_open``) and whom the study
+    needs (raters, a manager); empty when ready."""
+    missing = []
+    active = [row.arm for row in arms if row.arm.is_active]
+    if not active:
+        missing.append("an active arm (Arms, below)")
+    if not sentences["total"]:
+        missing.append("sentences (Import sentences)")
+    ai_needed = any(not arm.is_baseline for arm in active) or (
+        settings is not None and settings.routing != AssistedSettings.Routing.ALL)
+    if sentences["no_ai"] and ai_needed:
+        missing.append(f"an AI rating for {counted(sentences['no_ai'], 'sentence')} (Import "
+                       "AI traces, or Sample traces from the endpoint)")
+    if not members.get(StudyMembership.Role.ANNOTATOR):
+        missing.append("raters (Members)")
+    if not members.get(StudyMembership.Role.MANAGER):
+        missing.append("a manager to read the dashboard")
+    return missing
 
 
 @dataclass(frozen=True)

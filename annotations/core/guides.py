@@ -29,6 +29,13 @@ GUIDES = {**ROLE_GUIDES, "annotator-critique": "annotator-critique.md",
           "audit": "audit.md", "nodata": "nodata.md",
           "evaluation-service": "evaluation-service.md",
           "evaluation-example": "evaluation-example.md"}
+# What each role does, in the words of the /help/ index (one line under each guide's title).
+ROLE_WHO = {"specialist": "Answers yes-or-no questions about one class of a partitioned study.",
+            "rater": "Rates sentences of an AI's answers, with or without an AI fact-check.",
+            "annotator": "Writes answers, critiques and critiques of critiques.",
+            "manager": "Follows a study's progress and figures on its dashboard.",
+            "researcher": "Sets studies up, imports their data, runs audits and evaluations.",
+            "operator": "Installs, runs and backs up the platform."}
 IMAGE_NAME = re.compile(r"^[\w-]+\.(png|svg)$")
 _GUIDE_LINK = re.compile(r'href="(?P<page>[\w-]+)\.md(?P<anchor>#[\w-]*)?"')
 _IMAGE_SRC = re.compile(r'src="img/(?P<name>[\w-]+\.(?:png|svg))"')
@@ -62,8 +69,8 @@ def _render(path: Path, mtime: float) -> tuple[str, str]:
     from annotations.core.guidelines import markdown_html
 
     text = path.read_text(encoding="utf-8")
-    title = next((line.lstrip("# ").strip() for line in text.splitlines()
-                  if line.startswith("# ")), path.stem)
+    title = next((line.lstrip("# ").strip().replace("`", "") for line in text.splitlines()
+                  if line.startswith("# ")), path.stem)  # a title is plain text: no code marks
     return title, _rewrite_links(markdown_html(text, anchors=True))
 
 
@@ -71,3 +78,16 @@ def guide_html(page: str) -> tuple[str, str]:
     """(title, sanitised HTML) of the guide ``page`` (a key of ``GUIDES``)."""
     path = DOCS / GUIDES[page]
     return _render(path, path.stat().st_mtime)
+
+
+def guide_index() -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
+    """The ``/help/`` index: (role page, guide title, who it is for) for every role guide,
+    then (page, title) of every other guide, each file once, in ``GUIDES`` order."""
+    roles = [(page, guide_html(page)[0], ROLE_WHO[page]) for page in ROLE_GUIDES]
+    seen = set(ROLE_GUIDES.values())
+    others = []
+    for page, file in GUIDES.items():
+        if file not in seen:
+            seen.add(file)
+            others.append((page, guide_html(page)[0]))
+    return roles, others

@@ -116,6 +116,16 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @login_required
+def help_index(request: HttpRequest) -> HttpResponse:
+    """``/help/``: every role's guide (title and who it is for), then the other guides."""
+    from annotations.core.guides import guide_index
+
+    roles, others = guide_index()
+    return render(request, "annotations/help_index.html", {"roles": roles, "others": others})
+
+
+@require_GET
+@login_required
 def help_page(request: HttpRequest, page: str) -> HttpResponse:
     """A guide from ``docs/`` rendered as a page of the site (``/help/manager/``)."""
     from annotations.core.guides import GUIDES, guide_html

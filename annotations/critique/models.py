@@ -254,6 +254,11 @@ class CritiqueOutput(models.Model):
     outputs come from a task (``task``, ``author``, confidence 1–5, time on task); AI
     outputs from an import or a provider run (``ai_model``, ``raw_text`` as written)."""
 
+    # The words of each confidence on the work page (its keys are the numbers) and in the
+    # exports' confidence_label column.
+    CONFIDENCE_WORDS = {1: "a guess", 2: "unsure", 3: "fairly sure", 4: "confident",
+                        5: "certain"}
+
     class Author(models.TextChoices):
         HUMAN = "human", "Annotator"
         AI = "ai", "AI system"

@@ -19,7 +19,7 @@ from annotations.core.inputs import int_or_none
 from annotations.core.live import live_dashboard, session_started_at
 from annotations.core.models import Study, StudyMembership
 from annotations.core.views import dashboard_study
-from annotations.critique.models import CritiqueTask
+from annotations.critique.models import CritiqueOutput, CritiqueTask
 from annotations.critique.services.answers import (
     CritiqueAnswer,
     InvalidCritiqueAnswer,
@@ -38,8 +38,7 @@ from annotations.critique.services.assignment import (
 from annotations.critique.services.task_view import letter, level_name, task_view
 
 SESSION_KEY = "critique_session_started"
-CONFIDENCE_LEVELS = [(1, "a guess"), (2, "unsure"), (3, "fairly sure"), (4, "confident"),
-                     (5, "certain")]
+CONFIDENCE_LEVELS = list(CritiqueOutput.CONFIDENCE_WORDS.items())
 NO_TASKS = ("No task is available to you right now: the next levels open as other "
             "annotators finish theirs (and you never get a task built on your own work). "
             "Try again in a while.")

@@ -102,6 +102,11 @@ class EvaluationCallAdmin(ResearcherScopedAdmin):
                               f"'{registered.name}'; upload its predictions there.")
 
 
+# The admin's name for the list: Django's default adds an "s" ("evaluation settingss"). Set
+# here rather than in Meta, where an options change needs a migration of its own.
+EvaluationSettings._meta.verbose_name_plural = "evaluation settings"
+
+
 @admin.register(EvaluationSettings)
 class EvaluationSettingsAdmin(ResearcherScopedAdmin):
     list_display = ("study", "holdout_share", "history_link")

@@ -428,7 +428,7 @@ class AISystemAdmin(ResearcherScopedAdmin):
         s = audit.summary or {}
         lo, hi = s.get("interval") or (None, None)
         text = (f"succeeded on {_share(s.get('success_rate'))} (95 % interval {_share(lo)} – "
-                f"{_share(hi)}; {audit.successes} of {audit.total} datapoints)")
+                f"{_share(hi)}; {audit.successes} of {counted(audit.total, 'datapoint')})")
         kappa = (s.get("kappa") or {})
         if kappa.get("kappa") is not None:
             text += (f"; Cohen's κ with people's labels {kappa['kappa']:.3f} "

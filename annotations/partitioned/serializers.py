@@ -139,7 +139,7 @@ class EstimateFieldsSerializer(serializers.Serializer):
         "study's 'conservative' option: Clopper-Pearson); "
         "the others: likelihood ratio (IVW: Wald) where events are plentiful, else the mid-p "
         "exact interval (conservative option: the conservative one). The same counts always "
-        "give the same interval (docs/estimators.md). A method without data is null.")
+        "give the same interval (the guide /help/estimators/). A method without data is null.")
     ci_high = serializers.FloatField(allow_null=True)
     bound = serializers.FloatField(allow_null=True)
     weight = serializers.FloatField(allow_null=True)
@@ -148,7 +148,7 @@ class EstimateFieldsSerializer(serializers.Serializer):
         "a kind (wrong or "
         "right ordinary answers, complementary answers naming the AI's prediction; effective "
         "counts with several queries per item): its real coverage then stands away from 95 "
-        "% (docs/coverage.md, 'Approximate intervals').")
+        "% (the guide /help/coverage/, 'Approximate intervals').")
 
 
 class SnapshotOutputSerializer(serializers.Serializer):

@@ -169,9 +169,10 @@ def reliance_table(n_studies: int = 40000, n_resamples: int = 1000, seed: int = 
         "effective size from the bias-reduced CR2 variance, with Student t on Bell–McCaffrey's "
         "degrees of freedom; Newcombe (MOVER) for the differences with both arms' limits on "
         "the Welch–Satterthwaite degrees of freedom (`cr2_proportion`, `cr2_difference` of "
-        "`estimators/numerics/clustered.py`). **CR1** (the first default of issue 18, still "
+        "`estimators/numerics/clustered.py`). **CR1** (the first default, still "
         "the critique tables'): the CR1 variance and t on G − 1 degrees of freedom for every "
-        "limit. **Bootstrap** (before issue 18): percentile bootstrap of raters within arms. "
+        "limit. **Bootstrap** (the default before CR1): percentile bootstrap of raters within "
+        "arms. "
         "Width: the mean width of the six intervals, in points of accuracy.",
         "",
         "| raters per arm | "

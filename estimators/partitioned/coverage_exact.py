@@ -328,7 +328,7 @@ def small_counts_markdown(rows: list[SmallCountRow], subsets: list[SubsetRow], r
         "items chosen by something the routing never sees (the item's stratum, the AI's "
         "confidence), and the class asked is drawn uniformly and independently of the "
         "truth and of the AI's answer: so, given the subset's counts (n_o, n_c), S_o and "
-        "S_c are the two binomials of METHODS.md M1 at the subset's own accuracy, and the "
+        "S_c are the two binomials of the paper's model at the subset's own accuracy, and the "
         "interval's coverage is the estimator's at those counts — the tables above and "
         "below. The simulation first (items with the AI's confidence c ~ U(0.4, 1), right "
         f"with probability c, one query each, three equal-share bands; {reps} studies per "

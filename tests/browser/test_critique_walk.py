@@ -78,7 +78,7 @@ def test_from_an_empty_database_to_an_answered_critique_study_and_its_export(
     errors = page.get_by_test_id("import-errors")
     expect(errors).to_contain_text("questions.jsonl:2: id: 'q1' repeats line 1")
     expect(errors).to_contain_text("questions.jsonl:3: text: missing")
-    expect(errors).to_contain_text("questions.jsonl:3: options: 1 options")
+    expect(errors).to_contain_text("questions.jsonl:3: options: 1 option;")
     assert not CritiqueQuestion.objects.filter(study=study).exists()
     # … then the fixed file
     questions.write_text("\n".join(json.dumps(q) for q in [

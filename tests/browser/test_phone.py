@@ -280,13 +280,13 @@ def test_labelling_pages_follow_a_dark_system_setting_with_legible_text(browser,
             finally:
                 context.close()
             violations += seen
-    # the dashboards keep the light theme whatever the setting
+    # the dashboards follow the setting too (tests/browser/test_polish.py checks them)
     context, page, seen = _context(browser, PHONE, color_scheme="dark")
     try:
         login(page, live_server, s["manager"].username)
         page.goto(f"{live_server.url}/studies/{s['partitioned'].pk}/dashboard/")
         assert page.evaluate("getComputedStyle(document.body).backgroundColor") == \
-            "rgb(246, 248, 250)"
+            "rgb(16, 22, 30)"
     finally:
         context.close()
     assert problems == [], "\n".join(problems)

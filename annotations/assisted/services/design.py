@@ -104,11 +104,15 @@ def band_cutoffs_of(settings: AssistedSettings) -> tuple[float, float]:
 
 @transaction.atomic
 def assisted_study_create(*, name: str, description: str = "", seed: int | None = None,
-                          lease_minutes: int = 20, baseline: str | None = "Baseline",
+                          lease_minutes: int | None = None, baseline: str | None = "Baseline",
                           created_by: User | None = None, **settings: Any) -> Study:
     """A draft assisted study with its settings (``settings``: AssistedSettings fields) and,
-    unless ``baseline`` is None, an unassisted baseline arm of that name."""
+    unless ``baseline`` is None, an unassisted baseline arm of that name. ``lease_minutes``
+    None: the default of every study (``Study.lease_minutes``, what the admin's form offers
+    and the raters' guide states)."""
     extra = {"seed": seed} if seed is not None else {}
+    if lease_minutes is None:
+        lease_minutes = Study._meta.get_field("lease_minutes").default
     study = Study(name=name, description=description, lease_minutes=lease_minutes,
                   created_by=created_by, **extra)
     return assisted_study_insert(study=study, baseline=baseline, **settings)

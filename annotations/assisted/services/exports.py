@@ -2,8 +2,11 @@
 rating with what its rater was shown and what they opened.
 
 Columns: ``rating_id``, ``task`` (the task's public id), ``sentence`` (its id as imported),
-``stratum``, ``arm``, ``arm_version``, ``rater``, ``label``, ``confidence`` (empty for "can't
-confidently assess"), ``helpfulness`` (assisted arms), ``comment``, ``time_on_task_ms``,
+``stratum``, ``arm``, ``arm_version``, ``rater``, ``label``, ``confidence`` (0–3, the API's
+values; empty for "can't confidently assess") and ``confidence_label`` (its words on the rating
+page: "Not at all confident" … "Completely confident"), ``helpfulness`` (0–2; assisted arms) and
+``helpfulness_label`` ("Not at all helpful" … "Extremely helpful"), ``comment``,
+``time_on_task_ms``,
 ``rated_at``; what was shown — ``shown_components`` (empty: nothing, the blind arm),
 ``shown_trace_ids``, ``panel_sha256``, ``shown_via`` (page or api), ``shown_at``; and what the
 rater did with it — ``interactions``, a list of {kind, section, target, at} in time order."""
@@ -19,15 +22,20 @@ from annotations.core.models import Study
 
 RATING_FIELDS = [
     "rating_id", "task", "sentence", "stratum", "arm", "arm_version", "rater", "label",
-    "confidence", "helpfulness", "comment", "time_on_task_ms", "rated_at",
-    "shown_components", "shown_trace_ids", "panel_sha256", "shown_via", "shown_at",
-    "interactions",
+    "confidence", "confidence_label", "helpfulness", "helpfulness_label", "comment",
+    "time_on_task_ms", "rated_at", "shown_components", "shown_trace_ids", "panel_sha256",
+    "shown_via", "shown_at", "interactions",
 ]
 CHUNK = 2000
 
 
 def _iso(value) -> str | None:
     return value.isoformat() if value else None
+
+
+def _words(scale, value: int | None) -> str:
+    """The words the rating page shows for ``value`` on ``scale`` ("" when not asked)."""
+    return "" if value is None else scale(value).label
 
 
 def rating_rows(study: Study):
@@ -57,7 +65,10 @@ def _rows(ratings: list[Rating]):
             "rating_id": r.pk, "task": r.task.public_id, "sentence": r.sentence.external_id,
             "stratum": r.sentence.stratum, "arm": r.arm.name, "arm_version": r.arm_version,
             "rater": r.rater.username, "label": r.label, "confidence": r.confidence,
-            "helpfulness": r.helpfulness, "comment": r.comment,
+            "confidence_label": _words(Rating.Confidence, r.confidence),
+            "helpfulness": r.helpfulness,
+            "helpfulness_label": _words(Rating.Helpfulness, r.helpfulness),
+            "comment": r.comment,
             "time_on_task_ms": r.time_on_task_ms, "rated_at": _iso(r.created_at),
             "shown_components": shown.components if shown else None,
             "shown_trace_ids": shown.trace_ids if shown else None,

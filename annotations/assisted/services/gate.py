@@ -31,6 +31,7 @@ from annotations.audit.models import Audit, AuditOutcome
 from annotations.audit.selectors import latest_audit
 from annotations.core.errors import InvalidStudy
 from annotations.core.models import Study
+from annotations.core.words import counted
 from assistants.models import AISystem
 from assistants.systems import AI_RATER_NAME
 from estimators.nodata.kappa import MIN_KAPPA_MINORITY, cohen_kappa
@@ -72,7 +73,7 @@ def routing_gate_check(*, study: Study, settings: AssistedSettings) -> None:
             f"Routing by AI confidence needs an audit of {system.name} with a success rate "
             f"of at least {_pct(minimum)}; its latest audit (#{audit.pk}) succeeded on "
             f"{_pct(rate)} (95 % interval {_pct(lo)}–{_pct(hi)}, {audit.successes} of "
-            f"{audit.total} datapoints).", field="routing")
+            f"{counted(audit.total, 'datapoint')}).", field="routing")
 
 
 def human_labels(study: Study) -> dict[str, int]:

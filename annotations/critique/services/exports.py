@@ -3,7 +3,8 @@ every metric of the latest analysis.
 
 * ``outputs`` — one row per response or critique: its question, level, slot, inputs in the
   order shown, reasoning, final answer (letter and index; empty when unparseable), whether
-  it is correct (empty without gold), choice, confidence, time on task, who or which AI
+  it is correct (empty without gold), choice, confidence (1–5) and ``confidence_label`` (its
+  words on the work page: "a guess" … "certain"), time on task, who or which AI
   system wrote it, where it came from, the raw AI text;
 * ``tasks`` — one row per annotator task: level, slot, inputs in shown order, status,
   holder, who answered, issued/rendered/answered times, time on task, times issued, its
@@ -25,7 +26,8 @@ from annotations.critique.models import CritiqueOutput, CritiqueTask
 WHATS = ("outputs", "tasks", "metrics")
 OUTPUT_FIELDS = [
     "output_id", "question", "domain", "level", "slot", "first_id", "second_id", "reasoning",
-    "final", "final_index", "gold", "correct", "choice", "confidence", "time_ms",
+    "final", "final_index", "gold", "correct", "choice", "confidence", "confidence_label",
+    "time_ms",
     "author_kind", "author", "ai_model", "source", "external_id", "task", "created_at",
     "raw_text",
 ]
@@ -56,7 +58,9 @@ def output_rows(study: Study) -> Iterator[dict]:
             "reasoning": o.reasoning, "final": _letter(o.final), "final_index": o.final,
             "gold": _letter(gold),
             "correct": None if gold is None else int(o.final is not None and o.final == gold),
-            "choice": o.choice, "confidence": o.confidence, "time_ms": o.time_ms,
+            "choice": o.choice, "confidence": o.confidence,
+            "confidence_label": CritiqueOutput.CONFIDENCE_WORDS.get(o.confidence, ""),
+            "time_ms": o.time_ms,
             "author_kind": o.author_kind, "author": o.author.username if o.author else "",
             "ai_model": o.ai_model, "source": o.source, "external_id": o.external_id,
             "task": o.task.public_id if o.task else "", "created_at": _iso(o.created_at),

@@ -73,7 +73,8 @@ def option_index(value, options: list[str]) -> int:
             raise ValueError(f"'{text[:60]}' is neither an option letter, a 0-based index nor "
                              "the text of an option")
     if not 0 <= index < len(options):
-        raise ValueError(f"'{value}' is out of range: the question has {len(options)} options "
+        raise ValueError(f"'{value}' is out of range: the question has "
+                         f"{counted(len(options), 'option')} "
                          f"(A–{chr(ord('A') + len(options) - 1)}, or 0–{len(options) - 1})")
     return index
 
@@ -81,7 +82,8 @@ def option_index(value, options: list[str]) -> int:
 def _options(value) -> list[str]:
     options = parse_json_cell(value, expect=list)
     if not 2 <= len(options) <= MAX_OPTIONS:
-        raise ValueError(f"{len(options)} options; a question needs 2 to {MAX_OPTIONS}")
+        raise ValueError(f"{counted(len(options), 'option')}; a question needs 2 to "
+                         f"{MAX_OPTIONS}")
     for i, option in enumerate(options):
         if not isinstance(option, str) or not option.strip():
             raise ValueError(f"option {i}: a non-empty text")

@@ -230,3 +230,32 @@ def test_an_upload_refused_by_the_form_says_why(view):
     html = client.post(url, {}).content.decode()
     assert "Nothing was imported" in html and "file: choose a file to import" in html
     assert 'name="update"' not in html  # these imports never rewrite existing ids
+
+
+def test_the_study_page_and_the_open_page_say_what_is_still_missing():
+    """The same "Still missing" list as the partitioned study page: sentences, their AI
+    ratings for an arm that shows AI output, raters, a manager; gone once all are there."""
+    from annotations.core.services.studies import membership_add
+    from annotations.models import StudyMembership
+    from tests.annotations.assisted.helpers import jsonl, trace_records
+
+    study = make_assisted_study(n_sentences=0, arms={"Evidence": ["search", "evidence"]},
+                                open_=False)
+    client = researcher(study)
+    missing = ('<p class="todo" data-testid="still-missing">Still missing: sentences (Import '
+               "sentences); raters (Members); a manager to read the dashboard.</p>")
+    assert missing in client.get(change_url(study)).content.decode()
+    assert missing in client.get(reverse("admin:annotations_assistedstudy_status",
+                                         args=[study.pk, "open"])).content.decode()
+
+    from annotations.assisted.services.imports import sentences_import, traces_import
+    from tests.annotations.assisted.helpers import sentence_records
+
+    sentences_import(study=study, source=jsonl(sentence_records(3)), name="s.jsonl")
+    membership_add(study=study, user=UserFactory(), role=StudyMembership.Role.ANNOTATOR)
+    page = client.get(change_url(study)).content.decode()
+    assert ('Still missing: an AI rating for 3 sentences (Import AI traces, or Sample traces '
+            "from the endpoint); a manager to read the dashboard.") in page
+    traces_import(study=study, source=jsonl(trace_records(["s0", "s1", "s2"])), name="t.jsonl")
+    membership_add(study=study, user=UserFactory(), role=StudyMembership.Role.MANAGER)
+    assert 'data-testid="still-missing"' not in client.get(change_url(study)).content.decode()

@@ -111,3 +111,35 @@ def test_a_csv_cell_defuses_formulas_and_keeps_json():
     out = io.StringIO()
     assert rows_write([{"a": 1}, {"b": 2}], out=out) == 2
     assert out.getvalue() == "a,b\n1,\n,2\n"
+
+
+def test_the_assisted_export_labels_confidence_and_helpfulness_as_the_rating_page(
+        client, settings):
+    from annotations.assisted.views import CONFIDENCE_CHOICES, HELPFULNESS_CHOICES
+
+    study = _rated_assisted_study(settings)
+    client.force_login(_manager(study))
+    table = client.get(reverse("study-export", args=[study.pk]) + "?format=csv")
+    by_arm = {r["arm"]: r for r in csv.DictReader(io.StringIO(table.content.decode()))}
+    helped, blind = by_arm["E"], by_arm["Baseline"]
+    # confidence 2 and helpfulness 1 as the page offers them: the words beside the keys 3 and 8
+    page_words = {v: label for v, label, _ in CONFIDENCE_CHOICES}
+    assert (helped["confidence"], helped["confidence_label"]) == ("2", "Mostly confident")
+    assert page_words[2] == "Mostly confident"
+    assert (helped["helpfulness"], helped["helpfulness_label"]) == ("1", "Somewhat helpful")
+    assert {v: label for v, label, _ in HELPFULNESS_CHOICES}[1] == "Somewhat helpful"
+    # "can't confidently assess" asks neither: both empty
+    assert (blind["confidence_label"], blind["helpfulness_label"]) == ("", "")
+
+
+def test_the_critique_export_labels_confidence_as_the_work_page():
+    from annotations.critique.services.exports import output_rows
+    from annotations.critique.views import CONFIDENCE_LEVELS
+
+    study, users = make_critique_study(n_questions=1)
+    answer_next(study, users[0], confidence=1)
+    answer_next(study, users[1], confidence=4)
+    rows = [r for r in output_rows(study) if r["author_kind"] == "human"]
+    assert sorted((r["confidence"], r["confidence_label"]) for r in rows) == [
+        (1, "a guess"), (4, "confident")]
+    assert (1, "a guess") in CONFIDENCE_LEVELS and (4, "confident") in CONFIDENCE_LEVELS

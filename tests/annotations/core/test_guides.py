@@ -121,3 +121,38 @@ def test_the_critique_outputs_import_page_links_the_served_output_schema(client)
     assert link, "the AI outputs import links no schema"
     path, anchor = link[1].split("#")
     assert anchor in _ids(client.get(path).content.decode())
+
+
+def test_the_raters_guide_states_the_default_lease_of_an_assisted_study(admin_client):
+    """docs/rater.md says how long a sentence is reserved "unless the researchers chose
+    another time": the default of a study created in the admin and by the service."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    from annotations.assisted.services.design import assisted_study_create
+
+    text = (Path(settings.BASE_DIR) / "docs" / "rater.md").read_text(encoding="utf-8")
+    stated = re.findall(r"\((\d+) minutes unless the researchers chose", text)
+    assert len(stated) == 1
+    form = admin_client.get(reverse("admin:annotations_assistedstudy_add")).context["adminform"]
+    offered = form.form["lease_minutes"].value()
+    created = assisted_study_create(name="Lease default").lease_minutes
+    assert int(stated[0]) == int(offered) == created
+
+
+def test_the_help_index_lists_every_role_guide_then_the_others_by_their_plain_titles(client):
+    from annotations.core.guides import ROLE_GUIDES
+
+    client.force_login(UserFactory())
+    page = client.get(reverse("help-index"))
+    assert page.status_code == 200
+    html = page.content.decode()
+    roles = re.findall(r'<h2><a href="/help/([\w-]+)/">', html)
+    assert roles == list(ROLE_GUIDES)
+    others = re.findall(r'<li><a href="/help/([\w-]+)/">([^<]+)</a>', html)
+    files = [GUIDES[p] for p in [*roles, *(p for p, _ in others)]]
+    assert sorted(files) == sorted(set(GUIDES.values()))  # every guide once
+    assert ("estimators", "The estimator engine (estimators/)") in others
+    client.logout()
+    assert client.get(reverse("help-index")).status_code == 302  # as every guide

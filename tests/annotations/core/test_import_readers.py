@@ -172,7 +172,7 @@ MANY_ERRORS = {
         [*_unknown("one of domain, gold, id, options, text"),
          "bad.jsonl:2: id: missing",
          "bad.jsonl:2: text: missing",
-         "bad.jsonl:2: options: 1 options; a question needs 2 to 26",
+         "bad.jsonl:2: options: 1 option; a question needs 2 to 26",
          INVALID_PROBLEM,
          "bad.jsonl:4: id: 'n1' repeats line 1",
          "bad.jsonl:4: options: invalid JSON (Expecting value, column 2); expected a JSON "

@@ -66,7 +66,7 @@ def test_a_questions_file_reports_every_problem_in_one_pass_then_imports(client)
     response = client.post(url, {"file": bad})
     assert response.status_code == 200
     assert sorted(response.context["errors"]) == [  # every line, every field of a line
-        "q.jsonl:1: options: 1 options; a question needs 2 to 26",
+        "q.jsonl:1: options: 1 option; a question needs 2 to 26",
         "q.jsonl:2: id: 'q0' is already in the study",
         "q.jsonl:3: colour: unknown field (expected one of domain, gold, id, options, text)",
         "q.jsonl:3: text: missing"]

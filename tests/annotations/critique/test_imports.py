@@ -57,7 +57,7 @@ def test_a_bad_questions_file_names_every_problem_and_changes_nothing():
     assert errors == [
         "bad.jsonl:2: id: 'q0' is already in the study",
         "bad.jsonl:3: text: missing",
-        "bad.jsonl:3: options: 1 options; a question needs 2 to 26",
+        "bad.jsonl:3: options: 1 option; a question needs 2 to 26",
         "bad.jsonl:4: gold: 'E' is out of range: the question has 2 options (A–B, or 0–1)",
         "bad.jsonl:5: id: missing",
     ]

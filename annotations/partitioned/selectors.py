@@ -712,6 +712,19 @@ def study_first_query_answers(*, study: Study) -> dict[int, dict[str, int]]:
     return out
 
 
+def study_rejected_answers(*, study: Study) -> dict[int, dict[str, int]]:
+    """Per class: rejected answers (reviews) of routed queries of items not withdrawn, by
+    answer — what the progress counts (every answer given) hold beyond the estimates. One
+    query over the study's rejections (few), none over its labels."""
+    out: dict[int, dict[str, int]] = {}
+    for row in (Query.objects.filter(pk__in=AnswerReview.rejected_ids(study, Query),
+                                     study=study, is_quality_check=False)
+                .exclude(item_id__in=ItemFlag.withdrawn_ids(study))
+                .values("k", "answer").annotate(n=Count("id")).order_by()):
+        out.setdefault(row["k"], {})[row["answer"]] = row["n"]
+    return out
+
+
 @dataclass
 class ClassProgress:
     index: int

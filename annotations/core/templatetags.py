@@ -80,15 +80,15 @@ def flagged(context, study) -> dict:
     with the Review page's link for its researchers and reviewers."""
     from annotations.core.models import StudyMembership
     from annotations.core.reviews.registry import reviewable
-    from annotations.core.reviews.selectors import study_review_counts
-    from annotations.core.selectors import study_flag_counts, user_roles
+    from annotations.core.reviews.selectors import study_left_out_counts
+    from annotations.core.selectors import user_roles
     from annotations.core.services.flags import flaggable
 
     request = context.get("request")
     user = getattr(request, "user", None)
     roles = user_roles(user=user, study=study) if user and user.is_authenticated else set()
-    return {"study": study, "counts": study_flag_counts(study=study),
-            "rejected": study_review_counts(study=study)["rejected"],
+    counts, rejected = study_left_out_counts(study=study)
+    return {"study": study, "counts": counts, "rejected": rejected,
             "noun": flaggable(study.kind).noun, "answer_noun": reviewable(study.kind).noun,
             "researcher": StudyMembership.Role.RESEARCHER in roles,
             "reviewer": bool(roles & {StudyMembership.Role.RESEARCHER,

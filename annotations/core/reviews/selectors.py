@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404
 from annotations.core.errors import DomainError, NotPermitted
 from annotations.core.models import AnswerReview, ItemFlag, Study, StudyMembership, User
 from annotations.core.reviews.registry import AnswerView, Disagreement, ItemView, reviewable
-from annotations.core.selectors import user_roles
+from annotations.core.selectors import FlagCounts, user_roles
 
 Role = StudyMembership.Role
 REVIEW_ROLES = (Role.REVIEWER, Role.RESEARCHER)
@@ -188,3 +188,19 @@ def study_review_counts(*, study: Study) -> dict[str, int]:
     rows = dict(AnswerReview.objects.filter(study=study).values_list("state")
                 .annotate(n=Count("pk")).values_list("state", "n").order_by())
     return {state: rows.get(state, 0) for state in AnswerReview.State.values}
+
+
+def study_left_out_counts(*, study: Study) -> tuple[FlagCounts, int]:
+    """What the dashboards say the estimates include or leave out, in one query: items by
+    the state of their flags (as ``core.selectors.study_flag_counts``) and the answers
+    rejected by reviewers."""
+    flags = (ItemFlag.objects.filter(study=study, resolution__in=[
+        ItemFlag.Resolution.OPEN, ItemFlag.Resolution.WITHDRAWN])
+        .values("resolution").annotate(n=Count("item_id", distinct=True))
+        .values_list("resolution", "n").order_by())
+    rejected = (AnswerReview.objects.filter(study=study, state=AnswerReview.State.REJECTED)
+                .values("state").annotate(n=Count("pk")).values_list("state", "n").order_by())
+    rows = dict(flags.union(rejected, all=True))
+    return (FlagCounts(open=rows.get(ItemFlag.Resolution.OPEN, 0),
+                       withdrawn=rows.get(ItemFlag.Resolution.WITHDRAWN, 0)),
+            rows.get(AnswerReview.State.REJECTED, 0))

@@ -455,6 +455,9 @@ class ItemFlagAdmin(ResearcherScopedAdmin):
     page (``core.reviews``: its answers, who flagged it, fix / withdraw / dismiss there)."""
 
     list_display = ["flag", "item"]
+
+    class Media:
+        css = {"all": ["css/flag-queue.css"]}
     list_filter = [FlagsWhat, "study", "reason"]
     list_display_links = None
     search_fields = ["note"]

@@ -35,7 +35,10 @@ def views(study: Study, queries: list[Query]) -> list[AnswerView]:
 def items(study: Study, item_ids: list[int]) -> dict[int, ItemView]:
     names = [c.name for c in study_classes(study=study)]
     return {i.pk: ItemView(id=i.pk, external_id=i.external_id, text=i.text,
-                           options=i.displayed_options(names) if i.options else ())
+                           # in the order shown, each with the class it stands for
+                           options=[f"{name}: {option}" for name, option in
+                                    zip(names, i.displayed_options(names), strict=False)]
+                           if i.options else ())
             for i in Item.objects.filter(study=study, pk__in=item_ids)}
 
 

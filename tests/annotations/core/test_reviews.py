@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.urls import reverse
 
 from annotations.core.errors import NotPermitted
@@ -262,3 +262,36 @@ def test_each_dashboard_says_how_many_answers_were_rejected(answered, client):
     html = client.get(dashboard).content.decode()
     assert f"2 {noun}s rejected by reviewers, left out of the estimates" in html
     assert reverse("review", args=[study.pk]) in html
+
+
+def test_every_partitioned_label_reader_leaves_a_rejected_label_out():
+    """The raw statements (bands, item labels, the evaluation service's rows) as well as the
+    ORM counts: one shared condition, ``AnswerReview.not_rejected_sql``."""
+    from annotations.partitioned.selectors import (
+        study_first_query_answers,
+        study_label_counts,
+        study_label_counts_banded,
+        study_label_rows,
+    )
+
+    study, _model, ids = partitioned_answered()
+    rejected = ids[0]
+
+    def counts():
+        banded = [float(study_label_counts_banded(study=study, ordinals=[0], banded=[0],
+                                                  n_bands=2, strategy=s)[0].n.sum())
+                  for s in ("grouped", "sums", *(("arrays",) if connection.vendor ==
+                                                 "postgresql" else ()))]
+        firsts = sum(sum(v.values()) for v in study_first_query_answers(study=study).values())
+        return (float(study_label_counts(study=study, ordinals=[0]).n.sum()), *banded, firsts,
+                len(study_label_rows(study=study)[0]))
+
+    before = counts()
+    answer_review(study=study, answer_id=rejected, accept=False, reason="wrong",
+                  by=reviewer_of(study))
+    after = counts()
+    assert after[:-1] == tuple(n - 1 for n in before[:-1])
+    from annotations.models import Query
+
+    if Query.objects.get(pk=rejected).answer in ("yes", "no"):  # item rows: yes/no only
+        assert after[-1] == before[-1] - 1

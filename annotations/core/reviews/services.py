@@ -108,3 +108,14 @@ def answer_rejection_undo(*, study: Study, answer_id: int, by: User) -> AnswerRe
                        detail={"answer": answer_id, "type": answer_type.model})
     _recompute(study)
     return review
+
+
+def answer_reviews_forget(*, study: Study, answer_model, answer_ids: list[int]) -> int:
+    """Delete the reviews of answers taken back by their labeller (a study type's undo that
+    reuses the answer's row for the next answer: partitioned queries), in the caller's
+    transaction, so that a later answer of the same row starts unreviewed. Returns how many
+    were deleted."""
+    answer_type = ContentType.objects.get_for_model(answer_model)
+    deleted, _ = AnswerReview.objects.filter(study=study, answer_type=answer_type,
+                                             answer_id__in=answer_ids).delete()
+    return deleted

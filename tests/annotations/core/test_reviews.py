@@ -295,3 +295,25 @@ def test_every_partitioned_label_reader_leaves_a_rejected_label_out():
 
     if Query.objects.get(pk=rejected).answer in ("yes", "no"):  # item rows: yes/no only
         assert after[-1] == before[-1] - 1
+
+
+def test_a_partitioned_label_taken_back_by_its_specialist_loses_its_review(settings):
+    """Undo reuses the query for the next answer: a rejection of the answer taken back must
+    not leave the next answer out of the estimates."""
+    from annotations.models import Query
+    from annotations.partitioned.services.labels import label_submit, label_undo
+    from annotations.partitioned.services.routing import query_lease_next
+    from tests.factories import make_study, specialist
+
+    settings.OVERSIGHT_UNDO_SECONDS = 3600
+    study = make_study(k=2, n_items=2)
+    user = specialist(study, 0)
+    q = query_lease_next(study=study, user=user)
+    label_submit(query_id=q.pk, user=user, answer="yes")
+    answer_review(study=study, answer_id=q.pk, accept=False, reason="too fast",
+                  by=reviewer_of(study))
+    label_undo(study=study, user=user)
+    assert not AnswerReview.objects.filter(study=study).exists()
+    label_submit(query_id=q.pk, user=user, answer="no")
+    assert Query.objects.get(pk=q.pk).answer == "no"
+    assert study_answer(study=study, answer_id=q.pk).state == ""

@@ -119,3 +119,30 @@ def test_a_flag_opens_in_context_with_fix_withdraw_dismiss(page, live_server, sh
     expect(page.locator(".messages")).to_contain_text("1 flag withdrawn")
     assert ItemFlag.objects.get().resolution == "withdrawn"
     expect(page.get_by_test_id("resolve-withdrawn")).to_have_count(0)
+
+
+@pytest.mark.parametrize("build", ["assisted", "critique"])
+def test_a_reviewer_settles_a_disagreement_on_the_items_page(page, live_server, build):
+    from tests.annotations.core.review_helpers import assisted_answered, critique_answered
+
+    study, _model, _ids = {"assisted": assisted_answered, "critique": critique_answered}[build]()
+    reviewer = reviewer_of(study)
+    login(page, live_server, reviewer.username)
+    page.goto(f"{live_server.url}/studies/{study.pk}/review/?show=disagreements")
+    row = page.get_by_test_id("disagreements").locator("li").first
+    expect(row).to_contain_text("×")
+    row.locator("a").first.click()
+    expect(page.get_by_test_id("item-context")).to_be_visible()
+    cards = page.get_by_test_id("answer")
+    assert cards.count() >= 2  # every answer of the item, side by side
+    page.keyboard.press("j")
+    expect(cards.first).to_be_focused()
+    answer_id = int(cards.first.get_attribute("data-answer"))
+    page.keyboard.press("r")
+    page.keyboard.type(REASON)
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#answer-{answer_id}").get_by_test_id("review-state")
+           ).to_contain_text("Rejected")
+    assert AnswerReview.objects.get().answer_id == answer_id
+    page.set_viewport_size({"width": 390, "height": 844})
+    _no_sideways_scroll(page, 390, f"a {build} item in context")

@@ -41,6 +41,7 @@ class ReviewAnswersApi(APIView):
                                      "rejected"),
                     OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
         responses={200: ReviewAnswerPageSerializer, 403: FORBIDDEN},
+        operation_id="studies_review_answers_list",
         summary="A study's answers with their reviews, newest first (reviewers, researchers)")
     def get(self, request, study_id: int):
         study = selectors.review_study(user=request.user, study_id=study_id)

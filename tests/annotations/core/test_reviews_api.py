@@ -124,6 +124,11 @@ def test_api_reject_then_undo_in_every_study_type(build):
     item = client.get(reverse("api-review-item", args=[study.pk, one["item_id"]])).json()
     assert ids[0] in [a["id"] for a in item["answers"]]
     assert "gold" not in str(item).lower()
+    # exactly what the labeller saw and who answered: no gold, holdout or prediction field
+    assert set(item["item"]) == {"id", "external_id", "text", "options", "context"}
+    assert set(item["answers"][0]) == {
+        "id", "item_id", "item", "item_text", "asked", "answer", "detail", "by", "at",
+        "state", "reason", "reviewed_by", "reviewed_at"}
 
 
 def test_the_schema_documents_the_review_endpoints(client):

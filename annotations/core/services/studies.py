@@ -222,8 +222,7 @@ _ROLES: dict[str, list[tuple[str, str]]] = {}
 
 
 EVERY_TYPE_ROLES = [(StudyMembership.Role.MANAGER, "Manager (reads the dashboard)"),
-                    (StudyMembership.Role.REVIEWER,
-                     "Reviewer (accepts or rejects answers, settles disagreements)"),
+                    (StudyMembership.Role.REVIEWER, "Reviewer (accepts or rejects answers)"),
                     (StudyMembership.Role.RESEARCHER, "Researcher (configures the study)")]
 
 

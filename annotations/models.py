@@ -30,6 +30,7 @@ from annotations.audit.models import (
 )
 from annotations.core.events import StudyEvent, study_event_kind_register
 from annotations.core.models import (
+    AnswerReview,
     EstimateSnapshot,
     ImportJob,
     ImportJobFile,
@@ -58,7 +59,8 @@ __all__ = [
     "Arm", "AssistedSettings", "AssistedStudy", "Component", "Exposure", "Interaction",
     "QuizAttempt", "RaterAssignment", "Rating", "RatingSkip", "RatingTask", "RatingTaskEvent",
     "RoutingChange", "Sentence",
-    "EstimateSnapshot", "ImportJob", "ImportJobFile", "Item", "ItemFlag", "LeasedTask", "Query",
+    "AnswerReview", "EstimateSnapshot", "ImportJob", "ImportJobFile", "Item", "ItemFlag",
+    "LeasedTask", "Query",
     "QueryEvent", "QuerySkip",
     "RecomputeState", "Study", "StudyClass", "StudyEvent", "StudyMembership", "TaskEvent",
     "User", "_new_seed", "new_public_id", "study_event_kind_register",

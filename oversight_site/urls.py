@@ -18,6 +18,7 @@ urlpatterns = [
     path("", include("annotations.critique.urls")),
     path("", include("annotations.assisted.urls")),
     path("", include("annotations.audit.urls")),
+    path("", include("annotations.core.reviews.urls")),
     path("healthz", healthz, name="healthz"),
     # browsers ask for /favicon.ico on pages without a <link rel="icon"> (the admin's)
     path("favicon.ico", favicon),
@@ -30,6 +31,7 @@ urlpatterns = [
     path("accounts/password/done/", auth_views.PasswordChangeDoneView.as_view(),
          name="password_change_done"),
     path("api/", include("annotations.core.api_urls")),
+    path("api/", include("annotations.core.reviews.api_urls")),
     path("api/", include("annotations.partitioned.api_urls")),
     path("api/", include("annotations.critique.api_urls")),
     path("api/", include("annotations.assisted.api_urls")),

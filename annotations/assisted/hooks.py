@@ -5,9 +5,9 @@ offers, and what a flag names (the sentence a rater rates)."""
 
 from __future__ import annotations
 
-from annotations.assisted import views
+from annotations.assisted import reviews, views
 from annotations.assisted.dashboard import FIGURES
-from annotations.assisted.models import Sentence
+from annotations.assisted.models import Rating, Sentence
 from annotations.assisted.services import rating  # the rating tasks' kind
 from annotations.assisted.services.analysis import (
     answered_counts,
@@ -18,6 +18,7 @@ from annotations.assisted.services.exports import ratings_export
 from annotations.assisted.services.routing import assisted_study_open
 from annotations.core.exports import export_register, figures_register
 from annotations.core.models import Study, StudyMembership
+from annotations.core.reviews.registry import Reviewable, reviewable_register
 from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
@@ -48,3 +49,7 @@ def register() -> None:
     flaggable_register(Study.Kind.ASSISTED, Flaggable(
         task_kind=rating.RATING_KIND, item_model=Sentence, noun="sentence",
         text=lambda s: s.target))
+    reviewable_register(Study.Kind.ASSISTED, Reviewable(
+        answer_model=Rating, noun="rating", answers=reviews.answers, views=reviews.views,
+        items=reviews.items, item_answer_ids=reviews.item_answer_ids,
+        disagreements=reviews.disagreements))

@@ -18,6 +18,8 @@ from django.db.models import Q
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
@@ -42,6 +44,7 @@ from annotations.core.services.studies import (
     study_classes_change_check,
 )
 from annotations.core.views import study_actions
+from annotations.core.words import counted
 
 
 def researcher_study_ids(request: HttpRequest) -> set[int] | None:
@@ -444,12 +447,17 @@ class FlagsWhat(admin.SimpleListFilter):
 @admin.register(ItemFlag)
 class ItemFlagAdmin(ResearcherScopedAdmin):
     """The researchers' queue of flagged items (``core.services.flags``): open flags first,
-    each with its item's text, reason, note and how many people flagged the item; actions
-    resolve the selected flags' items: fixed (after correcting the item through its link),
-    withdrawn (no longer handed out, left out of the estimates) or dismissed."""
+    each row two columns that wrap — the flag (reason, note, who, when, state) and the item
+    (study, text, how many people flagged it, its page in context) — so that it fits 390 px
+    as well as 1 280 (no column of its own per field); actions resolve the selected flags'
+    items: fixed (after correcting the item through its link), withdrawn (no longer handed
+    out, left out of the estimates) or dismissed. Each item opens in context on the Review
+    page (``core.reviews``: its answers, who flagged it, fix / withdraw / dismiss there)."""
 
-    list_display = ["state", "study", "item", "reason", "note", "user", "flags_on_item",
-                    "updated_at"]
+    list_display = ["flag", "item"]
+
+    class Media:
+        css = {"all": ["css/flag-queue.css"]}
     list_filter = [FlagsWhat, "study", "reason"]
     list_display_links = None
     search_fields = ["note"]
@@ -477,27 +485,34 @@ class ItemFlagAdmin(ResearcherScopedAdmin):
             flag.item_obj = found[flag.study.kind].get(flag.item_id)
         return changelist
 
-    @admin.display(description="state", ordering="resolution")
-    def state(self, flag):
-        return flag.get_resolution_display()
+    @admin.display(description="flag", ordering="resolution")
+    def flag(self, flag):
+        note = format_html("<br><q class=\"flag-note\">{}</q>", flag.note) if flag.note else ""
+        return format_html(
+            '<div class="flag-cell"><strong>{}</strong> · {}{}<br><span class="help">by {}, {}'
+            "</span></div>", flag.get_reason_display().split(" (")[0],
+            flag.get_resolution_display().lower(), note, flag.user.username,
+            date_format(timezone.localtime(flag.updated_at), "SHORT_DATETIME_FORMAT"))
 
-    @admin.display(description="item")
+    @admin.display(description="item", ordering="n_on_item")
     def item(self, flag):
+        kind = flaggable(flag.study.kind)
+        context = format_html('<a href="{}" data-testid="flag-in-context">open in context</a>',
+                              reverse("review-item", args=[flag.study_id, flag.item_id]))
+        flagged = format_html('<span class="help">{} · flagged by {}</span>', flag.study.name,
+                              counted(flag.n_on_item, "person"))
         item = getattr(flag, "item_obj", None)
         if item is None:
-            return f"(item {flag.item_id} no longer exists)"
-        kind = flaggable(flag.study.kind)
+            return format_html('<div class="flag-cell">({} {} no longer exists)<br>{}</div>',
+                               kind.noun, flag.item_id, flagged)
         text = Truncator(f"{item}: {kind.text(item)}").chars(160)
         url = kind.edit_url(item)
-        if url:
-            return format_html('{} <a href="{}">edit this {}</a>', text, url, kind.noun)
-        return format_html("{} <span class=\"help\">(a {} is not edited here: withdraw it "
-                           "and import a corrected copy under a new id)</span>", text,
-                           kind.noun)
-
-    @admin.display(description="flags on the item", ordering="n_on_item")
-    def flags_on_item(self, flag):
-        return flag.n_on_item
+        edit = (format_html(' · <a href="{}">edit this {}</a>', url, kind.noun) if url
+                else format_html(' <span class="help">(a {} is not edited here: withdraw it '
+                                 "and import a corrected copy under a new id)</span>",
+                                 kind.noun))
+        return format_html('<div class="flag-cell">{}<br>{} · {}{}</div>', text, flagged,
+                           context, edit)
 
     def has_add_permission(self, request):
         return False

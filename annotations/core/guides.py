@@ -18,7 +18,8 @@ DOCS = Path(settings.BASE_DIR) / "docs"
 # the older "annotator-critique") is linked to by its first.
 ROLE_GUIDES = {"specialist": "specialist.md", "rater": "rater.md",
                "annotator": "annotator-critique.md", "manager": "manager.md",
-               "researcher": "researcher.md", "operator": "operations.md"}
+               "researcher": "researcher.md", "reviewer": "reviewer.md",
+               "operator": "operations.md"}
 GUIDES = {**ROLE_GUIDES, "annotator-critique": "annotator-critique.md",
           "manager-assisted": "manager-assisted.md", "assisted-studies": "assisted-studies.md",
           "assisted-analysis": "assisted-analysis.md", "critique-studies": "critique-studies.md",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import secrets
 
 from django.contrib.auth.models import AbstractUser
+from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -168,6 +169,7 @@ class StudyMembership(models.Model):
         MANAGER = "manager", "Manager"
         SPECIALIST = "specialist", "Specialist"
         ANNOTATOR = "annotator", "Annotator"  # raters (assisted) and critique annotators
+        REVIEWER = "reviewer", "Reviewer"  # accepts or rejects answers (core.services.reviews)
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
@@ -477,3 +479,71 @@ class ItemFlag(models.Model):
         return (f"NOT EXISTS (SELECT 1 FROM {cls._meta.db_table} wf WHERE wf.study_id = "
                 f"{study_column} AND wf.item_id = {item_column} AND wf.resolution = "
                 f"'{cls.Resolution.WITHDRAWN.value}')")
+
+
+class AnswerReview(models.Model):
+    """A reviewer's (or researcher's) verdict on one answer of any study type: the answer is
+    the row ``answer_id`` of the table ``answer_type`` (partitioned: ``Query``; assisted:
+    ``Rating``; critique: ``CritiqueOutput`` — each type registers its own with
+    ``core.services.reviews.reviewable_register``). One row per answer, kept for good:
+
+    * accepted — the answer was checked and stays in the estimates;
+    * rejected — it leaves the estimates (every type's analysis filters its answers through
+      :meth:`rejected_ids` / :meth:`not_rejected_sql`), kept with its ``reason``;
+    * undone — a rejection taken back: the answer is in the estimates again; the reason and
+      who rejected it stay, with who undid it and when.
+
+    Every change is also a ``StudyEvent`` (``answer_accepted``, ``answer_rejected``,
+    ``answer_restored``)."""
+
+    class State(models.TextChoices):
+        ACCEPTED = "accepted", "Accepted"
+        REJECTED = "rejected", "Rejected"
+        UNDONE = "undone", "Rejection undone"
+
+    REASON_MAX = 2000
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="answer_reviews")
+    answer_type = models.ForeignKey(ContentType, on_delete=models.CASCADE, related_name="+")
+    answer_id = models.PositiveBigIntegerField()
+    state = models.CharField(max_length=10, choices=State.choices)
+    reason = models.TextField(max_length=REASON_MAX, blank=True, default="")
+    reviewed_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
+    reviewed_at = models.DateTimeField()
+    undone_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-reviewed_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["answer_type", "answer_id"],
+                                    name="answer_review_one_per_answer"),
+            models.CheckConstraint(
+                condition=~Q(state="rejected") | ~Q(reason=""),
+                name="answer_review_rejected_has_reason"),
+        ]
+        indexes = [models.Index(fields=["study", "state"], name="answer_review_study_state")]
+
+    def __str__(self) -> str:
+        return f"{self.get_state_display()}: {self.answer_type.model} {self.answer_id}"
+
+    @classmethod
+    def rejected_ids(cls, study: Study | int, model: type[models.Model]) -> models.QuerySet:
+        """The ids of the study's rejected answers of ``model`` (a subquery for
+        ``…__in``): what every estimate leaves out."""
+        return (cls.objects.filter(study=study, state=cls.State.REJECTED,
+                                   answer_type=ContentType.objects.get_for_model(model))
+                .values("answer_id"))
+
+    @classmethod
+    def not_rejected_sql(cls, model: type[models.Model], study_column: str,
+                         id_column: str) -> str:
+        """The same as a SQL condition on a row of ``model`` whose study and id are the
+        columns given (e.g. ``q.study_id``, ``q.id``), for raw statements; it takes no
+        parameters (the content type's id is an integer written into the statement)."""
+        type_id = int(ContentType.objects.get_for_model(model).pk)
+        return (f"NOT EXISTS (SELECT 1 FROM {cls._meta.db_table} ar WHERE ar.study_id = "
+                f"{study_column} AND ar.answer_type_id = {type_id} AND ar.answer_id = "
+                f"{id_column} AND ar.state = '{cls.State.REJECTED.value}')")

@@ -76,17 +76,23 @@ def dashboard_panels(context, study) -> str:
 @register.inclusion_tag("annotations/_flagged.html", takes_context=True)
 def flagged(context, study) -> dict:
     """What a dashboard's estimates include of the study's flagged items (open flags; the
-    withdrawn ones are left out), with the queue's link for its researchers."""
+    withdrawn ones are left out) and how many answers reviewers rejected (left out too),
+    with the Review page's link for its researchers and reviewers."""
     from annotations.core.models import StudyMembership
-    from annotations.core.selectors import study_flag_counts, user_roles
+    from annotations.core.reviews.registry import reviewable
+    from annotations.core.reviews.selectors import study_left_out_counts
+    from annotations.core.selectors import user_roles
     from annotations.core.services.flags import flaggable
 
     request = context.get("request")
     user = getattr(request, "user", None)
-    researcher = bool(user and user.is_authenticated and StudyMembership.Role.RESEARCHER
-                      in user_roles(user=user, study=study))
-    return {"study": study, "counts": study_flag_counts(study=study),
-            "noun": flaggable(study.kind).noun, "researcher": researcher}
+    roles = user_roles(user=user, study=study) if user and user.is_authenticated else set()
+    counts, rejected = study_left_out_counts(study=study)
+    return {"study": study, "counts": counts, "rejected": rejected,
+            "noun": flaggable(study.kind).noun, "answer_noun": reviewable(study.kind).noun,
+            "researcher": StudyMembership.Role.RESEARCHER in roles,
+            "reviewer": bool(roles & {StudyMembership.Role.RESEARCHER,
+                                      StudyMembership.Role.REVIEWER})}
 
 
 @register.simple_tag

@@ -9,6 +9,7 @@ from functools import partial
 
 from annotations.core.exports import export_register, figures_register
 from annotations.core.models import Study, StudyMembership
+from annotations.core.reviews.registry import Reviewable, reviewable_register
 from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
@@ -17,9 +18,9 @@ from annotations.core.views import (
     study_home_register,
     study_page_register,
 )
-from annotations.critique import views
+from annotations.critique import reviews, views
 from annotations.critique.dashboard import FIGURES
-from annotations.critique.models import CritiqueQuestion
+from annotations.critique.models import CritiqueOutput, CritiqueQuestion
 from annotations.critique.services import assignment  # the tasks' kind
 from annotations.critique.services.analysis import answered_counts, critique_recompute
 from annotations.critique.services.exports import critique_export
@@ -47,3 +48,7 @@ def register() -> None:
     flaggable_register(Study.Kind.CRITIQUE, Flaggable(
         task_kind=assignment.CRITIQUE_KIND, item_model=CritiqueQuestion, noun="question",
         text=lambda q: q.text))
+    reviewable_register(Study.Kind.CRITIQUE, Reviewable(
+        answer_model=CritiqueOutput, noun="output", answers=reviews.answers, views=reviews.views,
+        items=reviews.items, item_answer_ids=reviews.item_answer_ids,
+        disagreements=reviews.disagreements))

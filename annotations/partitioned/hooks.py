@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from annotations.core.exports import export_register, figures_register
 from annotations.core.models import ImportJob, Item, Study, StudyMembership
+from annotations.core.reviews.registry import Reviewable, reviewable_register
 from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.import_jobs import import_kind_register
 from annotations.core.services.recompute import recompute_kind_register
@@ -18,8 +19,9 @@ from annotations.core.views import (
     study_home_register,
     study_page_register,
 )
-from annotations.partitioned import views
+from annotations.partitioned import reviews, views
 from annotations.partitioned.dashboard import FIGURES
+from annotations.partitioned.models import Query
 from annotations.partitioned.services import routing  # the queries' task kind
 from annotations.partitioned.services.estimates import answered_counts, study_recompute
 from annotations.partitioned.services.exports import labels_export
@@ -48,3 +50,7 @@ def register() -> None:
     flaggable_register(Study.Kind.PARTITIONED, Flaggable(
         task_kind=routing.QUERY_KIND, item_model=Item, noun="item", text=lambda i: i.text,
         edit_url=lambda i: reverse("admin:annotations_item_change", args=[i.pk])))
+    reviewable_register(Study.Kind.PARTITIONED, Reviewable(
+        answer_model=Query, noun="label", answers=reviews.answers, views=reviews.views,
+        items=reviews.items, item_answer_ids=reviews.item_answer_ids,
+        disagreements=reviews.disagreements))

@@ -12,7 +12,7 @@ import numpy as np
 from django.db import OperationalError, connection, transaction
 from django.db.models import Count, F, Q, QuerySet, Sum
 
-from annotations.core.models import Item, ItemFlag, Study, StudyMembership, User
+from annotations.core.models import AnswerReview, Item, ItemFlag, Study, StudyMembership, User
 from annotations.core.selectors import row_id_possible, study_classes
 from annotations.core.services.bulk import IN_LIST_MAX
 from annotations.partitioned.models import Query, QuerySkip
@@ -169,6 +169,14 @@ class LabelCounts:
     present: np.ndarray
 
 
+def estimated_queries(study: Study, queries: QuerySet[Query]) -> QuerySet[Query]:
+    """``queries`` less those the estimates leave out: of withdrawn items (flags) and with
+    a rejected answer (reviews: ``AnswerReview.rejected_ids``). The ORM twin of
+    :func:`_answered_sql`."""
+    return (queries.exclude(item_id__in=ItemFlag.withdrawn_ids(study))
+            .exclude(pk__in=AnswerReview.rejected_ids(study, Query)))
+
+
 def study_label_counts(*, study: Study, ordinals: list[int]) -> LabelCounts:
     """One SQL aggregation over the study's answered queries (bit sums over the masks)."""
     aggregates = {}
@@ -176,8 +184,8 @@ def study_label_counts(*, study: Study, ordinals: list[int]) -> LabelCounts:
         aggregates[f"m{o}"] = Sum(F("match_mask").bitrightshift(o).bitand(1))
         aggregates[f"p{o}"] = Sum(F("present_mask").bitrightshift(o).bitand(1))
     rows = list(
-        Query.objects.filter(study=study, status=Query.Status.ANSWERED, is_quality_check=False)
-        .exclude(item_id__in=ItemFlag.withdrawn_ids(study))
+        estimated_queries(study, Query.objects.filter(
+            study=study, status=Query.Status.ANSWERED, is_quality_check=False))
         .values("stratum", "k", "answer")
         .annotate(n=Count("id"), **aggregates)
         .order_by("stratum", "k", "answer")
@@ -261,12 +269,15 @@ def _banded_query(sql: str, params: list) -> list[tuple]:
 
 
 def _answered_sql() -> str:
-    """The answered routed queries of items not withdrawn (flags): FROM … WHERE."""
+    """The answered routed queries of items not withdrawn (flags) whose answer is not
+    rejected (reviews): FROM … WHERE."""
     q = connection.ops.quote_name
     table = Query._meta.db_table
+    study_column = f"{table}.{q('study_id')}"
     return (f"FROM {table} WHERE {q('study_id')} = %s AND {q('status')} = %s "
             f"AND NOT {q('is_quality_check')} AND "
-            + ItemFlag.not_withdrawn_sql(f"{table}.{q('study_id')}", f"{table}.{q('item_id')}"))
+            + ItemFlag.not_withdrawn_sql(study_column, f"{table}.{q('item_id')}") + " AND "
+            + AnswerReview.not_rejected_sql(Query, study_column, f"{table}.{q('id')}"))
 
 
 def _banded_grouped(study: Study, ordinals: list[int], banded: list[int],
@@ -658,7 +669,8 @@ def study_submitted_items(*, study: Study, external_ids: list[str]) -> Submitted
         pks = np.array([v[0] for v in items.values()], dtype=np.int64)
         return SubmittedItems(items, *study_label_rows(study=study, item_ids=pks))
     item_t, query_t = Item._meta.db_table, Query._meta.db_table
-    live = ItemFlag.not_withdrawn_sql("q.study_id", "q.item_id")
+    live = (ItemFlag.not_withdrawn_sql("q.study_id", "q.item_id") + " AND "
+            + AnswerReview.not_rejected_sql(Query, "q.study_id", "q.id"))
     sql = (f"SELECT i.external_id, i.id, i.options::text, i.option_order::text, q.k, "
            f"CASE WHEN q.answer = %s THEN 1 ELSE 0 END FROM {item_t} i "
            f"LEFT JOIN {query_t} q ON q.item_id = i.id AND q.study_id = i.study_id "
@@ -692,8 +704,21 @@ def study_first_query_answers(*, study: Study) -> dict[int, dict[str, int]]:
     queries whose class is drawn uniformly whatever came before (the yes-share check);
     withdrawn items left out, as in the estimates."""
     out: dict[int, dict[str, int]] = {}
-    for row in (Query.objects.filter(study=study, status=Query.Status.ANSWERED,
-                                     is_quality_check=False, sequence=0)
+    for row in (estimated_queries(study, Query.objects.filter(
+                    study=study, status=Query.Status.ANSWERED, is_quality_check=False,
+                    sequence=0))
+                .values("k", "answer").annotate(n=Count("id")).order_by()):
+        out.setdefault(row["k"], {})[row["answer"]] = row["n"]
+    return out
+
+
+def study_rejected_answers(*, study: Study) -> dict[int, dict[str, int]]:
+    """Per class: rejected answers (reviews) of routed queries of items not withdrawn, by
+    answer — what the progress counts (every answer given) hold beyond the estimates. One
+    query over the study's rejections (few), none over its labels."""
+    out: dict[int, dict[str, int]] = {}
+    for row in (Query.objects.filter(pk__in=AnswerReview.rejected_ids(study, Query),
+                                     study=study, is_quality_check=False)
                 .exclude(item_id__in=ItemFlag.withdrawn_ids(study))
                 .values("k", "answer").annotate(n=Count("id")).order_by()):
         out.setdefault(row["k"], {})[row["answer"]] = row["n"]

@@ -193,7 +193,7 @@ def test_a_researcher_adds_raters_in_the_browser_and_one_joins_by_invitation(
     page.goto(f"{live_server.url}/admin/annotations/assistedstudy/{study.pk}/change/")
     page.get_by_role("link", name="Members: raters, managers, researchers").click()
     roles = page.locator("select[name=bulk-role] option").all_inner_texts()
-    assert [r.split(" (")[0] for r in roles] == ["Rater", "Manager", "Researcher"]
+    assert [r.split(" (")[0] for r in roles] == ["Rater", "Manager", "Reviewer", "Researcher"]
     page.fill("textarea[name=bulk-people]", "ada@example.org\ngrace")
     page.select_option("select[name=bulk-role]", "annotator")
     page.get_by_role("button", name="Add them all").click()

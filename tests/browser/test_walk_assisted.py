@@ -122,7 +122,7 @@ def test_an_assisted_study_from_an_empty_database_to_the_managers_raw_export(
     page.get_by_role("link", name="Members: raters, managers, researchers").click()
     expect(page.locator("#content h1")).to_contain_text("Members of")
     roles = page.locator("select[name=bulk-role] option").all_inner_texts()
-    assert [r.split(" (")[0] for r in roles] == ["Rater", "Manager", "Researcher"]
+    assert [r.split(" (")[0] for r in roles] == ["Rater", "Manager", "Reviewer", "Researcher"]
     narrow_too(page, "the members page")
     got = bulk_add(page, RATERS, "annotator")
     got.update(bulk_add(page, ["mo"], "manager"))

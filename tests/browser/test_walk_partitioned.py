@@ -72,7 +72,7 @@ def test_a_partitioned_study_from_an_empty_database_to_the_managers_raw_export(
     page.get_by_role("link", name="Members and accounts").click()
     expect(page.locator("#content h1")).to_contain_text("Members of")
     roles = page.locator("select[name=bulk-role] option").all_inner_texts()
-    assert [r.split(" (")[0] for r in roles] == ["Specialist", "Manager", "Researcher"]
+    assert [r.split(" (")[0] for r in roles] == ["Specialist", "Manager", "Reviewer", "Researcher"]
     narrow_too(page, "the members page")
     passwords: dict[str, str] = {}
     invitations: dict[str, str] = {}

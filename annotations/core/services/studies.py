@@ -217,11 +217,12 @@ class MemberAdded:
 
 # The roles each study type uses, with the words its Members page says them in: registered
 # by each type's ``hooks`` (partitioned: specialists; assisted: raters; critique: annotators;
-# every type: managers and researchers).
+# every type: managers, reviewers and researchers).
 _ROLES: dict[str, list[tuple[str, str]]] = {}
 
 
 EVERY_TYPE_ROLES = [(StudyMembership.Role.MANAGER, "Manager (reads the dashboard)"),
+                    (StudyMembership.Role.REVIEWER, "Reviewer (accepts or rejects answers)"),
                     (StudyMembership.Role.RESEARCHER, "Researcher (configures the study)")]
 
 

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from scipy import stats
 
-from annotations.core.models import EstimateSnapshot, ItemFlag, Study
+from annotations.core.models import AnswerReview, EstimateSnapshot, ItemFlag, Study
 from annotations.critique.models import (
     CritiqueOutput,
     CritiqueQuestion,
@@ -35,15 +35,36 @@ CHOICE_CODE = {"first": 0, "second": 1}
 SEED_MASK = 2**63 - 1
 
 
+def rejected_outputs(study: Study) -> set[int]:
+    """The ids of the outputs the estimates leave out for reviews: every rejected output
+    (``AnswerReview``) and every critique built on one, level by level (a critique judged
+    a pair one of whose inputs no longer counts: its choice compares nothing the analysis
+    keeps, and the chains need both inputs)."""
+    rejected = set(AnswerReview.rejected_ids(study, CritiqueOutput)
+                   .values_list("answer_id", flat=True))
+    if not rejected:
+        return rejected
+    for output_id, first, second in (CritiqueOutput.objects.filter(study=study, level__gt=0)
+                                     .order_by("level", "pk")
+                                     .values_list("pk", "first_id", "second_id")):
+        if first in rejected or second in rejected:
+            rejected.add(output_id)
+    return rejected
+
+
 def study_records(study: Study) -> tuple[list[tuple], list[tuple]]:
     """(questions, outputs) as the estimators' record tuples (module docstring); withdrawn
-    questions (flags) and their outputs are left out."""
+    questions (flags) and their outputs are left out, and so are rejected outputs with the
+    critiques built on them (:func:`rejected_outputs`)."""
     withdrawn = ItemFlag.withdrawn_ids(study)
     questions = list(CritiqueQuestion.objects.filter(study=study).exclude(pk__in=withdrawn)
                      .values_list("id", "gold", "domain"))
-    rows = (CritiqueOutput.objects.filter(study=study).exclude(question_id__in=withdrawn)
+    left_out = rejected_outputs(study)
+    rows = [row for row in CritiqueOutput.objects.filter(study=study)
+            .exclude(question_id__in=withdrawn)
             .values_list("id", "question_id", "level", "first_id", "second_id", "final",
-                         "choice", "confidence", "time_ms", "author_kind", "author_id"))
+                         "choice", "confidence", "time_ms", "author_kind", "author_id")
+            if row[0] not in left_out]
     code = CHOICE_CODE.get
     outputs = [(i, q, lv, a, b, f, code(c), None if cf is None else float(cf),
                 None if t is None else float(t), who, None, user if who == "human" else None)
@@ -98,10 +119,12 @@ def _progress(study: Study, settings: CritiqueSettings) -> list[dict]:
 def _choices(study: Study) -> list[dict]:
     """Per level and author kind: how often a critique chose the input shown first, second,
     neither, or gave no parseable choice; the share of "first" among first/second with an
-    exact binomial test against ½ (position bias). Withdrawn questions left out."""
+    exact binomial test against ½ (position bias). Withdrawn questions and rejected outputs
+    left out."""
     rows = []
     counts = (CritiqueOutput.objects.filter(study=study, level__gt=0)
               .exclude(question_id__in=ItemFlag.withdrawn_ids(study))
+              .exclude(pk__in=rejected_outputs(study))
               .values("level", "author_kind").annotate(
                   first=Count("id", filter=Q(choice="first")),
                   second=Count("id", filter=Q(choice="second")),

@@ -22,6 +22,7 @@ from annotations.partitioned.selectors import (
     study_label_counts,
     study_label_counts_banded,
     study_population,
+    study_rejected_answers,
 )
 from annotations.partitioned.services.band_estimates import (
     band_payload,
@@ -151,16 +152,18 @@ def _system_flags(overall: dict, j: int) -> list[str]:
 
 
 def _yes_share(study: Study, progress, k: int) -> dict:
-    """The yes-share check (estimators.partitioned.checks) on answered first queries, as
-    contract 1 of issue 8 lays it out. With one query per item every query is a first one,
-    so the class counts are reused; otherwise one more count over first queries."""
+    """The yes-share check (estimators.partitioned.checks) on answered first queries (not
+    rejected, as in the estimates), as contract 1 of issue 8 lays it out. With one query
+    per item every query is a first one, so the class counts are reused (less the rejected
+    answers); otherwise one more count over first queries."""
     if study.queries_per_item > 1:
         first = study_first_query_answers(study=study)
         yes = [first.get(cp.index, {}).get(Query.Answer.YES, 0) for cp in progress]
         no = [first.get(cp.index, {}).get(Query.Answer.NO, 0) for cp in progress]
-    else:
-        yes = [cp.yes for cp in progress]
-        no = [cp.no for cp in progress]
+    else:  # the progress counts every answer given: less the rejected ones (reviews)
+        rejected = study_rejected_answers(study=study)
+        yes = [cp.yes - rejected.get(cp.index, {}).get(Query.Answer.YES, 0) for cp in progress]
+        no = [cp.no - rejected.get(cp.index, {}).get(Query.Answer.NO, 0) for cp in progress]
     answered = [y + n for y, n in zip(yes, no, strict=True)]
     result = yes_share_test(yes, answered, k, uniform_classes=study.shuffle_options)
     o = result.overall

@@ -19,6 +19,7 @@ from annotations.core.errors import (
     UndoRefused,
 )
 from annotations.core.models import Study, StudyMembership
+from annotations.core.reviews.services import answer_reviews_forget
 from annotations.core.services.recompute import (  # noqa: F401 - the scheduling lives there
     background_recomputes_join,
     study_recompute_schedule,
@@ -233,6 +234,8 @@ def label_undo(*, study: Study, user) -> Query:
         follow_up.delete()
     leases_return(Query.objects.select_for_update().filter(
         study=study, holder=user, status=Query.Status.LEASED), reason="undo")
+    # the answer taken back takes its review with it: the next answer starts unreviewed
+    answer_reviews_forget(study=study, answer_model=Query, answer_ids=[last.pk])
     engine.task_relet(QUERY_KIND, last, user=user, now=now, detail=detail,
                       clear={"answer": "", "qc_correct": None, "match_mask": 0,
                              "present_mask": 0, "band_bit0": None, "band_bit1": None,

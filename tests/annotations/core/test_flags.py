@@ -445,7 +445,7 @@ def test_each_dashboard_says_how_many_flagged_items_its_estimates_include(held, 
     noun = {"partitioned": "item", "assisted": "sentence", "critique": "question"}[study.kind]
     html = client.get(dashboard).content.decode()
     assert f"The estimates include <strong>1 flagged {noun}</strong>" in html
-    assert f"?study__id__exact={study.pk}&amp;state=open" in html  # the queue, researchers'
+    assert f'{reverse("review", args=[study.pk])}?show=flags' in html  # the queue, researchers'
     client.force_login(manager)
     html = client.get(dashboard).content.decode()
     assert f"1 flagged {noun}" in html and 'data-testid="flag-queue"' not in html

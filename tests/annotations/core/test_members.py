@@ -38,9 +38,9 @@ def _researcher(study):
 
 
 def test_each_types_members_page_offers_the_roles_it_uses(client):
-    words = {"partitioned": ["Specialist", "Manager", "Researcher"],
-             "assisted": ["Rater", "Manager", "Researcher"],
-             "critique": ["Annotator", "Manager", "Researcher"]}
+    words = {"partitioned": ["Specialist", "Manager", "Reviewer", "Researcher"],
+             "assisted": ["Rater", "Manager", "Reviewer", "Researcher"],
+             "critique": ["Annotator", "Manager", "Reviewer", "Researcher"]}
     for kind, study in _studies().items():
         roles = [label.split(" (")[0] for _, label in study_roles(study.kind)]
         assert roles == words[kind]

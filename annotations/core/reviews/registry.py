@@ -1,0 +1,95 @@
+"""What each study type's answer is, for reviews: its model, the answers a reviewer may open,
+how they read, and which items' answers disagree. Registered by each type's ``hooks.py``
+(``reviewable_register``) — the core never imports a study type.
+
+Nothing here shows what a labeller must not see either: no gold option, no holdout, no AI
+prediction — a reviewer judges the answer against the item as its labeller saw it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from django.db import models
+
+from annotations.core.models import Study
+
+
+@dataclass(frozen=True)
+class AnswerView:
+    """One answer as the Review page and the API show it: ``item_id`` (the flaggable item's
+    database id), ``item`` (its external id), ``item_text``, ``asked`` (what the labeller
+    was asked), ``answer`` (what they answered, in the page's words), ``detail`` (their
+    comment or reasoning), ``by`` (user name), ``at`` (when)."""
+
+    id: int
+    item_id: int
+    item: str
+    item_text: str
+    asked: str
+    answer: str
+    detail: str
+    by: str
+    at: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """An item as its labellers saw it: external id, text, options (in the order shown;
+    empty when it has none) and ``context`` lines (e.g. the response a sentence is from)."""
+
+    id: int
+    external_id: str
+    text: str
+    options: Sequence[str] = ()
+    context: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """An item whose answers disagree: ``summary`` says how (e.g. "Accurate ×2, Inaccurate
+    ×1"), ``answer_ids`` the answers involved."""
+
+    item_id: int
+    item: str
+    item_text: str
+    summary: str
+    answer_ids: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Reviewable:
+    """A study type's answers, for reviews.
+
+    * ``answer_model`` — the table of answers (``AnswerReview.answer_type``);
+    * ``noun`` — its word ("label", "rating", "output");
+    * ``answers(study)`` — a queryset of the answers a reviewer may open (answered, written
+      by people; quality checks are not the study's answers), newest first;
+    * ``views(study, answers)`` — those answers as ``AnswerView`` (in the given order), read
+      in a bounded number of queries;
+    * ``items(study, item_ids)`` — {id: ``ItemView``} of those of the ids that are the
+      study's items, in one query;
+    * ``item_answer_ids(study, item_id)`` — ids of the item's answers;
+    * ``disagreements(study)`` — the items whose answers disagree (the type's rule, in its
+      docstring)."""
+
+    answer_model: type[models.Model]
+    noun: str
+    answers: Callable[[Study], models.QuerySet]
+    views: Callable[[Study, list], list[AnswerView]]
+    items: Callable[[Study, list[int]], dict[int, ItemView]]
+    item_answer_ids: Callable[[Study, int], list[int]]
+    disagreements: Callable[[Study], list[Disagreement]]
+
+
+_REVIEWABLE: dict[str, Reviewable] = {}
+
+
+def reviewable_register(kind: str, reviewable: Reviewable) -> None:
+    """Make the answers of studies of ``kind`` reviewable (from the type's ``hooks.py``)."""
+    _REVIEWABLE[kind] = reviewable
+
+
+def reviewable(kind: str) -> Reviewable:
+    return _REVIEWABLE[kind]

@@ -45,14 +45,16 @@ class Generator(Protocol):
 class PickFromPool:
     """Uniform pick among ``pool`` members with ``key(member) == query(x, label)``.
 
-    ``query`` defaults to ``key(x)`` (similar = same key as x). Buckets are built once.
+    ``query`` defaults to ``key(x)`` (similar = same key as x). Buckets are built once; without
+    a ``query``, the bucket of each hashable x is remembered (``key`` is deterministic). One
+    ``rng.integers(len(bucket))`` per call that finds a non-empty bucket, none otherwise.
     """
 
     pool: Sequence[Datapoint]
     key: Callable[[Datapoint], Hashable]
     query: Callable[[Datapoint, int], Hashable] | None = None
     _buckets: dict = field(init=False, repr=False)
-    _keys: dict = field(default_factory=dict, init=False, repr=False)
+    _bucket_of: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         buckets: dict[Hashable, list] = defaultdict(list)
@@ -62,16 +64,14 @@ class PickFromPool:
 
     def similar(self, x: Datapoint, label: int, rng: np.random.Generator) -> Datapoint | None:
         if self.query is not None:
-            k = self.query(x, label)
+            bucket = self._buckets.get(self.query(x, label))
         else:
             try:
-                memo = (type(x), x)
-                k = self._keys.get(memo)
-                if k is None:
-                    k = self._keys[memo] = self.key(x)
+                bucket = self._bucket_of[type(x), x]  # 1, 1.0 and True stay apart
+            except KeyError:
+                bucket = self._bucket_of[type(x), x] = self._buckets.get(self.key(x))
             except TypeError:  # unhashable datapoint: no memo
-                k = self.key(x)
-        bucket = self._buckets.get(k)
+                bucket = self._buckets.get(self.key(x))
         if not bucket:
             return None
         return bucket[int(rng.integers(len(bucket)))]

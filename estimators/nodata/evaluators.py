@@ -122,7 +122,7 @@ class ModelEvaluator:
     def predict(self, data: Sequence[Datapoint]) -> np.ndarray:
         """The model's labels for ``data`` as an int array of 0/1 (one batched ``predict`` for
         the datapoints not seen before; hashable datapoints are remembered)."""
-        labels = np.zeros(len(data), dtype=int)
+        labels: list[int] = []
         todo: list[int] = []
         for i, x in enumerate(data):
             try:
@@ -131,8 +131,8 @@ class ModelEvaluator:
                 known = None
             if known is None:
                 todo.append(i)
-            else:
-                labels[i] = known
+                known = 0
+            labels.append(known)
         if todo:
             raw = self.model.predict(np.asarray([self.featurize(data[i]) for i in todo],
                                                 dtype=float))
@@ -140,15 +140,15 @@ class ModelEvaluator:
             bad = ~np.isin(fresh, (0, 1))
             if bad.any():
                 raise ValueError(f"model: predicted label {fresh[bad][0]!r} is not 0 or 1")
-            labels[todo] = fresh
             for i, y in zip(todo, fresh.tolist(), strict=True):
+                labels[i] = y
                 with contextlib.suppress(TypeError):  # unhashable: not remembered
                     self._memo[(type(data[i]), data[i])] = y
-        return labels
+        return np.asarray(labels, dtype=int)
 
     def prepare(self, items: Sequence[tuple[Hashable, Datapoint]]) -> None:
-        labels = self.predict([x for _, x in items])
-        self._labels = {item: int(y) for (item, _), y in zip(items, labels, strict=True)}
+        labels = self.predict([x for _, x in items]).tolist()
+        self._labels = dict(zip([item for item, _ in items], labels, strict=True))
 
     def commit(self, item: Hashable, x: Datapoint, round_index: int,
                rng: np.random.Generator) -> Commitment:

@@ -36,8 +36,8 @@ from .protocol import (
     Verifier,
     challenge_schedule,
     check_rounds,
-    ev_protocol,
     lie_pass_bound,
+    play,
 )
 
 Progress = Callable[[int, int], None]
@@ -140,21 +140,20 @@ def flip_failures(outcomes: Sequence[EVOutcome], phi: float,
                   rng: np.random.Generator) -> tuple[tuple[int | None, ...], np.ndarray]:
     """Algorithm 1's lines 6–12: keep a success's label; flip a failure's with probability φ.
 
-    One uniform draw per failed run that has a label (``rng.random() < φ`` flips); successes
-    and label-less failures draw nothing.
+    One uniform draw per failed run that has a label, in item order (``rng.random() < φ``
+    flips); successes and label-less failures draw nothing. The m draws are taken as one
+    ``rng.random(m)``, which gives the same numbers as m calls of ``rng.random()``.
     """
     phi = check_phi(phi)
-    labels: list[int | None] = []
+    labels = [o.label for o in outcomes]
+    failed = [i for i, o in enumerate(outcomes) if not o.success and o.label is not None]
     flipped = np.zeros(len(outcomes), dtype=bool)
-    for i, o in enumerate(outcomes):
-        if o.success or o.label is None:
-            labels.append(o.label)
-            continue
-        if rng.random() < phi:
-            flipped[i] = True
-            labels.append(1 - o.label)
-        else:
-            labels.append(o.label)
+    if failed:
+        hits = (rng.random(len(failed)) < phi).tolist()
+        for i, hit in zip(failed, hits, strict=True):
+            if hit:
+                flipped[i] = True
+                labels[i] = 1 - labels[i]
     return tuple(labels), flipped
 
 
@@ -182,11 +181,11 @@ def run_ev(data: Sequence, evaluator: Evaluator, verifier: Verifier, *, rounds: 
         raise ValueError(f"items: {len(ids)} names for {len(data)} datapoints")
     schedule = challenge_schedule(verifier_rng, len(data), rounds).tolist()
     evaluator.prepare(list(zip(ids, data, strict=True)))
+    commit, check = evaluator.commit, verifier.check
     out = []
     total = len(data)
     for done, (item, x, row) in enumerate(zip(ids, data, schedule, strict=True), start=1):
-        out.append(ev_protocol(item, x, evaluator, verifier, rounds=rounds,
-                               evaluator_rng=evaluator_rng, challenges=row))
+        out.append(play(item, x, commit, check, rounds, evaluator_rng, row))
         if progress is not None:
             progress(done, total)
     return tuple(out)

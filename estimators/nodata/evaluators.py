@@ -45,14 +45,16 @@ class Generator(Protocol):
 class PickFromPool:
     """Uniform pick among ``pool`` members with ``key(member) == query(x, label)``.
 
-    ``query`` defaults to ``key(x)`` (similar = same key as x). Buckets are built once.
+    ``query`` defaults to ``key(x)`` (similar = same key as x). Buckets are built once; without
+    a ``query``, the bucket of each hashable x is remembered (``key`` is deterministic). One
+    ``rng.integers(len(bucket))`` per call that finds a non-empty bucket, none otherwise.
     """
 
     pool: Sequence[Datapoint]
     key: Callable[[Datapoint], Hashable]
     query: Callable[[Datapoint, int], Hashable] | None = None
     _buckets: dict = field(init=False, repr=False)
-    _keys: dict = field(default_factory=dict, init=False, repr=False)
+    _bucket_of: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         buckets: dict[Hashable, list] = defaultdict(list)
@@ -62,16 +64,14 @@ class PickFromPool:
 
     def similar(self, x: Datapoint, label: int, rng: np.random.Generator) -> Datapoint | None:
         if self.query is not None:
-            k = self.query(x, label)
+            bucket = self._buckets.get(self.query(x, label))
         else:
             try:
-                memo = (type(x), x)
-                k = self._keys.get(memo)
-                if k is None:
-                    k = self._keys[memo] = self.key(x)
+                bucket = self._bucket_of[type(x), x]  # 1, 1.0 and True stay apart
+            except KeyError:
+                bucket = self._bucket_of[type(x), x] = self._buckets.get(self.key(x))
             except TypeError:  # unhashable datapoint: no memo
-                k = self.key(x)
-        bucket = self._buckets.get(k)
+                bucket = self._buckets.get(self.key(x))
         if not bucket:
             return None
         return bucket[int(rng.integers(len(bucket)))]
@@ -122,7 +122,7 @@ class ModelEvaluator:
     def predict(self, data: Sequence[Datapoint]) -> np.ndarray:
         """The model's labels for ``data`` as an int array of 0/1 (one batched ``predict`` for
         the datapoints not seen before; hashable datapoints are remembered)."""
-        labels = np.zeros(len(data), dtype=int)
+        labels: list[int] = []
         todo: list[int] = []
         for i, x in enumerate(data):
             try:
@@ -131,8 +131,8 @@ class ModelEvaluator:
                 known = None
             if known is None:
                 todo.append(i)
-            else:
-                labels[i] = known
+                known = 0
+            labels.append(known)
         if todo:
             raw = self.model.predict(np.asarray([self.featurize(data[i]) for i in todo],
                                                 dtype=float))
@@ -140,15 +140,15 @@ class ModelEvaluator:
             bad = ~np.isin(fresh, (0, 1))
             if bad.any():
                 raise ValueError(f"model: predicted label {fresh[bad][0]!r} is not 0 or 1")
-            labels[todo] = fresh
             for i, y in zip(todo, fresh.tolist(), strict=True):
+                labels[i] = y
                 with contextlib.suppress(TypeError):  # unhashable: not remembered
                     self._memo[(type(data[i]), data[i])] = y
-        return labels
+        return np.asarray(labels, dtype=int)
 
     def prepare(self, items: Sequence[tuple[Hashable, Datapoint]]) -> None:
-        labels = self.predict([x for _, x in items])
-        self._labels = {item: int(y) for (item, _), y in zip(items, labels, strict=True)}
+        labels = self.predict([x for _, x in items]).tolist()
+        self._labels = dict(zip([item for item, _ in items], labels, strict=True))
 
     def commit(self, item: Hashable, x: Datapoint, round_index: int,
                rng: np.random.Generator) -> Commitment:

@@ -33,7 +33,7 @@ verifier on the same interfaces).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -179,11 +179,22 @@ def ev_protocol(item: Hashable, x: Datapoint, evaluator: Evaluator, verifier: Ve
     rounds = check_rounds(rounds)
     if len(challenges) < rounds:
         raise ValueError(f"challenges: {len(challenges)} draws for {rounds} rounds")
+    return play(item, x, evaluator.commit, verifier.check, rounds, evaluator_rng, challenges)
+
+
+def play(item: Hashable, x: Datapoint,
+         commit: Callable[[Hashable, Datapoint, int, np.random.Generator], Commitment],
+         check: Callable[[Challenge, Datapoint, Datapoint], Verdict], rounds: int,
+         evaluator_rng: np.random.Generator, challenges: Sequence[int]) -> EVOutcome:
+    """``ev_protocol`` with its arguments already checked: ``rounds`` a whole number ≥ 1,
+    ``challenges`` at least ``rounds`` draws; ``commit``/``check`` the evaluator's and the
+    verifier's methods. ``algorithm.run_ev`` checks once per run and calls this per item."""
     played: list[Round] = []
     label: int | None = None
     for k in range(1, rounds + 1):
-        commitment = evaluator.commit(item, x, k, evaluator_rng)
-        if not commitment.valid:
+        commitment = commit(item, x, k, evaluator_rng)
+        if commitment.error or commitment.label not in (0, 1) or commitment.similar is None:
+            # not ``commitment.valid``, spelt out: this runs once per round
             why = commitment.error or (
                 f"label must be 0 or 1, got {commitment.label!r}"
                 if commitment.label not in (0, 1) else "no similar datapoint")
@@ -191,7 +202,7 @@ def ev_protocol(item: Hashable, x: Datapoint, evaluator: Evaluator, verifier: Ve
             return EVOutcome(item, False, label, tuple(played))
         label = int(commitment.label)
         challenge = _CHALLENGE[int(challenges[k - 1])]
-        verdict = verifier.check(challenge, x, commitment.similar)
+        verdict = check(challenge, x, commitment.similar)
         played.append(Round(k, label, commitment.similar, challenge, verdict.passed,
                             verdict.criterion, verdict.reason))
         if not verdict.passed:

@@ -33,14 +33,16 @@ import json
 from functools import cache
 from importlib import resources
 from itertools import product
-
-from sklearn.tree import DecisionTreeClassifier
+from typing import TYPE_CHECKING
 
 from .aggregators import majority_vote
 from .criteria import contains, count_above, ends_with, even_count, starts_with, xor
 from .evaluators import ModelEvaluator, PickFromPool, Unreliable
 from .rubrics import Rubric
 from .verifiers import ProgrammaticVerifier
+
+if TYPE_CHECKING:
+    from sklearn.tree import DecisionTreeClassifier
 
 K = 12
 
@@ -99,7 +101,13 @@ FEATURES = {"dt_number": as_number, "dt_bits": as_bits}
 @cache
 def fitted_tree(evaluator: str) -> DecisionTreeClassifier:
     """The decision tree of ``evaluator`` ("dt_number" as the paper, or "dt_bits") fitted on
-    the IP training split with scikit-learn defaults and random_state=123."""
+    the IP training split with scikit-learn defaults and random_state=123.
+
+    scikit-learn is imported here, not with the module: importing it costs about a second of
+    CPU, which the rubrics, the data sets and the generators (an audit's demo data) never need.
+    """
+    from sklearn.tree import DecisionTreeClassifier
+
     featurize = FEATURES[evaluator]
     train = load("ip", "train")
     clf = DecisionTreeClassifier(random_state=123)

@@ -25,6 +25,7 @@ from .rubrics import Rubric, TotalRubric
 from .substrings import SubstringFn, whole
 
 Distance = Callable[[Sequence[int], Sequence[int]], float]
+_PERMUTATION = Challenge.PERMUTATION  # read once: an enum member lookup costs ~0.2 µs
 
 
 def hamming(a: Sequence[int], b: Sequence[int]) -> float:
@@ -63,9 +64,17 @@ class ProgrammaticVerifier:
     """Checks both challenges against ``rubric`` (and its total form) by evaluating code.
 
     ``distance``/``tolerance`` switch challenge 2 to the relaxed variant (both or neither;
-    0 < tolerance ≤ 1/2 as in the paper's Appendix C.1). Encodings of hashable datapoints are
-    memoised (the criteria are deterministic), which keeps long runs cheap. ``reraise``:
-    exceptions a criterion may raise that interrupt the run instead of failing the check.
+    0 < tolerance ≤ 1/2 as in the paper's Appendix C.1).
+
+    A check is decided by the encodings alone: challenge 1 by the total evaluations of the
+    relevant substrings of x and of x′ (``_substring_codes``), challenge 2 by C(x) and C(x′).
+    The criteria, the substring function and the distance are deterministic (the paper assumes
+    deterministic functions throughout), so the encodings of hashable datapoints and the
+    verdict of each pair of encodings are memoised: a long run evaluates each datapoint's
+    criteria once and decides each pair of encodings once, with the verdict an uncached check
+    would give (``tests/estimators/nodata/test_protocol.py`` compares the two).
+    ``reraise``: exceptions a criterion may raise that interrupt the run instead of failing
+    the check.
     """
 
     rubric: Rubric
@@ -74,6 +83,10 @@ class ProgrammaticVerifier:
     tolerance: float | None = None
     reraise: tuple[type[BaseException], ...] = ()
     _memo: dict = field(default_factory=dict, init=False, repr=False)
+    _signatures: tuple[dict, dict] = field(default_factory=lambda: ({}, {}), init=False,
+                                           repr=False)
+    _verdicts: tuple[dict, dict] = field(default_factory=lambda: ({}, {}), init=False,
+                                         repr=False)
 
     def __post_init__(self) -> None:
         if self.tolerance is None:
@@ -97,19 +110,53 @@ class ProgrammaticVerifier:
             hit = self._memo[key] = _encode(which, x, self.reraise)
         return hit
 
-    def check(self, challenge: Challenge, x: Datapoint, similar: Datapoint) -> Verdict:
-        try:
-            if challenge == Challenge.PERMUTATION:
-                return self._permutation(x, similar)
-            return self._isomorphism(x, similar)
-        except _Unevaluable as exc:
-            return Verdict(False, exc.criterion,
-                           f"challenge {int(challenge)}: criterion {exc.criterion} could not "
-                           f"evaluate the datapoint ({type(exc.error).__name__}: {exc.error})")
+    def _substring_codes(self, x: Datapoint) -> tuple[tuple[int, ...], ...]:
+        """C̄(s) for every relevant substring s of x, in the order ``substrings`` gives."""
+        return tuple(self._code(self.total, s) for s in self.substrings(x))
 
-    def _permutation(self, x: Datapoint, similar: Datapoint) -> Verdict:
-        ours = [self._code(self.total, s) for s in self.substrings(x)]
-        theirs = [self._code(self.total, t) for t in self.substrings(similar)]
+    def _rubric_code(self, x: Datapoint) -> tuple[int, ...]:
+        """C(x)."""
+        return self._code(self.rubric, x)
+
+    def _signature(self, challenge_index: int, x: Datapoint) -> tuple:
+        """What challenge 1 (index 0) or 2 (index 1) reads of x, memoised for hashable x."""
+        memo = self._signatures[challenge_index]
+        try:
+            key = (type(x), x)
+            hit = memo.get(key)
+        except TypeError:
+            hit = key = None
+        if hit is None:
+            hit = (self._substring_codes if challenge_index == 0 else self._rubric_code)(x)
+            if key is not None:
+                memo[key] = hit
+        return hit
+
+    def check(self, challenge: Challenge, x: Datapoint, similar: Datapoint) -> Verdict:
+        index = 0 if challenge == _PERMUTATION else 1
+        memo = self._signatures[index]
+        try:  # the common case: both datapoints seen before
+            ours, theirs = memo[type(x), x], memo[type(similar), similar]
+        except (KeyError, TypeError):
+            try:
+                ours = self._signature(index, x)
+                theirs = self._signature(index, similar)
+            except _Unevaluable as exc:
+                return Verdict(False, exc.criterion,
+                               f"challenge {int(challenge)}: criterion {exc.criterion} could "
+                               f"not evaluate the datapoint ({type(exc.error).__name__}: "
+                               f"{exc.error})")
+        verdicts = self._verdicts[index]
+        pair = (ours, theirs)
+        verdict = verdicts.get(pair)
+        if verdict is None:
+            decide = self._permutation if index == 0 else self._isomorphism
+            verdict = verdicts[pair] = decide(ours, theirs)
+        return verdict
+
+    def _permutation(self, ours: Sequence[tuple[int, ...]],
+                     theirs: Sequence[tuple[int, ...]]) -> Verdict:
+        """Challenge 1 from the substrings' total evaluations of x (ours) and of x′ (theirs)."""
         available = set(theirs)
         for s_code in ours:
             if s_code in available:
@@ -122,9 +169,8 @@ class ProgrammaticVerifier:
                            f"of x's ({criterion} differs)")
         return PASS
 
-    def _isomorphism(self, x: Datapoint, similar: Datapoint) -> Verdict:
-        a = self._code(self.rubric, x)
-        b = self._code(self.rubric, similar)
+    def _isomorphism(self, a: tuple[int, ...], b: tuple[int, ...]) -> Verdict:
+        """Challenge 2 from C(x) = a and C(x′) = b."""
         if self.tolerance is None:
             if a == b:
                 return PASS

@@ -296,3 +296,46 @@ def test_a_model_evaluator_reads_json_object_datapoints():
     ev.prepare([(str(i), d) for i, d in enumerate(data)])
     c = ev.commit("3", data[3], 1, np.random.default_rng(0))
     assert c.label == 0 and c.similar["n"] < 10
+
+
+def _flip_one_draw_at_a_time(outcomes, phi, rng):
+    """flip_failures as it was written before issue 27: one rng.random() per failed run."""
+    labels, flipped = [], np.zeros(len(outcomes), dtype=bool)
+    for i, o in enumerate(outcomes):
+        if o.success or o.label is None:
+            labels.append(o.label)
+        elif rng.random() < phi:
+            flipped[i] = True
+            labels.append(1 - o.label)
+        else:
+            labels.append(o.label)
+    return tuple(labels), flipped
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_flips_drawn_at_once_equal_flips_drawn_one_by_one(seed):
+    """flip_failures' one rng.random(m) gives the labels, flips and Generator state of m
+    separate draws, whatever the mix of successes, failures and label-less failures."""
+    pick = np.random.default_rng(100 + seed)
+    outcomes = []
+    for i in range(int(pick.integers(0, 300))):
+        kind = int(pick.integers(3))
+        label = None if kind == 2 else int(pick.integers(2))
+        outcomes.append(EVOutcome(str(i), kind == 0, label, ()))
+    phi = float(pick.random())
+    ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+    labels, flipped = flip_failures(outcomes, phi, ours)
+    expected_labels, expected_flipped = _flip_one_draw_at_a_time(outcomes, phi, theirs)
+    assert labels == expected_labels
+    assert flipped.tolist() == expected_flipped.tolist()
+    assert ours.random() == theirs.random()  # the stream is left where m draws leave it
+
+
+def test_the_pool_generator_remembers_buckets_without_changing_picks():
+    """PickFromPool's remembered buckets (issue 27) draw the same x′ as a fresh generator."""
+    pool = [format(i, "06b") for i in range(64)]
+    shared = PickFromPool(pool, lambda s: s.count("1"))
+    rng, fresh_rng = np.random.default_rng(3), np.random.default_rng(3)
+    for x in pool * 3:
+        fresh = PickFromPool(pool, lambda s: s.count("1"))
+        assert shared.similar(x, 1, rng) == fresh.similar(x, 1, fresh_rng)

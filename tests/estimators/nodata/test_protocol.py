@@ -223,3 +223,25 @@ def test_the_oracle_generator_keeps_the_total_evaluation():
     oracle = generator("oracle")
     for x in universe()[::97]:
         assert total.encode(oracle.similar(x, 1, rng)) == total.encode(x)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ProgrammaticVerifier(IP_RUBRIC),
+    lambda: ProgrammaticVerifier(OOP_RUBRIC),
+    lambda: ProgrammaticVerifier(OOP_RUBRIC, tolerance=0.4),
+    lambda: ProgrammaticVerifier(IP_RUBRIC, substrings=__import__(
+        "estimators.nodata.substrings", fromlist=["windows"]).windows(5)),
+], ids=["ip", "oop", "oop-relaxed", "ip-windows"])
+def test_a_long_lived_verifier_answers_as_a_fresh_one(make):
+    """The memoised encodings and verdicts (issue 27) change no verdict: one verifier asked
+    many times, its memos filling up, says exactly what a fresh verifier says to each check —
+    on random strings, repeats, strings of other lengths and datapoints the criteria cannot
+    read (unhashable, so never memoised)."""
+    rng = np.random.default_rng(27)
+    pool = list(universe()[::7]) + ["", "1", "0110", "111000110001111"]
+    shared = make()
+    for _ in range(3000):
+        x = pool[int(rng.integers(len(pool)))]
+        similar = pool[int(rng.integers(len(pool)))] if rng.random() < 0.97 else {"text": x}
+        challenge = Challenge(int(rng.integers(1, 3)))
+        assert shared.check(challenge, x, similar) == make().check(challenge, x, similar)

@@ -109,3 +109,12 @@ def test_seeds_must_be_positive():
     with pytest.raises(ValueError, match="seeds"):
         rep.reproduce(seeds=0)
     assert np.isfinite(rep.scores([1, 0], [1, 1])).all()
+
+
+def test_the_rubrics_and_generators_import_without_scikit_learn():
+    """scikit-learn (about a second of CPU to import) comes in only when a tree is fitted: an
+    audit's demo data needs the rubrics and generators, not the tree (issue 27)."""
+    code = ("import sys, estimators.nodata.synthetic as s; s.generator('oracle'); "
+            "assert 'sklearn' not in sys.modules, 'synthetic imported scikit-learn'; "
+            "s.fitted_tree('dt_number'); assert 'sklearn' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)

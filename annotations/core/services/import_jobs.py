@@ -33,6 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -63,12 +64,16 @@ ADVISORY_LOCK_CLASS = 8108
 
 
 _SERVICES: dict[str, Callable] = {}
+_TAKES_OPTIONS: set[str] = set()
 
 
-def import_kind_register(kind: str, service: Callable) -> None:
-    """Make jobs of ``kind`` (an ``ImportJob.Kind``) run ``service(study=, source=, update=,
-    progress=…)`` (the study type that owns the kind registers it from its ``hooks``)."""
+def import_kind_register(kind: str, service: Callable, *, options: bool = False) -> None:
+    """Make jobs of ``kind`` (an ``ImportJob.Kind``) run ``service(study=, source=, name=,
+    fmt=, update=)`` — with ``options=`` the job's ``options`` too when ``options`` — (the
+    package that owns the kind registers it from its ``hooks`` or app config)."""
     _SERVICES[kind] = service
+    if options:
+        _TAKES_OPTIONS.add(kind)
 
 
 def _service(kind: str) -> Callable:
@@ -78,7 +83,8 @@ def _service(kind: str) -> Callable:
 # --- submitting ------------------------------------------------------------------------------
 def import_job_submit(*, study: Study, kind: str, data: bytes, name: str, update: bool = False,
                       user: User | None = None, fmt: str | None = None,
-                      run_here: bool = False) -> tuple[ImportJob, bool]:
+                      run_here: bool = False, options: dict | None = None,
+                      max_bytes: int | None = None) -> tuple[ImportJob, bool]:
     """Store an upload as a queued job of ``study`` and start it; returns (job, created).
 
     ``run_here``: run the job in this call, whatever the deployment (the API's
@@ -86,19 +92,24 @@ def import_job_submit(*, study: Study, kind: str, data: bytes, name: str, update
     file): an unknown kind, a name that says neither CSV nor JSONL (unless ``fmt``), more
     than ``OVERSIGHT_IMPORT_MAX_BYTES``. The same bytes with the same kind and ``update``
     while such a job is queued or running return that job (created False) instead of a
-    second one."""
+    second one. ``options`` (JSON) go to the service of a kind registered to take them and
+    count in the "same job" test; ``max_bytes`` replaces the per-file limit for a job
+    whose data holds several files, each already checked by its caller."""
     if kind not in ImportJob.Kind.values:
         raise DomainError(f"Unknown import kind '{kind}' (items or predictions).", field="kind")
-    if len(data) > settings.OVERSIGHT_IMPORT_MAX_BYTES:
+    if len(data) > (max_bytes or settings.OVERSIGHT_IMPORT_MAX_BYTES):
         raise ImportFailed([file_too_large_message(name, len(data))])
     fmt = detect_format(name, fmt)
-    digest = hashlib.sha256(data).hexdigest()
+    sha = hashlib.sha256(data)
+    if options:
+        sha.update(json.dumps(options, sort_keys=True).encode())
+    digest = sha.hexdigest()
     import_jobs_expire(study=study)
     try:
         with transaction.atomic():
             job = ImportJob.objects.create(study=study, kind=kind, name=name[:255], fmt=fmt,
                                            update=update, size=len(data), sha256=digest,
-                                           created_by=user)
+                                           created_by=user, options=options or {})
             ImportJobFile.objects.create(job=job, data=data)
     except IntegrityError:
         same = ImportJob.objects.filter(study=study, kind=kind, sha256=digest, update=update,
@@ -252,8 +263,10 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
             _lock_study_imports(job.study_id, sink)
             data = bytes(ImportJobFile.objects.get(job_id=job.pk).data)
             with progress_reporting(sink, interval=settings.OVERSIGHT_IMPORT_PROGRESS_SECONDS):
+                extra = {"options": job.options} if job.kind in _TAKES_OPTIONS else {}
                 result = _service(job.kind)(study=job.study, source=io.BytesIO(data),
-                                            name=job.name, fmt=job.fmt, update=job.update)
+                                            name=job.name, fmt=job.fmt, update=job.update,
+                                            **extra)
                 del data
                 progress_phase("committing", total=0)
                 _deferred_checks_now()

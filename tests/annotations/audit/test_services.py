@@ -158,7 +158,7 @@ def test_a_bad_datapoints_file_changes_nothing_and_names_file_line_and_field():
      "c.jsonl:1: similar: contains a NUL character"),
     (b'{"item": "d0", "round": 1, "label": 1, "similar": ' + b"[" * 100 + b"]" * 100 + b"}\n",
      "c.jsonl:1: JSON nested deeper than 64 levels"),
-    (b"\xff\xfe", "c.jsonl: not UTF-8 text"),
+    (b"\xff\xfe", "c.jsonl:1: not UTF-8 text"),
 ])
 def test_commitments_that_cannot_be_stored_are_refused_as_every_import_does(content, message):
     study, _ = make_audit_study()

@@ -231,11 +231,19 @@ def _deferred_checks_now() -> None:
             cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
-def _summary(result) -> dict:
-    """The import's result as stored and shown: its counts and its one-line summary."""
+def import_summary(result) -> dict:
+    """The one summary every successful import ends on (``templates/imports/_summary.html``;
+    issue 27), as stored with a job and shown by every import page: the result's own
+    fields, ``text`` (its one line), ``created`` and ``updated`` (0 where an import never
+    rewrites), ``details`` ([label, value, testid] rows of the import's own figures:
+    ``result.details()``) and ``next`` (what to do next: ``result.next_step()``)."""
     from dataclasses import asdict
 
-    return {**asdict(result), "text": result.summary()}
+    details = result.details() if hasattr(result, "details") else []
+    return {**asdict(result), "text": result.summary(), "created": result.created,
+            "updated": getattr(result, "updated", 0),
+            "details": [[row[0], row[1], row[2] if len(row) > 2 else ""] for row in details],
+            "next": result.next_step() if hasattr(result, "next_step") else ""}
 
 
 class _Expired(Exception):
@@ -274,7 +282,7 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
             ended = timezone.now()
             if not while_sqlite_locked(lambda: ImportJob.objects.filter(
                     pk=job.pk, status=ImportJob.Status.RUNNING).update(
-                    status=ImportJob.Status.SUCCEEDED, summary=_summary(result), phase="done",
+                    status=ImportJob.Status.SUCCEEDED, summary=import_summary(result), phase="done",
                     done=rows, total=rows, updated_at=ended, finished_at=ended)):
                 raise _Expired  # failed meanwhile (expired, or deleted): keep nothing
             ImportJobFile.objects.filter(job_id=job.pk).delete()

@@ -133,10 +133,10 @@ def test_bad_commitments_change_nothing_and_name_file_line_and_field():
         audit_start(study=study, rubric=rubric, commitments=bad, commitments_name="c.jsonl",
                     datapoints=datapoints_file(), datapoints_name="d.jsonl", rounds=3, by=researcher)
     errors = caught.value.errors
-    assert "c.jsonl, line 2, field item: 'nope' is not an item of the audited data set" in errors
-    assert "c.jsonl, line 2, field label: expected the integer 0 or 1, got 2" in errors
-    assert "c.jsonl, line 3, field round: 4 exceeds the audit's 3 rounds" in errors
-    assert "c.jsonl, line 3, field similar: expected a datapoint, got null" in errors
+    assert errors == ["c.jsonl:2: item: 'nope' is not an item of the audited data set",
+                      "c.jsonl:2: label: expected the integer 0 or 1, got 2",
+                      "c.jsonl:3: round: 4 exceeds the audit's 3 rounds",
+                      "c.jsonl:3: similar: expected a datapoint, got null"]
     assert not Audit.objects.exists() and not AuditFile.objects.exists()
 
 

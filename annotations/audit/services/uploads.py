@@ -29,7 +29,12 @@ from annotations.core.errors import ImportFailed
 from annotations.core.inputs import file_too_large_message
 from annotations.core.models import ImportJob, Study, User
 from annotations.core.services.import_jobs import import_job_submit, import_kind_register
-from annotations.core.services.progress import progress_phase, progress_reporting
+from annotations.core.services.progress import (
+    progress_part,
+    progress_phase,
+    progress_reporting,
+)
+from annotations.core.services.records import line_count
 from annotations.core.words import counted
 from estimators.nodata.commitments import commitments_from_records
 
@@ -170,28 +175,35 @@ def audit_files_check(*, study: Study, parts: dict[str, tuple[str, _Part]],
     against those datapoints — or the study's items — and r), or ImportFailed listing them
     all in line order. Returns (datapoints, commitments) counted."""
     problems: list[str] = []
+    lines = {}
+    for role, (_, part) in parts.items():
+        part.seek(0)
+        lines[role] = line_count(part)
+    total = sum(lines.values())  # both files are one "reading" phase on the job's page
     if "datapoints" in parts:
         name, source = parts["datapoints"]
         source.seek(0)
-        items = [d.item for d in read_datapoints(source, name=name, problems=problems)]
+        with progress_part(before=0, total=total):
+            items = [d.item for d in read_datapoints(source, name=name, problems=problems)]
     else:
         items = [d.item for d in study_datapoints(study)]
     n_commitments = 0
     if "commitments" in parts:
         name, source = parts["commitments"]
         source.seek(0)
-        lines = [0]
+        counter = [0]
 
         def counted_records():
             for record in jsonl_stream(source, name=name, problems=problems):
-                lines[0] += 1
+                counter[0] += 1
                 yield record
 
         # the commitments' items are checked against the datapoints' readable lines (a
         # datapoints file with problems still names the data set)
-        commitments_from_records(counted_records(), source=name, problems=problems,
-                                 rounds=_rounds(rounds), items=items, keep=False)
-        n_commitments = lines[0]
+        with progress_part(before=lines.get("datapoints", 0), total=total):
+            commitments_from_records(counted_records(), source=name, problems=problems,
+                                     rounds=_rounds(rounds), items=items, keep=False)
+        n_commitments = counter[0]
     if problems:
         raise ImportFailed(problems)
     return len(items), n_commitments

@@ -122,7 +122,7 @@ def read_records(
 _COUNT_BLOCK = 1 << 20
 
 
-def _line_count(source: IO[bytes] | IO[str]) -> int:
+def line_count(source: IO[bytes] | IO[str]) -> int:
     """How many lines ``source`` holds from where it stands (0 when it cannot go back):
     counted block by block, then rewound, so that a large file is never held whole."""
     try:
@@ -145,7 +145,7 @@ def _jsonl_records(source: IO[bytes] | IO[str], *, name: str,
     """``read_records`` of a JSONL file, streamed: one line in memory at a time (a 100 MB
     file is never held whole, nor split into a list of lines). Lines end at "\n" (a
     "\r\n" ending is fine); a line that is not UTF-8 is a problem of that line."""
-    progress_phase("reading", total=_line_count(source))
+    progress_phase("reading", total=line_count(source))
     count, offset = 0, 0
     for line_no, raw in enumerate(source, start=1):
         if isinstance(raw, bytes):

@@ -17,6 +17,7 @@ from annotations.audit.selectors import (
     audit_of,
     audit_study,
     audits_of,
+    audit_upload_jobs,
     failed_outcomes,
     rubrics_of,
 )
@@ -36,7 +37,7 @@ def _list_context(study) -> dict:
             "active": any(a.status in ACTIVE for a in audits),
             "aggregators": Rubric.Aggregator.choices,
             "ai_systems": list(study.ai_systems.order_by("ordinal")),
-            "strategies": Audit.Strategy.choices}
+            "strategies": Audit.Strategy.choices, "uploads": audit_upload_jobs(study)}
 
 
 @accepts_upload  # the commitments, datapoints and rubric files

@@ -163,6 +163,8 @@ def test_every_problem_of_both_files_is_listed_in_line_order_and_nothing_changes
     assert "c.jsonl:2: label: expected the integer 0 or 1, got &#x27;yes&#x27;" in listed
     assert not Audit.objects.exists() and not AuditFile.objects.exists()
     assert not ImportJobFile.objects.exists()  # the uploaded bytes are dropped
+    audits_page = client.get(reverse("audits", args=[study.pk])).content.decode()
+    assert f"{len(EVERY_PROBLEM)} problems; no audit started" in audits_page
 
 
 def test_a_bad_rubric_file_on_the_page_changes_nothing(client):

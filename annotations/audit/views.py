@@ -16,8 +16,8 @@ from annotations.audit.models import Audit, Rubric
 from annotations.audit.selectors import (
     audit_of,
     audit_study,
-    audits_of,
     audit_upload_jobs,
+    audits_of,
     failed_outcomes,
     rubrics_of,
 )

@@ -118,6 +118,8 @@ def test_a_rubric_file_with_errors_changes_nothing_and_names_file_line_and_field
     assert any(e.startswith("r.jsonl:5: invalid JSON") for e in errors)
     assert any(e.startswith("r.jsonl:6: number:") for e in errors)
     assert len(errors) == 6
+    lines = [int(e.split(":")[1]) for e in errors]
+    assert lines == sorted(lines)  # issue 27: in line order (invalid JSON came first)
     assert not Rubric.objects.filter(study=study).exists()
     assert not Criterion.objects.exists()
 

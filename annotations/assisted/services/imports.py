@@ -108,14 +108,12 @@ class TraceImportResult:
 
 def parse_searches(value: object) -> list[dict] | None:
     """Search results given to the AI rater, checked by the trace schema (paths such as
-    ``searches[0].results[1].url``); None when empty."""
+    ``searches[0].results[1].url``); None when empty. ValueError naming the problem; a
+    TraceInvalid (a ValueError) with every problem of the results in ``problems``."""
     if value in (None, ""):
         return None
     value = parse_json_cell(value, expect=list)
-    try:
-        trace = parse_trace({"claims": [], "searches": value, "verdict": "accurate"})
-    except TraceInvalid as exc:
-        raise ValueError(f"{exc.path}: {exc.message}") from None
+    trace = parse_trace({"claims": [], "searches": value, "verdict": "accurate"})
     return trace.to_dict()["searches"]
 
 
@@ -210,6 +208,8 @@ def _sentence_row(study: Study, rec: dict, seen: KeysSeen, line: int
         problems.append(f"metadata: {exc}")
     try:
         searches = parse_searches(rec.get("searches"))
+    except TraceInvalid as exc:  # every bad field of the results, each with its path
+        problems += [f"searches: {p.path}: {p.message}" for p in exc.problems]
     except (ValueError, TypeError) as exc:
         problems.append(f"searches: {exc}")
     ai, problem = _sentence_ai(rec)

@@ -2,9 +2,11 @@
 
 ``import_job_submit`` stores the uploaded bytes with the job and queues it; the Celery task
 ``annotations.tasks.import_job_task`` calls ``import_job_run``, which runs the import
-service (``items_import`` or ``predictions_import``) in one transaction — all or nothing —
-and records the outcome: the summary on success, every error ('file:line: field: message')
-on failure. The job's row is marked succeeded in the import's own transaction, so a job is
+service registered for the job's kind (``items_import``, ``predictions_import``, an audit's
+files: ``audit.services.uploads.audit_upload_import``, which takes the job's ``options``) in
+one transaction — all or nothing — and records the outcome: the summary on success
+(``import_summary``: the one every import ends on), every error ('file:line: field:
+message') on failure. The job's row is marked succeeded in the import's own transaction, so a job is
 "succeeded" exactly when its rows are committed.
 
 Who runs it (``OVERSIGHT_IMPORT_RUNNER``):

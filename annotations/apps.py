@@ -18,5 +18,9 @@ class AnnotationsConfig(AppConfig):
         from annotations.evaluation import hooks as evaluation
 
         evaluation.register()
+        # audits' uploaded files run as import jobs of kind "audit" (annotations.audit)
+        from annotations.audit.services import uploads as audit_uploads
+
+        audit_uploads.register()
         # every Celery task registered in this process too: services start them by name
         import annotations.tasks  # noqa: F401

@@ -45,6 +45,8 @@ from annotations.core.admin import (
     StaffCreatesStudiesMixin,
     StudyInline,
     UploadForm,
+    import_done,
+    import_done_pop,
     is_researcher,
     staff_may_create_studies,
     study_status_change,
@@ -281,11 +283,13 @@ class AssistedStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
                 errors = getattr(exc, "errors", [exc.message])
             else:
                 self.log_change(request, study, f"Imported {upload.name}.")
-                self.message_user(request, f"Imported {upload.name}: {result.summary()}")
-                return redirect("admin:annotations_assistedstudy_change", study.pk)
+                import_done(request, name=upload.name, result=result)
+                return redirect(request.path)  # the page shows the summary once
+        back = reverse("admin:annotations_assistedstudy_change", args=[study.pk])
         return self._page(request, "admin/annotations/assistedstudy/import.html", study,
                           f"{title} — {study.name}", form=form, errors=errors, kind=kind,
-                          action=title)
+                          action=title, done=import_done_pop(request),
+                          links=[("Back to the study", back)])
 
     @accepts_upload
     def import_sentences_view(self, request, study_id: int):

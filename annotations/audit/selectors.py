@@ -50,3 +50,21 @@ def latest_audit(*, ai_system_id: int | None) -> Audit | None:
         return None
     return (Audit.objects.filter(ai_system_id=ai_system_id, status=Audit.Status.SUCCEEDED)
             .order_by("-finished_at", "-id").select_related("study").first())
+
+
+def audit_upload_job(*, study: Study, job_id: int):
+    """The study's import job of audit files ``job_id``; Http404 for any other."""
+    from annotations.core.models import ImportJob
+
+    job = ImportJob.objects.filter(study=study, pk=job_id, kind=ImportJob.Kind.AUDIT).first()
+    if job is None:
+        raise Http404("No such upload.")
+    return job
+
+
+def audit_upload_jobs(study: Study, limit: int = 5) -> list:
+    """The study's latest uploads of audit files (newest first)."""
+    from annotations.core.models import ImportJob
+
+    return list(ImportJob.objects.filter(study=study, kind=ImportJob.Kind.AUDIT)
+                .order_by("-created_at", "-id")[:limit])

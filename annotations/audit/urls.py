@@ -11,4 +11,6 @@ urlpatterns = [
     path("studies/<int:study_id>/audits/<int:audit_id>/download/", views.audit_download,
          name="audit-download"),
     path("studies/<int:study_id>/audits/verify/", views.verify, name="audit-verify"),
+    path("studies/<int:study_id>/audits/uploads/<int:job_id>/", views.audit_upload,
+         name="audit-upload"),
 ]

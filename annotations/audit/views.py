@@ -16,6 +16,7 @@ from annotations.audit.models import Audit, Rubric
 from annotations.audit.selectors import (
     audit_of,
     audit_study,
+    audit_upload_jobs,
     audits_of,
     failed_outcomes,
     rubrics_of,
@@ -36,7 +37,7 @@ def _list_context(study) -> dict:
             "active": any(a.status in ACTIVE for a in audits),
             "aggregators": Rubric.Aggregator.choices,
             "ai_systems": list(study.ai_systems.order_by("ordinal")),
-            "strategies": Audit.Strategy.choices}
+            "strategies": Audit.Strategy.choices, "uploads": audit_upload_jobs(study)}
 
 
 @accepts_upload  # the commitments, datapoints and rubric files
@@ -48,6 +49,7 @@ def audits(request: HttpRequest, study_id: int) -> HttpResponse:
     problems changes nothing; the page lists every one."""
     from annotations.audit.services.rubrics import rubric_import
     from annotations.audit.services.runs import audit_start
+    from annotations.audit.services.uploads import audit_upload_submit
 
     study = audit_study(user=request.user, study_id=study_id)
     if request.method == "GET" and request.htmx and request.GET.get("list"):
@@ -69,17 +71,28 @@ def audits(request: HttpRequest, study_id: int) -> HttpResponse:
                     errors = ["Choose the evaluator's commitments file (JSONL)."]
                 elif form.get("dataset") == "upload" and upload is None:
                     errors = ["Choose a file of datapoints, or audit the study's items."]
-                else:
-                    use_upload = form.get("dataset") == "upload"
-                    audit = audit_start(
+                elif not by_ai or form.get("dataset") == "upload":
+                    # files are checked by an import job, never in this request
+                    job = audit_upload_submit(
                         study=study, rubric=rubric,
-                        commitments=None if by_ai else commitments.read(),
-                        commitments_name="" if by_ai else commitments.name,
-                        evaluator=Audit.Evaluator.AI if by_ai else Audit.Evaluator.COMMITMENTS,
-                        ai={f: form.get(f, "") for f in AI_FIELDS} if by_ai else None,
+                        commitments=None if by_ai else _upload(commitments),
+                        datapoints=_upload(upload) if form.get("dataset") == "upload"
+                        else None,
+                        fields={"rounds": form.get("rounds", ""), "phi": form.get("phi", ""),
+                                "seed": form.get("seed", ""),
+                                "verifier": form.get("verifier") or "",
+                                "ai_system": form.get("ai_system") or "",
+                                "evaluator": Audit.Evaluator.AI if by_ai
+                                else Audit.Evaluator.COMMITMENTS,
+                                "ai": {f: form.get(f, "") for f in AI_FIELDS} if by_ai
+                                else None},
+                        by=request.user)
+                    return redirect("audit-upload", study_id=study.pk, job_id=job.pk)
+                else:  # no file: an AI evaluator on the study's items
+                    audit = audit_start(
+                        study=study, rubric=rubric, evaluator=Audit.Evaluator.AI,
+                        ai={f: form.get(f, "") for f in AI_FIELDS},
                         verifier=form.get("verifier") or Audit.Verifier.PROGRAMMATIC,
-                        datapoints=upload.read() if use_upload else None,
-                        datapoints_name=upload.name if use_upload else "",
                         rounds=form.get("rounds", ""), phi=form.get("phi", ""),
                         seed=form.get("seed", ""), by=request.user,
                         ai_system_id=form.get("ai_system") or None)
@@ -105,6 +118,46 @@ def audits(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, "audit/audits.html",
                   {**_list_context(study), "errors": errors, "form": form},
                   status=400 if errors else 200)
+
+
+def _upload(upload):
+    """An uploaded file as the service takes it (read here: the job stores the bytes)."""
+    from annotations.audit.services.uploads import Upload
+
+    return Upload(name=upload.name, data=upload.read())
+
+
+@login_required
+@require_GET
+def audit_upload(request: HttpRequest, study_id: int, job_id: int) -> HttpResponse:
+    """The job checking an audit's uploaded files: its progress (htmx polls the fragment
+    every second until the job ends), then every problem of both files, or the summary
+    that names the audit started."""
+    from annotations.audit.selectors import audit_upload_job
+    from annotations.core.selectors import import_job_progress
+    from annotations.core.services.import_jobs import import_jobs_expire
+
+    study = audit_study(user=request.user, study_id=study_id)
+    job = while_sqlite_locked(lambda: (import_jobs_expire(study=study),
+                                       audit_upload_job(study=study, job_id=job_id))[1])
+    context = {"study": study, "job": job, "progress": import_job_progress(job=job),
+               "poll_url": request.path,
+               "links": _upload_links(study, job)}
+    page = "audit/_upload.html" if request.htmx else "audit/upload.html"
+    return render(request, page, context)
+
+
+def _upload_links(study, job) -> list[tuple[str, str]]:
+    """What to do next, as links: follow the audit started; start another."""
+    from django.urls import reverse
+
+    links = []
+    audit_id = (job.summary or {}).get("audit_id")
+    if audit_id:
+        links.append((f"Follow audit #{audit_id}",
+                      reverse("audit-detail", args=[study.pk, audit_id])))
+    links.append(("All audits", reverse("audits", args=[study.pk])))
+    return links
 
 
 def _int(value) -> int | None:

@@ -39,6 +39,7 @@ from annotations.core.selectors import (
     study_has_answers,
 )
 from annotations.core.services.flags import flag_resolve, flaggable
+from annotations.core.services.import_jobs import import_summary
 from annotations.core.services.studies import (
     membership_add,
     study_classes_change_check,
@@ -251,6 +252,21 @@ class MembershipInline(StudyInline, admin.TabularInline):
         # people from outside are added on the Members page (members_add), which never
         # shows whether a name exists elsewhere.
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+IMPORT_DONE = "import_done"  # the session key of an import's summary, shown once
+
+
+def import_done(request: HttpRequest, *, name: str, result) -> None:
+    """Keep an import's summary (``import_jobs.import_summary``) for the page the browser
+    is sent to next, which shows it once (``import_done_pop``): every import page ends on
+    the same summary, whether the import ran in the request or as a job."""
+    request.session[IMPORT_DONE] = {"name": name, "summary": import_summary(result)}
+
+
+def import_done_pop(request: HttpRequest) -> dict | None:
+    """The summary ``import_done`` kept (None when there is none), forgotten once read."""
+    return request.session.pop(IMPORT_DONE, None)
 
 
 class UploadForm(forms.Form):

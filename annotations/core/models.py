@@ -338,8 +338,9 @@ class RecomputeState(models.Model):
 
 
 class ImportJob(models.Model):
-    """One import of a file of items or AI predictions into a study, run as a task
-    (``services/import_jobs.py``): all or nothing, with its progress, outcome and errors.
+    """One import of a file of items or AI predictions (or an audit's two files) into a
+    study, run as a task (``services/import_jobs.py``): all or nothing, with its progress,
+    outcome and errors.
 
     The uploaded bytes wait in ``ImportJobFile`` (the database, not MEDIA_ROOT: the web and
     worker containers share no disk) and are deleted when the job ends. ``phase``/``done``/
@@ -351,6 +352,7 @@ class ImportJob(models.Model):
     class Kind(models.TextChoices):
         ITEMS = "items", "items"
         PREDICTIONS = "predictions", "AI predictions"
+        AUDIT = "audit", "audit files"  # an audit's datapoints and commitments, checked
 
     class Status(models.TextChoices):
         QUEUED = "queued", "queued"
@@ -373,6 +375,10 @@ class ImportJob(models.Model):
     total = models.PositiveIntegerField(default=0)
     summary = models.JSONField(default=dict, blank=True)
     errors = models.JSONField(default=list, blank=True)
+    options = models.JSONField(
+        default=dict, blank=True,
+        help_text="What the import service needs beyond the file (an audit's rubric, rounds, "
+                  "files …); empty for items and predictions.")
     created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

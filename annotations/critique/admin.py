@@ -18,6 +18,8 @@ from annotations.core.admin import (
     ResearcherScopedAdmin,
     StaffCreatesStudiesMixin,
     UploadForm,
+    import_done,
+    import_done_pop,
     staff_may_create_studies,
     study_status_change,
 )
@@ -226,23 +228,28 @@ class CritiqueStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
             try:
-                note = start(study, upload)
+                note, result = start(study, upload)
             except DomainError as exc:
                 errors = getattr(exc, "errors", [exc.message])
             else:
                 self.log_change(request, study, note)
-                self.message_user(request, note, messages.SUCCESS)
-                return self._back(study)
+                if result is None:  # a run: the study's page follows it
+                    self.message_user(request, note, messages.SUCCESS)
+                    return self._back(study)
+                import_done(request, name=upload.name, result=result)
+                return redirect(request.path)  # the page shows the summary once
+        back = reverse("admin:annotations_critiquesettings_change", args=[study.pk])
         return self._page(request, "admin/annotations/critiquesettings/import.html", study,
                           f"{title} — {study.name}", form=form, errors=errors, kind=kind,
-                          action=title, overview=study_overview(study=study))
+                          action=title, overview=study_overview(study=study),
+                          done=import_done_pop(request), links=[("Back to the study", back)])
 
     @accepts_upload
     def import_questions_view(self, request, study_id: int):
         def start(study, upload):
             result = critique_questions_import(study=study, source=upload.file,
                                                name=upload.name)
-            return f"Imported {upload.name}: {result.summary()}."
+            return f"Imported {upload.name}: {result.summary()}.", result
 
         return self._import(request, study_id, title="Import questions", kind="questions",
                             start=start)
@@ -252,7 +259,8 @@ class CritiqueStudyAdmin(OneStudyListMixin, StaffCreatesStudiesMixin,
         def start(study, upload):
             run = critique_import_run_start(study=study, data=upload.read(), name=upload.name,
                                             by=request.user)
-            return f"Import of {upload.name} started (run #{run.pk}): its progress is below."
+            return (f"Import of {upload.name} started (run #{run.pk}): its progress is "
+                    f"below."), None
 
         return self._import(request, study_id, title="Import AI outputs", kind="outputs",
                             start=start)

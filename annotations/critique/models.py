@@ -346,6 +346,10 @@ class CritiqueRun(models.Model):
     stored = models.PositiveIntegerField(default=0)
     unparseable = models.PositiveIntegerField(default=0)
     errors = models.JSONField(default=list, blank=True)
+    summary = models.JSONField(
+        default=dict, blank=True,
+        help_text="An import run that succeeded: the summary every import ends on "
+                  "(core.services.import_jobs.import_summary).")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
                                    null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

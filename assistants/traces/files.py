@@ -109,7 +109,8 @@ def _trace_line(rec: dict, line: int, seen: KeysSeen, counts: dict[str, int],
         try:
             trace = parse_trace(rec["trace"], strict=True)
         except TraceInvalid as exc:
-            problems.append(f"trace{'.' + exc.path if exc.path else ''}: {exc.message}")
+            problems += [f"trace{'.' + p.path if p.path else ''}: {p.message}"
+                         for p in exc.problems]
     if problems:  # a refused line takes no sample number: a later one may repeat it
         return None, problems
     if repeated := seen.problem((sentence, sample), line, field="sample",

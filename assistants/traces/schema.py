@@ -1,7 +1,8 @@
 """The trace: its dataclasses, the five-way verdict scale, and the parser from JSON.
 
-``parse_trace`` checks types and sizes and names the field path of the first problem
-(``evidence[2].url``); what the trace *says* (citations, quotes) is the verifier's business.
+``parse_trace`` checks types and sizes and names the field path of every problem
+(``evidence[2].url``) — all of them in one pass, in the order of the trace's fields; what the
+trace *says* (citations, quotes) is the verifier's business.
 """
 
 from __future__ import annotations
@@ -111,15 +112,32 @@ class FactualitySentence:
 
 
 class TraceInvalid(ValueError):
-    """The JSON is not a trace; ``path`` names the field (``evidence[2].url``)."""
+    """The JSON is not a trace; ``path`` names the field (``evidence[2].url``) of the first
+    problem, ``problems`` lists every problem of the trace (this one first), each a
+    TraceInvalid with its own path."""
 
-    def __init__(self, path: str, message: str) -> None:
+    def __init__(self, path: str, message: str,
+                 problems: list[TraceInvalid] | None = None) -> None:
         self.path = path
         self.message = message
+        self.problems = problems or [self]
         super().__init__(f"{path}: {message}" if path else message)
 
 
 # ---------------------------------------------------------------------------- parsing
+
+
+class _Problems(list):
+    """The problems of one trace, collected while parsing goes on past each of them."""
+
+    def take(self, fn, *args, default=None, **kwargs):
+        """``fn(*args, **kwargs)``, or ``default`` with its TraceInvalid (every one it
+        collected) recorded."""
+        try:
+            return fn(*args, **kwargs)
+        except TraceInvalid as exc:
+            self.extend(exc.problems)
+            return default
 
 
 def parse_verdict(value: object, path: str = "verdict") -> str:
@@ -136,22 +154,34 @@ def parse_verdict(value: object, path: str = "verdict") -> str:
 def parse_trace(obj: object, *, strict: bool = True) -> Trace:
     """A Trace from a decoded JSON object. ``strict`` refuses unknown keys (a typo in a
     file); model output is read with ``strict=False`` (extra keys ignored). Raises
-    TraceInvalid naming the first bad field."""
+    TraceInvalid naming the first bad field, with every bad field of the trace in its
+    ``problems`` (parsing goes on past each one)."""
     if not isinstance(obj, Mapping):
         raise TraceInvalid("", f"a trace must be a JSON object, not {_kind(obj)}")
+    found = _Problems()
     if strict:
-        _no_unknown(obj, TRACE_KEYS, "")
-    claims = tuple(_claim(c, f"claims[{i}]", strict)
-                   for i, c in enumerate(_list(obj, "claims", "", MAX_CLAIMS)))
-    searches = tuple(_search(s, f"searches[{i}]", strict)
-                     for i, s in enumerate(_list(obj, "searches", "", MAX_SEARCHES,
-                                                 required=False)))
-    evidence = tuple(_evidence(e, f"evidence[{i}]", strict)
-                     for i, e in enumerate(_list(obj, "evidence", "", MAX_EVIDENCE,
-                                                 required=False)))
-    verdict = parse_verdict(_required(obj, "verdict", ""), "verdict")
-    reasoning = _text(obj, "reasoning", "", required=False)
+        found.extend(_unknown(obj, TRACE_KEYS, ""))
+    claims = tuple(found.take(_claim, c, f"claims[{i}]", strict)
+                   for i, c in enumerate(found.take(_list, obj, "claims", "", MAX_CLAIMS,
+                                                    default=[])))
+    searches = tuple(found.take(_search, s, f"searches[{i}]", strict)
+                     for i, s in enumerate(found.take(_list, obj, "searches", "",
+                                                      MAX_SEARCHES, required=False,
+                                                      default=[])))
+    evidence = tuple(found.take(_evidence, e, f"evidence[{i}]", strict)
+                     for i, e in enumerate(found.take(_list, obj, "evidence", "",
+                                                      MAX_EVIDENCE, required=False,
+                                                      default=[])))
+    verdict = found.take(lambda: parse_verdict(_required(obj, "verdict", ""), "verdict"))
+    reasoning = found.take(_text, obj, "reasoning", "", required=False)
+    _raise_all(found)
     return Trace(claims, searches, evidence, verdict, reasoning)
+
+
+def _raise_all(found: list[TraceInvalid]) -> None:
+    if found:
+        first = found[0]
+        raise TraceInvalid(first.path, first.message, list(found))
 
 
 def trace_from_text(text: str) -> Trace:
@@ -183,41 +213,59 @@ _FENCE = re.compile(r"```[a-zA-Z]*[ \t]*\n(.*?)```", re.DOTALL)
 def _claim(obj: object, path: str, strict: bool) -> Claim:
     _object(obj, path)
     assert isinstance(obj, Mapping)
+    found = _Problems()
     if strict:
-        _no_unknown(obj, {"text", "reasoning", "evidence_ids", "verdict"}, path)
-    ids = tuple(_int_id(v, f"{path}.evidence_ids[{j}]")
-                for j, v in enumerate(_list(obj, "evidence_ids", path, MAX_EVIDENCE,
-                                            required=False)))
-    return Claim(text=_text(obj, "text", path), reasoning=_text(obj, "reasoning", path),
-                 evidence_ids=ids,
-                 verdict=parse_verdict(_required(obj, "verdict", path), f"{path}.verdict"))
+        found.extend(_unknown(obj, {"text", "reasoning", "evidence_ids", "verdict"}, path))
+    text = found.take(_text, obj, "text", path)
+    reasoning = found.take(_text, obj, "reasoning", path)
+    ids = tuple(found.take(_int_id, v, f"{path}.evidence_ids[{j}]")
+                for j, v in enumerate(found.take(_list, obj, "evidence_ids", path,
+                                                 MAX_EVIDENCE, required=False, default=[])))
+    verdict = found.take(lambda: parse_verdict(_required(obj, "verdict", path),
+                                               f"{path}.verdict"))
+    _raise_all(found)
+    return Claim(text=text, reasoning=reasoning, evidence_ids=ids, verdict=verdict)
 
 
 def _search(obj: object, path: str, strict: bool) -> Search:
     _object(obj, path)
     assert isinstance(obj, Mapping)
+    found = _Problems()
     if strict:
-        _no_unknown(obj, {"query", "results"}, path)
-    results = []
-    for j, r in enumerate(_list(obj, "results", path, MAX_RESULTS_PER_SEARCH)):
-        where = f"{path}.results[{j}]"
-        _object(r, where)
-        if strict:
-            _no_unknown(r, {"title", "url", "snippet"}, where)
-        results.append(SearchResult(title=_text(r, "title", where, required=False),
-                                    url=_url(r, "url", where),
-                                    snippet=_text(r, "snippet", where)))
-    return Search(query=_text(obj, "query", path), results=tuple(results))
+        found.extend(_unknown(obj, {"query", "results"}, path))
+    query = found.take(_text, obj, "query", path)
+    results = tuple(found.take(_result, r, f"{path}.results[{j}]", strict)
+                    for j, r in enumerate(found.take(_list, obj, "results", path,
+                                                     MAX_RESULTS_PER_SEARCH, default=[])))
+    _raise_all(found)
+    return Search(query=query, results=results)
+
+
+def _result(obj: object, path: str, strict: bool) -> SearchResult:
+    _object(obj, path)
+    assert isinstance(obj, Mapping)
+    found = _Problems()
+    if strict:
+        found.extend(_unknown(obj, {"title", "url", "snippet"}, path))
+    title = found.take(_text, obj, "title", path, required=False)
+    url = found.take(_url, obj, "url", path)
+    snippet = found.take(_text, obj, "snippet", path)
+    _raise_all(found)
+    return SearchResult(title=title, url=url, snippet=snippet)
 
 
 def _evidence(obj: object, path: str, strict: bool) -> Evidence:
     _object(obj, path)
     assert isinstance(obj, Mapping)
+    found = _Problems()
     if strict:
-        _no_unknown(obj, {"id", "url", "title", "quote"}, path)
-    return Evidence(id=_int_id(_required(obj, "id", path), f"{path}.id"),
-                    url=_url(obj, "url", path), quote=_text(obj, "quote", path),
-                    title=_text(obj, "title", path, required=False))
+        found.extend(_unknown(obj, {"id", "url", "title", "quote"}, path))
+    ident = found.take(lambda: _int_id(_required(obj, "id", path), f"{path}.id"))
+    url = found.take(_url, obj, "url", path)
+    quote = found.take(_text, obj, "quote", path)
+    title = found.take(_text, obj, "title", path, required=False)
+    _raise_all(found)
+    return Evidence(id=ident, url=url, quote=quote, title=title)
 
 
 def _object(obj: object, path: str) -> None:
@@ -225,11 +273,11 @@ def _object(obj: object, path: str) -> None:
         raise TraceInvalid(path, f"must be an object, not {_kind(obj)}")
 
 
-def _no_unknown(obj: Mapping, known: Iterable[str], path: str) -> None:
-    extra = sorted(set(obj) - set(known))
-    if extra:
-        where = f"{path}.{extra[0]}" if path else str(extra[0])
-        raise TraceInvalid(where, f"unknown field (expected one of {', '.join(sorted(known))})")
+def _unknown(obj: Mapping, known: Iterable[str], path: str) -> list[TraceInvalid]:
+    """One problem per unknown field of ``obj`` (alphabetically)."""
+    expected = f"unknown field (expected one of {', '.join(sorted(known))})"
+    return [TraceInvalid(f"{path}.{key}" if path else str(key), expected)
+            for key in sorted(set(obj) - set(known), key=str)]
 
 
 def _required(obj: Mapping, key: str, path: str) -> object:

@@ -281,6 +281,10 @@ OVERSIGHT_MIN_ANSWER_MS = int(os.environ.get("OVERSIGHT_MIN_ANSWER_MS", "600"))
 # (the call that submits a job runs it before answering; the test settings).
 OVERSIGHT_IMPORT_MAX_BYTES = int(os.environ.get("OVERSIGHT_IMPORT_MAX_BYTES",
                                                 str(100 * 1024 * 1024)))
+# The bytes of audit files (datapoints and commitments, stored with each audit, plus uploads
+# still being checked) one study may hold (annotations/audit/services/uploads.py): 1 GiB.
+OVERSIGHT_AUDIT_STUDY_QUOTA_BYTES = int(os.environ.get("OVERSIGHT_AUDIT_STUDY_QUOTA_BYTES",
+                                                       str(1024 * 1024 * 1024)))
 OVERSIGHT_IMPORT_TIME_LIMIT = int(os.environ.get("OVERSIGHT_IMPORT_TIME_LIMIT", "1800"))
 OVERSIGHT_IMPORT_PROGRESS_SECONDS = float(os.environ.get("OVERSIGHT_IMPORT_PROGRESS_SECONDS",
                                                          "0.5"))

@@ -243,7 +243,7 @@ def test_a_bad_trace_file_names_file_line_and_field_and_returns_nothing():
     (b'{"sentence": "s1", "trace": ' + b"[" * 80 + b"]" * 80 + b"}",
      "traces.jsonl:1: JSON nested deeper than 64 levels"),
     (b'{"sentence": "s\\u0000", "trace": {}}', "traces.jsonl:1: sentence: contains a NUL"),
-    (b"\xff\xfe not utf-8", "traces.jsonl: not UTF-8 text"),
+    (b"\xff\xfe not utf-8", "traces.jsonl:1: not UTF-8 text"),
     (b"\n\n", "traces.jsonl: no traces in the file"),
     (b"[1, 2]", "traces.jsonl:1: each line must be a JSON object"),
 ])

@@ -25,7 +25,7 @@ expect.set_options(timeout=15_000)
 
 
 def test_a_researcher_defines_a_rubric_runs_an_audit_with_progress_and_reads_the_result(
-        page, live_server, settings, tmp_path):
+        page, live_server, settings, tmp_path, shots):
     settings.CELERY_TASK_ALWAYS_EAGER = True  # embedded, even with a broker (CI's second pass)
     settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.2  # the run goes to a thread, as embedded
     study, researcher = make_audit_study("browser-audit")
@@ -54,7 +54,17 @@ def test_a_researcher_defines_a_rubric_runs_an_audit_with_progress_and_reads_the
     start.locator("input[name=datapoints]").set_input_files(str(tmp_path / "datapoints.jsonl"))
     start.locator("input[name=phi]").fill("1")
     start.get_by_role("button", name="Start the audit").click()
+    # the files are checked by an import job; its page ends on the import summary
+    page.wait_for_url(f"{live_server.url}/studies/{study.pk}/audits/uploads/*/")
     audit = Audit.objects.get(study=study)
+    summary = page.get_by_test_id("import-summary")
+    expect(summary).to_contain_text(f"audit #{audit.pk} started on {len(DATA)} datapoints")
+    expect(summary.get_by_test_id("created")).to_have_text("1")
+    for width in (390, 1280):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.screenshot(path=str(shots / f"audit-upload-summary-{width}.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+    summary.get_by_role("link", name=f"Follow audit #{audit.pk}").click()
     page.wait_for_url(f"{live_server.url}/studies/{study.pk}/audits/{audit.pk}/")
     progress = page.get_by_test_id("progress")
     expect(progress).to_be_visible()

@@ -86,7 +86,10 @@ def test_from_an_empty_database_to_an_answered_critique_study_and_its_export(
         {"id": "q2", "text": "3 + 3?", "options": ["6", "7"], "gold": "A"}]) + "\n")
     page.set_input_files("input[name=file]", str(questions))
     page.click("input[value=Import]")
-    expect(page.locator(".messagelist")).to_contain_text("Imported questions.jsonl")
+    summary = page.get_by_test_id("import-summary")  # the summary every import ends on
+    expect(summary).to_contain_text("Imported questions.jsonl")
+    expect(summary.get_by_test_id("created")).to_have_text("2")
+    summary.get_by_role("link", name="Back to the study").click()
     expect(page.get_by_test_id("n-questions")).to_have_text("2")
 
     # open it, after the confirmation page

@@ -86,3 +86,42 @@ def test_an_import_page_lists_every_problem_of_a_many_error_file(page, live_serv
     expect(page.locator("#content")).to_contain_text("Nothing was imported")
     assert listed.all_inner_texts() == MANY_ERRORS[kind][3]
     assert _stored(study) == before
+
+
+def test_the_audit_page_lists_every_problem_of_both_files_in_order(page, live_server, tmp_path,
+                                                                   shots):
+    """Issue 27: several problems a line, invalid JSON between them, datapoints and
+    commitments together — all listed in line order, file after file, in the one format;
+    nothing started. At 1 280 and 390 px the list reads without sideways scrolling."""
+    from annotations.audit.models import Audit
+    from tests.annotations.audit.helpers import make_audit_study, make_rubric
+    from tests.annotations.audit.test_views import (
+        BAD_COMMITMENTS,
+        BAD_DATAPOINTS,
+        EVERY_PROBLEM,
+    )
+    from tests.browser.conftest import login
+
+    study, researcher = make_audit_study("browser-audit-errors")
+    make_rubric(study)
+    login(page, live_server, researcher.username)
+    page.goto(f"{live_server.url}/studies/{study.pk}/audits/")
+    (tmp_path / "d.jsonl").write_bytes(BAD_DATAPOINTS)
+    (tmp_path / "c.jsonl").write_bytes(BAD_COMMITMENTS)
+    start = page.get_by_test_id("start")
+    start.locator("input[name=commitments]").set_input_files(str(tmp_path / "c.jsonl"))
+    start.locator("input[name=datapoints]").set_input_files(str(tmp_path / "d.jsonl"))
+    start.get_by_role("button", name="Start the audit").click()
+    page.wait_for_url(f"{live_server.url}/studies/{study.pk}/audits/uploads/*/")
+    listed = page.get_by_test_id("import-errors").locator("li")
+    expect(listed.first).to_be_visible()
+    expect(page.locator("main")).to_contain_text("Nothing was changed: no audit was started.")
+    assert listed.all_inner_texts() == EVERY_PROBLEM
+    assert not Audit.objects.filter(study=study).exists()
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(path=str(shots / f"audit-upload-errors-{width}.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.get_by_role("link", name="Back to the audits").click()
+    expect(page.get_by_test_id("audit-uploads")).to_contain_text(
+        f"{len(EVERY_PROBLEM)} problems; no audit started")

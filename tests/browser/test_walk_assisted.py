@@ -138,11 +138,18 @@ def test_an_assisted_study_from_an_empty_database_to_the_managers_raw_export(
     narrow_too(page, "the sentences import page")
     page.set_input_files("input[name=file]", str(sentences))
     page.click("input[value=Import]")
-    expect(page.locator(".messagelist")).to_contain_text("Imported sentences.csv")
+    # every import ends on the same summary (issue 27), with what to do next
+    summary = page.get_by_test_id("import-summary")
+    expect(summary).to_contain_text("Imported sentences.csv")
+    expect(summary.get_by_test_id("import-next")).to_contain_text("Import the AI traces")
+    summary.get_by_role("link", name="Back to the study").click()
     page.get_by_role("link", name="Import AI traces").click()
     page.set_input_files("input[name=file]", str(traces))
     page.click("input[value=Import]")
-    expect(page.locator(".messagelist")).to_contain_text("Imported traces.jsonl")
+    expect(summary).to_contain_text("Imported traces.jsonl")
+    expect(summary.get_by_test_id("created")).to_have_text("12")  # 3 samples x 4
+    narrow_too(page, "the traces import's summary")
+    summary.get_by_role("link", name="Back to the study").click()
 
     # open it
     page.get_by_role("link", name="Open the study…").click()

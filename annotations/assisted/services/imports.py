@@ -62,6 +62,17 @@ class SentenceImportResult:
         return f"{counted(self.created, 'sentence')} created" + (
             f", {self.routed} routed." if self.routed else ".")
 
+    def details(self) -> list[tuple[str, str, str]]:
+        """The summary's own rows (``import_jobs.import_summary``); sentences are never
+        rewritten (updated is 0)."""
+        return [("Routed at once (the study is open)", f"{self.routed:,}", "routed")]
+
+    def next_step(self) -> str:
+        if self.routed:
+            return "The new sentences are routed: raters get them now."
+        return ("Import the AI traces of these sentences (or sample them from the study's "
+                "page), then open the study.")
+
 
 @dataclass(frozen=True)
 class TraceImportResult:
@@ -69,23 +80,40 @@ class TraceImportResult:
     sentences: int
     verified: int
     routed: int = 0
+    replaced: int = 0  # sentences whose earlier samples these replace
+
+    @property
+    def created(self) -> int:
+        return self.samples
+
+    @property
+    def updated(self) -> int:
+        return self.replaced
 
     def summary(self) -> str:
         return (f"{counted(self.samples, 'trace sample')} for "
                 f"{counted(self.sentences, 'sentence')} "
                 f"({self.verified} verified).")
 
+    def details(self) -> list[tuple[str, str, str]]:
+        """The summary's own rows (``import_jobs.import_summary``): created counts trace
+        samples, updated the sentences whose earlier samples they replace."""
+        return [("Sentences", f"{self.sentences:,}", "sentences"),
+                ("Samples passing the format verifier", f"{self.verified:,}", "verified")]
+
+    def next_step(self) -> str:
+        return ("Check the AI ratings on the study's page (samples failing the verifier are "
+                "kept with their reasons and do not count), then open the study to raters.")
+
 
 def parse_searches(value: object) -> list[dict] | None:
     """Search results given to the AI rater, checked by the trace schema (paths such as
-    ``searches[0].results[1].url``); None when empty."""
+    ``searches[0].results[1].url``); None when empty. ValueError naming the problem; a
+    TraceInvalid (a ValueError) with every problem of the results in ``problems``."""
     if value in (None, ""):
         return None
     value = parse_json_cell(value, expect=list)
-    try:
-        trace = parse_trace({"claims": [], "searches": value, "verdict": "accurate"})
-    except TraceInvalid as exc:
-        raise ValueError(f"{exc.path}: {exc.message}") from None
+    trace = parse_trace({"claims": [], "searches": value, "verdict": "accurate"})
     return trace.to_dict()["searches"]
 
 
@@ -180,6 +208,8 @@ def _sentence_row(study: Study, rec: dict, seen: KeysSeen, line: int
         problems.append(f"metadata: {exc}")
     try:
         searches = parse_searches(rec.get("searches"))
+    except TraceInvalid as exc:  # every bad field of the results, each with its path
+        problems += [f"searches: {p.path}: {p.message}" for p in exc.problems]
     except (ValueError, TypeError) as exc:
         problems.append(f"searches: {exc}")
     ai, problem = _sentence_ai(rec)
@@ -219,6 +249,8 @@ def traces_import(*, study: Study, source: IO | str, name: str | None = None,
         raise ImportFailed(sorted(errors, key=error_line))
     given = {ext: searches_of(s) for ext, s in by_id.items() if s.searches is not None}
     grouped = samples_from_records(records, given=given)
+    replaced = TraceSample.objects.filter(sentence_id__in=[by_id[e].pk for e in grouped]
+                                          ).values("sentence_id").distinct().count()
     verified = 0
     for ext, samples in grouped.items():
         sentence = Sentence.objects.select_for_update().get(pk=by_id[ext].pk)
@@ -229,4 +261,4 @@ def traces_import(*, study: Study, source: IO | str, name: str | None = None,
     sentences_reroute(study=study, sentence_ids=ids)
     routed = Sentence.objects.filter(pk__in=ids).exclude(route=Sentence.Route.WAITING).count()
     return TraceImportResult(samples=len(records), sentences=len(grouped), verified=verified,
-                             routed=routed)
+                             routed=routed, replaced=replaced)

@@ -15,12 +15,16 @@ parameters ``text``, ``number``, ``field``, ``value`` (``checks`` module docstri
 
 from __future__ import annotations
 
+import io
+
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from annotations.audit.models import Criterion, Rubric
 from annotations.audit.services.checks import build_criterion, criterion_problems
-from annotations.audit.services.files import jsonl_records
+from annotations.audit.services.files import jsonl_stream
 from annotations.core.errors import ImportFailed
+from annotations.core.inputs import file_too_large_message
 from annotations.core.models import Study
 from annotations.core.services.records import KeysSeen, unknown_fields
 from estimators.nodata.aggregators import AllOf, AnyOf, MajorityVote
@@ -33,11 +37,14 @@ AGGREGATORS = {Rubric.Aggregator.MAJORITY: MajorityVote(tie=1),
 
 def parse_rubric(data: bytes, *, source: str) -> list[dict]:
     """The criteria of a rubric file (module docstring), or ImportFailed listing every
-    problem as "file:line: field: message" (``services.files.jsonl_records`` first)."""
+    problem as "file:line: field: message", in line order (the reader's and the
+    criteria's together: the file is streamed, each line checked as it is read)."""
+    if len(data) > settings.OVERSIGHT_IMPORT_MAX_BYTES:
+        raise ImportFailed([file_too_large_message(source, len(data))])
     problems: list[str] = []
     rows: list[dict] = []
     names = KeysSeen()
-    for line, record in jsonl_records(data, name=source, problems=problems):
+    for line, record in jsonl_stream(io.BytesIO(data), name=source, problems=problems):
         where = f"{source}:{line}"
         problems += [f"{where}: {p}" for p in unknown_fields(record, FIELDS)]
         row = {"name": record.get("name", ""), "kind": record.get("check", ""),

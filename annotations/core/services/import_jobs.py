@@ -2,9 +2,11 @@
 
 ``import_job_submit`` stores the uploaded bytes with the job and queues it; the Celery task
 ``annotations.tasks.import_job_task`` calls ``import_job_run``, which runs the import
-service (``items_import`` or ``predictions_import``) in one transaction — all or nothing —
-and records the outcome: the summary on success, every error ('file:line: field: message')
-on failure. The job's row is marked succeeded in the import's own transaction, so a job is
+service registered for the job's kind (``items_import``, ``predictions_import``, an audit's
+files: ``audit.services.uploads.audit_upload_import``, which takes the job's ``options``) in
+one transaction — all or nothing — and records the outcome: the summary on success
+(``import_summary``: the one every import ends on), every error ('file:line: field:
+message') on failure. The job's row is marked succeeded in the import's own transaction, so a job is
 "succeeded" exactly when its rows are committed.
 
 Who runs it (``OVERSIGHT_IMPORT_RUNNER``):
@@ -33,6 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -63,12 +66,16 @@ ADVISORY_LOCK_CLASS = 8108
 
 
 _SERVICES: dict[str, Callable] = {}
+_TAKES_OPTIONS: set[str] = set()
 
 
-def import_kind_register(kind: str, service: Callable) -> None:
-    """Make jobs of ``kind`` (an ``ImportJob.Kind``) run ``service(study=, source=, update=,
-    progress=…)`` (the study type that owns the kind registers it from its ``hooks``)."""
+def import_kind_register(kind: str, service: Callable, *, options: bool = False) -> None:
+    """Make jobs of ``kind`` (an ``ImportJob.Kind``) run ``service(study=, source=, name=,
+    fmt=, update=)`` — with ``options=`` the job's ``options`` too when ``options`` — (the
+    package that owns the kind registers it from its ``hooks`` or app config)."""
     _SERVICES[kind] = service
+    if options:
+        _TAKES_OPTIONS.add(kind)
 
 
 def _service(kind: str) -> Callable:
@@ -78,7 +85,8 @@ def _service(kind: str) -> Callable:
 # --- submitting ------------------------------------------------------------------------------
 def import_job_submit(*, study: Study, kind: str, data: bytes, name: str, update: bool = False,
                       user: User | None = None, fmt: str | None = None,
-                      run_here: bool = False) -> tuple[ImportJob, bool]:
+                      run_here: bool = False, options: dict | None = None,
+                      max_bytes: int | None = None) -> tuple[ImportJob, bool]:
     """Store an upload as a queued job of ``study`` and start it; returns (job, created).
 
     ``run_here``: run the job in this call, whatever the deployment (the API's
@@ -86,19 +94,24 @@ def import_job_submit(*, study: Study, kind: str, data: bytes, name: str, update
     file): an unknown kind, a name that says neither CSV nor JSONL (unless ``fmt``), more
     than ``OVERSIGHT_IMPORT_MAX_BYTES``. The same bytes with the same kind and ``update``
     while such a job is queued or running return that job (created False) instead of a
-    second one."""
+    second one. ``options`` (JSON) go to the service of a kind registered to take them and
+    count in the "same job" test; ``max_bytes`` replaces the per-file limit for a job
+    whose data holds several files, each already checked by its caller."""
     if kind not in ImportJob.Kind.values:
         raise DomainError(f"Unknown import kind '{kind}' (items or predictions).", field="kind")
-    if len(data) > settings.OVERSIGHT_IMPORT_MAX_BYTES:
+    if len(data) > (max_bytes or settings.OVERSIGHT_IMPORT_MAX_BYTES):
         raise ImportFailed([file_too_large_message(name, len(data))])
     fmt = detect_format(name, fmt)
-    digest = hashlib.sha256(data).hexdigest()
+    sha = hashlib.sha256(data)
+    if options:
+        sha.update(json.dumps(options, sort_keys=True).encode())
+    digest = sha.hexdigest()
     import_jobs_expire(study=study)
     try:
         with transaction.atomic():
             job = ImportJob.objects.create(study=study, kind=kind, name=name[:255], fmt=fmt,
                                            update=update, size=len(data), sha256=digest,
-                                           created_by=user)
+                                           created_by=user, options=options or {})
             ImportJobFile.objects.create(job=job, data=data)
     except IntegrityError:
         same = ImportJob.objects.filter(study=study, kind=kind, sha256=digest, update=update,
@@ -220,11 +233,19 @@ def _deferred_checks_now() -> None:
             cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
 
 
-def _summary(result) -> dict:
-    """The import's result as stored and shown: its counts and its one-line summary."""
+def import_summary(result) -> dict:
+    """The one summary every successful import ends on (``templates/imports/_summary.html``;
+    issue 27), as stored with a job and shown by every import page: the result's own
+    fields, ``text`` (its one line), ``created`` and ``updated`` (0 where an import never
+    rewrites), ``details`` ([label, value, testid] rows of the import's own figures:
+    ``result.details()``) and ``next`` (what to do next: ``result.next_step()``)."""
     from dataclasses import asdict
 
-    return {**asdict(result), "text": result.summary()}
+    details = result.details() if hasattr(result, "details") else []
+    return {**asdict(result), "text": result.summary(), "created": result.created,
+            "updated": getattr(result, "updated", 0),
+            "details": [[row[0], row[1], row[2] if len(row) > 2 else ""] for row in details],
+            "next": result.next_step() if hasattr(result, "next_step") else ""}
 
 
 class _Expired(Exception):
@@ -252,8 +273,10 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
             _lock_study_imports(job.study_id, sink)
             data = bytes(ImportJobFile.objects.get(job_id=job.pk).data)
             with progress_reporting(sink, interval=settings.OVERSIGHT_IMPORT_PROGRESS_SECONDS):
+                extra = {"options": job.options} if job.kind in _TAKES_OPTIONS else {}
                 result = _service(job.kind)(study=job.study, source=io.BytesIO(data),
-                                            name=job.name, fmt=job.fmt, update=job.update)
+                                            name=job.name, fmt=job.fmt, update=job.update,
+                                            **extra)
                 del data
                 progress_phase("committing", total=0)
                 _deferred_checks_now()
@@ -261,7 +284,7 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
             ended = timezone.now()
             if not while_sqlite_locked(lambda: ImportJob.objects.filter(
                     pk=job.pk, status=ImportJob.Status.RUNNING).update(
-                    status=ImportJob.Status.SUCCEEDED, summary=_summary(result), phase="done",
+                    status=ImportJob.Status.SUCCEEDED, summary=import_summary(result), phase="done",
                     done=rows, total=rows, updated_at=ended, finished_at=ended)):
                 raise _Expired  # failed meanwhile (expired, or deleted): keep nothing
             ImportJobFile.objects.filter(job_id=job.pk).delete()

@@ -89,3 +89,22 @@ def progress_advance(n: int = 1) -> None:
     reporter = _current.get()
     if reporter is not None:
         reporter.advance(n)
+
+
+@contextmanager
+def progress_part(*, before: int, total: int) -> Iterator[None]:
+    """Run a part of a larger phase (several files read as one): what the code inside
+    reports reaches the current reporter as ``before + done`` of ``total``, in the inner
+    phase's name, so that the figures a page shows never go back. Nothing without a
+    reporter."""
+    outer = _current.get()
+    if outer is None:
+        yield
+        return
+
+    def sink(p: Progress) -> None:
+        outer.state = Progress(phase=p.phase, done=before + p.done, total=total)
+        outer.flush()
+
+    with progress_reporting(sink, interval=outer.interval):
+        yield

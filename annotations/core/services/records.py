@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -54,8 +54,10 @@ def read_records(
     text belongs or text longer than the column). With ``problems`` (the caller's list of a
     file's problems), a line's problem is appended there instead and the line skipped, so
     that one pass names every problem of the file (invalid JSON on line 2 hides neither line
-    1's nor line 3's); what ends the reading (not UTF-8, an empty CSV, malformed CSV) is
-    raised anyway, with the problems found before it. Reports the phase "reading" (total:
+    1's nor line 3's); what ends the reading of a CSV file (not UTF-8, no header, malformed
+    CSV) is raised anyway, with the problems found before it. JSONL is streamed line by
+    line (memory bounded by the longest line), and a line that is not UTF-8 is a problem of
+    that line like any other. Reports the phase "reading" (total:
     the number of lines, an upper bound of the records) and the records read so far to the
     current progress reporter, if any."""
 
@@ -77,6 +79,9 @@ def read_records(
         return
     name = name or getattr(source, "name", "upload")
     fmt = detect_format(name, fmt)
+    if fmt == "jsonl":
+        yield from _jsonl_records(source, name=name, columns=columns, refuse=refuse)
+        return
     raw = source.read()
     if isinstance(raw, bytes):
         try:
@@ -86,37 +91,77 @@ def read_records(
     else:
         text = raw
     lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-    progress_phase("reading", total=max(lines - (fmt == "csv"), 0))
-    if fmt == "csv":
-        has_nul = "\x00" in text
-        has_long = len(text) > FIELD_MAX
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        count = 0
-        if not reader.fieldnames:
-            raise stop(f"{name}:1: the file is empty (a header row is needed)")
-        try:
-            for row in reader:
-                if None in row:
-                    refuse(f"{name}:{reader.line_num}: more cells than header columns")
-                    continue
-                record = {k.strip(): v for k, v in row.items() if k}
-                longest = has_long and any(len(v or "") > FIELD_MAX for v in record.values())
-                if has_nul or columns or longest:
-                    problem = record_problem(record, columns, nul=has_nul, longest=longest)
-                    if problem:
-                        refuse(f"{name}:{reader.line_num}: {problem}")
-                        continue
-                count += 1
-                if count % PROGRESS_EVERY == 0:
-                    progress_advance(PROGRESS_EVERY)
-                yield reader.line_num, record
-        except csv.Error as exc:
-            raise stop(f"{name}:{reader.line_num}: malformed CSV ({exc})") from exc
-        return
+    progress_phase("reading", total=max(lines - 1, 0))
+    has_nul = "\x00" in text
+    has_long = len(text) > FIELD_MAX
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     count = 0
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    if not reader.fieldnames:
+        raise stop(f"{name}:1: the file is empty (a header row is needed)")
+    try:
+        for row in reader:
+            if None in row:
+                refuse(f"{name}:{reader.line_num}: more cells than header columns")
+                continue
+            record = {k.strip(): v for k, v in row.items() if k}
+            longest = has_long and any(len(v or "") > FIELD_MAX for v in record.values())
+            if has_nul or columns or longest:
+                problem = record_problem(record, columns, nul=has_nul, longest=longest)
+                if problem:
+                    refuse(f"{name}:{reader.line_num}: {problem}")
+                    continue
+            count += 1
+            if count % PROGRESS_EVERY == 0:
+                progress_advance(PROGRESS_EVERY)
+            yield reader.line_num, record
+    except csv.Error as exc:
+        raise stop(f"{name}:{reader.line_num}: malformed CSV ({exc})") from exc
+
+
+# Lines are counted (for the progress total) in blocks of this many bytes.
+_COUNT_BLOCK = 1 << 20
+
+
+def line_count(source: IO[bytes] | IO[str]) -> int:
+    """How many lines ``source`` holds from where it stands (0 when it cannot go back):
+    counted block by block, then rewound, so that a large file is never held whole."""
+    try:
+        if not source.seekable():
+            return 0
+        start = source.tell()
+    except (AttributeError, OSError, ValueError):
+        return 0
+    lines, last = 0, None
+    while block := source.read(_COUNT_BLOCK):
+        lines += block.count(b"\n" if isinstance(block, bytes) else "\n")
+        last = block[-1:]
+    source.seek(start)
+    return lines + (last not in (None, b"\n", "\n"))
+
+
+def _jsonl_records(source: IO[bytes] | IO[str], *, name: str,
+                   columns: dict[str, models.Field] | None, refuse: Callable[[str], None]
+                   ) -> Iterator[tuple[int, dict]]:
+    """``read_records`` of a JSONL file, streamed: one line in memory at a time (a 100 MB
+    file is never held whole, nor split into a list of lines). Lines end at "\n" (a
+    "\r\n" ending is fine); a line that is not UTF-8 is a problem of that line."""
+    progress_phase("reading", total=line_count(source))
+    count, offset = 0, 0
+    for line_no, raw in enumerate(source, start=1):
+        if isinstance(raw, bytes):
+            try:
+                line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                refuse(f"{name}:{line_no}: not UTF-8 text ({exc.reason} at byte "
+                       f"{offset + exc.start})")
+                offset += len(raw)
+                continue
+            offset += len(raw)
+        else:
+            line = raw.removeprefix("\ufeff") if line_no == 1 else raw
         if not line.strip():
             continue
+        line = line.rstrip("\r\n")
         has_nul = "\\u0000" in line or "\x00" in line
         try:
             # a raw NUL byte is a control character strict JSON refuses; read the line

@@ -66,6 +66,21 @@ class OutputsImported:
         return (f"{self.created} AI outputs added ({levels}); {self.unparseable} without a "
                 f"parseable answer or choice; {self.tasks} annotator tasks made")
 
+    def details(self) -> list[tuple[str, str, str]]:
+        """The summary's own rows (``import_jobs.import_summary``); outputs are never
+        rewritten (updated is 0)."""
+        return [*((f"Level {lv}", f"{n:,}", f"level-{lv}") for lv, n in
+                  sorted(self.by_level.items())),
+                ("Without a parseable answer or choice", f"{self.unparseable:,}",
+                 "unparseable"),
+                ("Annotator tasks made", f"{self.tasks:,}", "tasks")]
+
+    def next_step(self) -> str:
+        if self.tasks:
+            return "Annotators get the tasks of the new outputs now."
+        return ("Open the study when every level it asks of the AI has its outputs (its "
+                "page says what is still missing).")
+
 
 @dataclass
 class _Row:

@@ -352,6 +352,7 @@ def critique_import_run(*, run_id: int) -> None:
     """Import a queued run's file, all or nothing; record the outcome on the run and delete
     the file."""
     from annotations.core.errors import ImportFailed
+    from annotations.core.services.import_jobs import import_summary
     from annotations.critique.models import CritiqueRunFile
     from annotations.critique.services.ai_outputs import critique_ai_outputs_import
 
@@ -370,6 +371,7 @@ def critique_import_run(*, run_id: int) -> None:
         CritiqueRunFile.objects.filter(run=run).delete()
         return
     CritiqueRun.objects.filter(pk=run.pk).update(
-        done=run.total, stored=result.created, unparseable=result.unparseable)
+        done=run.total, stored=result.created, unparseable=result.unparseable,
+        summary=import_summary(result))
     CritiqueRunFile.objects.filter(run=run).delete()
     _finish(run, CritiqueRun.Status.SUCCEEDED)

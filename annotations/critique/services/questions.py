@@ -51,6 +51,17 @@ class QuestionsImported:
         return (f"{counted(self.created, 'question')} added, "
                 f"{counted(self.tasks, 'task')} made")
 
+    def details(self) -> list[tuple[str, str, str]]:
+        """The summary's own rows (``import_jobs.import_summary``); questions are never
+        rewritten (updated is 0)."""
+        return [("Annotator tasks made", f"{self.tasks:,}", "tasks")]
+
+    def next_step(self) -> str:
+        if self.tasks:
+            return "Annotators get the new questions' tasks now."
+        return ("Import the AI outputs of these questions (or write them through the AI "
+                "endpoint from the study's page), then open the study.")
+
 
 def option_index(value, options: list[str]) -> int:
     """A letter (A…), a 0-based index or an option's exact text → 0-based index; ValueError

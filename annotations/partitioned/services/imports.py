@@ -56,6 +56,20 @@ class ImportResult:
             text += f", {self.unchanged} unchanged"
         return text + (f", {self.routed} routed." if self.routed else ".")
 
+    def details(self) -> list[tuple[str, str, str]]:
+        """The summary's own rows (``import_jobs.import_summary``)."""
+        rows = [("Unchanged", f"{self.unchanged:,}", "unchanged")]
+        if self.routed:
+            rows.append(("Routed at once (the study is open)", f"{self.routed:,}", "routed"))
+        return rows
+
+    def next_step(self) -> str:
+        if self.routed:
+            return ("The new items' first queries are routed: specialists get them now, and "
+                    "the dashboard counts their answers.")
+        return ("Import the AI predictions of these items, then open the study (its page "
+                "says what is still missing).")
+
 
 def gold_option(text, index, options: list[str]) -> tuple[int | None, str | None]:
     """The gold option of an item record, by the same rule as predictions — never guessed:

@@ -58,6 +58,20 @@ class PredictionImportResult:
                 text += f" {label.capitalize()}, scored as wrong answers: {listed}."
         return text
 
+    def details(self) -> list[tuple[str, str, str]]:
+        """The summary's own rows (``import_jobs.import_summary``)."""
+        def per_system(counts: dict[str, int]) -> str:
+            return ", ".join(f"{name}: {n:,}" for name, n in sorted(counts.items())) or "none"
+
+        return [("New AI systems", ", ".join(self.systems_created) or "none", "systems"),
+                ("Unparseable (no option has that text), scored as wrong",
+                 per_system(self.unparseable), "unparseable"),
+                ("Missing (empty), scored as wrong", per_system(self.missing), "missing")]
+
+    def next_step(self) -> str:
+        return ("Open the study (or look at its dashboard if it is open): the AI accuracy "
+                "estimates score these predictions against the specialists' answers.")
+
 
 # The prediction rule shares its readers with the items' gold (annotations.core.services.records).
 prediction_text = option_text

@@ -57,7 +57,8 @@ def test_bad_sentence_file_names_every_line_and_field_and_writes_nothing():
     rows[1].pop("prompt")
     rows[2]["colour"] = "red"
     rows[3]["gold"] = "mostly true"
-    rows[4]["searches"] = [{"query": "q", "results": [{"url": "ftp://x", "snippet": "s"}]}]
+    # two problems in one line's search results: both are named (issue 27)
+    rows[4]["searches"] = [{"query": "q", "results": [{"url": "ftp://x", "snippet": ""}]}]
     rows[5]["ai_verdict"] = "accurate"
     rows[6]["id"] = rows[0]["id"]
     with pytest.raises(ImportFailed) as exc:
@@ -67,9 +68,10 @@ def test_bad_sentence_file_names_every_line_and_field_and_writes_nothing():
     assert errors[1].startswith("s.jsonl:3: colour: unknown field")
     assert errors[2].startswith("s.jsonl:4: gold: 'mostly true' is not one of")
     assert errors[3].startswith("s.jsonl:5: searches: searches[0].results[0].url:")
-    assert errors[4] == "s.jsonl:6: ai_confidence: give ai_verdict and ai_confidence together"
-    assert errors[5] == "s.jsonl:7: id: 's0' repeats line 1"
-    assert len(errors) == 6
+    assert errors[4] == "s.jsonl:5: searches: searches[0].results[0].snippet: empty"
+    assert errors[5] == "s.jsonl:6: ai_confidence: give ai_verdict and ai_confidence together"
+    assert errors[6] == "s.jsonl:7: id: 's0' repeats line 1"
+    assert len(errors) == 7
     assert not Sentence.objects.filter(study=study).exists()
 
 

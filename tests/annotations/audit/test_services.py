@@ -164,6 +164,8 @@ def test_a_rubric_file_with_errors_changes_nothing_and_names_file_line_and_field
     assert any(e.startswith("r.jsonl:5: invalid JSON") for e in errors)
     assert any(e.startswith("r.jsonl:6: number:") for e in errors)
     assert len(errors) == 6
+    lines = [int(e.split(":")[1]) for e in errors]
+    assert lines == sorted(lines)  # issue 27: in line order (invalid JSON came first)
     assert not Rubric.objects.filter(study=study).exists()
     assert not Criterion.objects.exists()
 
@@ -179,10 +181,10 @@ def test_bad_commitments_change_nothing_and_name_file_line_and_field():
         audit_start(study=study, rubric=rubric, commitments=bad, commitments_name="c.jsonl",
                     datapoints=datapoints_file(), datapoints_name="d.jsonl", rounds=3, by=researcher)
     errors = caught.value.errors
-    assert "c.jsonl, line 2, field item: 'nope' is not an item of the audited data set" in errors
-    assert "c.jsonl, line 2, field label: expected the integer 0 or 1, got 2" in errors
-    assert "c.jsonl, line 3, field round: 4 exceeds the audit's 3 rounds" in errors
-    assert "c.jsonl, line 3, field similar: expected a datapoint, got null" in errors
+    assert errors == ["c.jsonl:2: item: 'nope' is not an item of the audited data set",
+                      "c.jsonl:2: label: expected the integer 0 or 1, got 2",
+                      "c.jsonl:3: round: 4 exceeds the audit's 3 rounds",
+                      "c.jsonl:3: similar: expected a datapoint, got null"]
     assert not Audit.objects.exists() and not AuditFile.objects.exists()
 
 
@@ -204,7 +206,7 @@ def test_a_bad_datapoints_file_changes_nothing_and_names_file_line_and_field():
      "c.jsonl:1: similar: contains a NUL character"),
     (b'{"item": "d0", "round": 1, "label": 1, "similar": ' + b"[" * 100 + b"]" * 100 + b"}\n",
      "c.jsonl:1: JSON nested deeper than 64 levels"),
-    (b"\xff\xfe", "c.jsonl: not UTF-8 text"),
+    (b"\xff\xfe", "c.jsonl:1: not UTF-8 text"),
 ])
 def test_commitments_that_cannot_be_stored_are_refused_as_every_import_does(content, message):
     study, _ = make_audit_study()

@@ -12,8 +12,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotations.audit.models import Audit, AuditOutcome, Criterion, Rubric
-from annotations.core.models import StudyMembership
+from annotations.audit.models import Audit, AuditFile, AuditOutcome, Criterion, Rubric
+from annotations.core.models import ImportJob, ImportJobFile, StudyMembership
 from estimators.nodata.kappa import MIN_KAPPA_MINORITY
 from tests.annotations.audit.helpers import (
     DATA,
@@ -44,9 +44,14 @@ def finished(client, django_capture_on_commit_callbacks, settings):
     client.force_login(researcher)
     with django_capture_on_commit_callbacks(execute=True):  # the task runs in process
         response = _post_start(client, study, rubric, commitments_file(liar))
+    # the files go to an import job (run by the submitting request in the tests), whose
+    # page names the audit it started
+    job = ImportJob.objects.get(study=study, kind=ImportJob.Kind.AUDIT)
+    assert job.status == ImportJob.Status.SUCCEEDED, job.errors
     audit = Audit.objects.get(study=study)
     assert response.status_code == 302
-    assert response["Location"] == reverse("audit-detail", args=[study.pk, audit.pk])
+    assert response["Location"] == reverse("audit-upload", args=[study.pk, job.pk])
+    assert job.summary["audit_id"] == audit.pk
     return study, researcher, audit
 
 
@@ -104,17 +109,62 @@ def test_nobody_but_the_studys_researchers_runs_or_reads_its_audits(client, fini
         assert client.get(reverse("audit-detail", args=[other.pk, audit.pk])).status_code == 404
 
 
-def test_a_bad_commitments_file_on_the_page_changes_nothing_and_is_listed(client):
+# Issue 27: several problems on a line, invalid JSON between them, and both files at once.
+BAD_DATAPOINTS = (b'{"item": "d0", "datapoint": "01"}\n'
+                  b'{"item": "d0", "reference": 2, "colour": 1}\n'
+                  b'{"item": oops\n'
+                  b'{"item": "", "datapoint": null}\n')
+BAD_COMMITMENTS = (b'{"item": "d0", "round": 1, "label": 1, "similar": "0"}\n'
+                   b'{"item": "zz", "round": 9, "label": "yes", "similar": null, "why": 1}\n'
+                   b'not json\n'
+                   b'{"item": "d0", "round": 1, "label": 0, "similar": "1"}\n'
+                   b'{"round": 1}\n')
+EVERY_PROBLEM = [
+    "d.jsonl:2: colour: unknown field (expected one of datapoint, item, reference)",
+    "d.jsonl:2: item: 'd0' repeats line 1",
+    "d.jsonl:2: datapoint: missing (any JSON value but null)",
+    "d.jsonl:2: reference: the integer 0 or 1 (a person's label), or leave it out; got 2",
+    "d.jsonl:3: invalid JSON (Expecting value, column 10)",
+    "d.jsonl:4: item: a non-empty text of at most 200 characters or an integer, got ''",
+    "d.jsonl:4: datapoint: missing (any JSON value but null)",
+    "c.jsonl:2: why: unknown field (expected item, round, label, similar)",
+    "c.jsonl:2: item: 'zz' is not an item of the audited data set",
+    "c.jsonl:2: round: 9 exceeds the audit's 3 rounds",
+    "c.jsonl:2: label: expected the integer 0 or 1, got 'yes'",
+    "c.jsonl:2: similar: expected a datapoint, got null",
+    "c.jsonl:3: invalid JSON (Expecting value, column 1)",
+    "c.jsonl:4: round: item 'd0' round 1 already committed on line 1",
+    "c.jsonl:5: item: missing",
+    "c.jsonl:5: label: missing",
+    "c.jsonl:5: similar: missing",
+]
+
+
+def test_every_problem_of_both_files_is_listed_in_line_order_and_nothing_changes(client):
+    """Issue 27: one invalid JSON line hid the other problems, datapoint errors hid the
+    commitments', a line showed its first problem only, and commitments spoke their own
+    format ("c.jsonl, line 2, field item: …")."""
     study, researcher = make_audit_study()
     rubric = make_rubric(study)
     client.force_login(researcher)
-    response = _post_start(client, study, rubric,
-                           b'{"item": "d0", "round": 1, "label": "yes", "similar": "0"}\n')
-    assert response.status_code == 400
-    html = response.content.decode()
-    assert "Nothing was changed." in html
-    assert "c.jsonl, line 1, field label: expected the integer 0 or 1, got &#x27;yes&#x27;" in html
-    assert not Audit.objects.exists()
+    response = client.post(reverse("audits", args=[study.pk]), {
+        "action": "start", "rubric": rubric.pk, "dataset": "upload", "rounds": 3, "phi": 0.5,
+        "seed": 4, "commitments": SimpleUploadedFile("c.jsonl", BAD_COMMITMENTS),
+        "datapoints": SimpleUploadedFile("d.jsonl", BAD_DATAPOINTS)})
+    job = ImportJob.objects.get(study=study, kind=ImportJob.Kind.AUDIT)
+    assert response["Location"] == reverse("audit-upload", args=[study.pk, job.pk])
+    assert job.status == ImportJob.Status.FAILED
+    assert job.errors == EVERY_PROBLEM
+    page = client.get(response["Location"])
+    html = page.content.decode()
+    assert "Nothing was changed: no audit was started." in html
+    listed = html.split('data-testid="import-errors">')[1].split("</ul>")[0]
+    assert listed.count("<li>") == len(EVERY_PROBLEM)
+    assert "c.jsonl:2: label: expected the integer 0 or 1, got &#x27;yes&#x27;" in listed
+    assert not Audit.objects.exists() and not AuditFile.objects.exists()
+    assert not ImportJobFile.objects.exists()  # the uploaded bytes are dropped
+    audits_page = client.get(reverse("audits", args=[study.pk])).content.decode()
+    assert f"{len(EVERY_PROBLEM)} problems; no audit started" in audits_page
 
 
 def test_a_bad_rubric_file_on_the_page_changes_nothing(client):

@@ -70,7 +70,11 @@ def test_a_job_imports_items_and_predictions_and_keeps_the_summary():
                                      name="items.jsonl")
     assert created and job.status == ImportJob.Status.SUCCEEDED
     assert job.summary == {"created": 40, "updated": 0, "routed": 40, "unchanged": 0,
-                           "text": "40 created, 0 updated, 40 routed."}
+                           "text": "40 created, 0 updated, 40 routed.",
+                           "details": [["Unchanged", "0", "unchanged"],
+                                       ["Routed at once (the study is open)", "40", "routed"]],
+                           "next": "The new items' first queries are routed: specialists "
+                                   "get them now, and the dashboard counts their answers."}
     assert Query.objects.filter(study=study).count() == 40
     assert (job.done, job.total, job.phase) == (40, 40, "done")
     assert not ImportJobFile.objects.filter(job=job).exists()  # the bytes are dropped

@@ -153,7 +153,10 @@ MANY_ERRORS = {
          "size": 2},
         INVALID,
         {"sentence": "s0", "sample": 0, "trace": _trace("Inaccurate")},
-        {"sample": 1}],
+        {"sample": 1},
+        # two problems inside one trace (issue 27: the second was hidden)
+        {"sentence": "s0", "sample": 1, "trace": {
+            "claims": [], "verdict": "maybe", "evidence": [{"id": 1, "url": "x", "quote": "q"}]}}],
         [*_unknown("sentence, sample, score, trace"),
          "bad.jsonl:2: sentence: 'nope' is not a sentence of this study",
          "bad.jsonl:2: sample: must be a whole number ≥ 0",
@@ -162,7 +165,10 @@ MANY_ERRORS = {
          INVALID_PROBLEM,
          "bad.jsonl:4: sample: sentence 's0' sample 0 repeats line 1",
          "bad.jsonl:5: sentence: missing (the sentence's id)",
-         "bad.jsonl:5: trace: missing"]),
+         "bad.jsonl:5: trace: missing",
+         "bad.jsonl:6: trace.evidence[0].url: 'x' is not an http(s) URL",
+         "bad.jsonl:6: trace.verdict: 'maybe' is not one of Inaccurate, Unsupported, Disputed, "
+         "Accurate, Doesn't require attribution"]),
     "critique questions": (_critique, critique_questions_import, [
         {"id": "n1", "text": "fine", "options": ["x", "y"]},
         {"id": "", "text": "", "options": ["x"], "gold": "E", "colour": 1, "size": 2},

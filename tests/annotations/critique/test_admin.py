@@ -75,8 +75,15 @@ def test_a_questions_file_reports_every_problem_in_one_pass_then_imports(client)
     assert "file: choose a file to import (CSV or JSONL)." in nothing.content.decode()
     good = SimpleUploadedFile("q.jsonl", b'{"id": "x", "text": "t", "options": ["a", "b"]}\n')
     response = client.post(url, {"file": good}, follow=True)
-    assert response.redirect_chain[-1][0] == _admin("change", study)
-    assert "Imported q.jsonl: 1 question" in response.content.decode()
+    # the import page ends on the summary every import shows (issue 27), once
+    assert response.redirect_chain[-1][0] == url
+    html = response.content.decode()
+    assert "Imported q.jsonl:</strong> 1 question added, 0 tasks made" in html
+    assert '<td data-testid="created">1</td>' in html
+    assert '<td data-testid="updated">0</td>' in html
+    assert '<td data-testid="tasks">0</td>' in html
+    assert 'data-testid="import-next"' in html and "Back to the study" in html
+    assert "import-summary" not in client.get(url).content.decode()
 
 
 def test_opening_and_closing_ask_first_then_change_the_status(client):

@@ -54,17 +54,20 @@ def test_a_file_with_many_errors_names_them_all_and_yields_nothing(tmp_path):
     assert result is None
     problems = err.value.problems
     expected = [
-        (2, "(line)", "not valid JSON"), (3, "(line)", "expected a JSON object"),
+        (2, None, "invalid JSON"), (3, None, "each line must be a JSON object"),
         (4, "round", "already committed on line 1"),
         (5, "item", "non-empty string"), (5, "round", "integer ≥ 1"),
         (5, "label", "0 or 1"), (5, "similar", "null"),
         (6, "item", "missing"), (6, "similar", "missing"),
         (7, "why", "unknown field"), (7, "item", "not an item"), (7, "round", "exceeds"),
-        (7, "label", "0 or 1"), (8, "(line)", "not UTF-8"),
+        (7, "label", "0 or 1"), (8, None, "not UTF-8 text"),
     ]
     assert len(problems) == len(expected)
     for (line, field, words), problem in zip(expected, problems, strict=True):
-        assert problem.startswith(f"{path}, line {line}, field {field}: "), problem
+        # the platform's one format: "file:line: field: message" (the line's own problems
+        # "file:line: message", in the file reader's words)
+        where = f"{path}:{line}: " + (f"{field}: " if field else "")
+        assert problem.startswith(where), problem
         assert words in problem, problem
     assert str(path) in str(err.value) and "14 problem(s)" in str(err.value)
 
@@ -76,7 +79,7 @@ def test_one_bad_line_among_good_ones_refuses_the_whole_file(tmp_path):
     with pytest.raises(CommitmentsError) as err:
         read_commitments(_write(tmp_path, lines))
     assert err.value.problems == [
-        f"{tmp_path / 'commitments.jsonl'}, line 38, field label: "
+        f"{tmp_path / 'commitments.jsonl'}:38: label: "
         "expected the integer 0 or 1, got '1'"]
 
 

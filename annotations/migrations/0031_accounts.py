@@ -1,6 +1,7 @@
 """Issue 27: a one-time password signs in once; look-alike user names are refused (the
-name's confusables key, computed for the accounts there are)."""
+name's confusables key, computed for the accounts there are); the evaluation budget's words."""
 
+import django.core.validators
 from django.db import migrations, models
 
 
@@ -38,4 +39,13 @@ class Migration(migrations.Migration):
                           "skeleton, case-folded): look-alike names are refused."),
         ),
         migrations.RunPython(keys_fill, migrations.RunPython.noop),
+        # evaluation refusals below the minimum batch spend the budget (issue 27)
+        migrations.AlterField(
+            model_name="evaluationtoken",
+            name="daily_budget",
+            field=models.PositiveIntegerField(
+                default=20, validators=[django.core.validators.MinValueValidator(1)],
+                help_text="Evaluations per UTC day: accepted ones and those refused below the "
+                          "minimum batch (a final report needs one left)."),
+        ),
     ]

@@ -24,3 +24,14 @@ class AnnotationsConfig(AppConfig):
         audit_uploads.register()
         # every Celery task registered in this process too: services start them by name
         import annotations.tasks  # noqa: F401
+
+        # a password a researcher handed out signs in once (annotations/core/accounts.py)
+        self._one_time_passwords()
+
+    @staticmethod
+    def _one_time_passwords() -> None:
+        from django.contrib.auth.signals import user_logged_in
+
+        from annotations.core.accounts import one_time_password_spend
+
+        user_logged_in.connect(one_time_password_spend, dispatch_uid="one_time_password_spend")

@@ -35,6 +35,7 @@ from rest_framework import exceptions, throttling
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.settings import api_settings
 
+from annotations.core.accounts import OneTimePasswordLoginMixin
 from annotations.core.words import counted
 
 logger = logging.getLogger(__name__)
@@ -146,11 +147,13 @@ class ThrottledLoginMixin:
         return cleaned
 
 
-class ThrottledAuthenticationForm(ThrottledLoginMixin, AuthenticationForm):
+class ThrottledAuthenticationForm(ThrottledLoginMixin, OneTimePasswordLoginMixin,
+                                  AuthenticationForm):
     pass
 
 
-class ThrottledAdminAuthenticationForm(ThrottledLoginMixin, AdminAuthenticationForm):
+class ThrottledAdminAuthenticationForm(ThrottledLoginMixin, OneTimePasswordLoginMixin,
+                                       AdminAuthenticationForm):
     pass
 
 

@@ -12,6 +12,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.db.models import Q
@@ -563,8 +564,36 @@ class ItemFlagAdmin(ResearcherScopedAdmin):
         self._resolve(request, queryset, ItemFlag.Resolution.DISMISSED, "dismissed")
 
 
+class LookAlikeNameRefused:
+    """Admin user forms: a user name a reader cannot tell from another account's
+    (``usernames.username_key``) is refused, as the Members page refuses it."""
+
+    def clean_username(self):
+        from annotations.core.selectors import username_look_alikes
+
+        username = super().clean_username() if hasattr(super(), "clean_username") else (
+            self.cleaned_data["username"])
+        pk = self.instance.pk if self.instance else None
+        if username_look_alikes(names=[username], exclude_pk=pk):
+            raise forms.ValidationError(
+                "This user name looks like one that is taken (letters of another script "
+                "or another width that read the same); choose another one.",
+                code="look_alike")
+        return username
+
+
+class PlatformUserCreationForm(LookAlikeNameRefused, AdminUserCreationForm):
+    pass
+
+
+class PlatformUserChangeForm(LookAlikeNameRefused, UserChangeForm):
+    pass
+
+
 @admin.register(User)
 class PlatformUserAdmin(UserAdmin):
+    add_form = PlatformUserCreationForm
+    form = PlatformUserChangeForm
     list_display = ["username", "email", "is_staff", "is_superuser", "last_login"]
     add_fieldsets = (*UserAdmin.add_fieldsets, (
         "Researcher", {"fields": ("is_staff",), "description":

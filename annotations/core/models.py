@@ -24,11 +24,30 @@ class User(AbstractUser):
     """Platform account. Roles are per study (``StudyMembership``); ``is_staff`` opens the admin.
     ``password_must_change``: the password was made by a researcher (a new member's, or a
     reset); the person replaces it at their first sign-in before anything else
-    (``core.accounts.PasswordChangeRequired``)."""
+    (``core.accounts.PasswordChangeRequired``), and it signs in once
+    (``one_time_password_used_at``). ``username_key``: the name as a reader sees it
+    (``core.usernames.username_key``), kept with the name so that look-alikes are refused."""
 
     password_must_change = models.BooleanField(
         default=False, help_text="Set on passwords a researcher hands out; cleared when the "
                                  "person chooses their own.")
+    one_time_password_used_at = models.DateTimeField(
+        null=True, blank=True, editable=False,
+        help_text="When the password a researcher handed out signed in: it does not again.")
+    username_key = models.CharField(
+        max_length=600, db_index=True, editable=False, default="",
+        help_text="The user name as a reader sees it (NFKC, Unicode confusables skeleton, "
+                  "case-folded): look-alike names are refused.")
+
+    def save(self, *args, **kwargs):
+        # derived from the name like a generated column (SQL cannot compute the skeleton)
+        from annotations.core.usernames import username_key
+
+        self.username_key = username_key(self.username)
+        fields = kwargs.get("update_fields")
+        if fields is not None and "username" in fields:
+            kwargs["update_fields"] = {*fields, "username_key"}
+        super().save(*args, **kwargs)
 
 
 def _new_seed() -> int:

@@ -80,6 +80,17 @@ def study_name_taken(*, name: str, created_by: User | None,
     return studies.exclude(pk=exclude_pk).exists() if exclude_pk else studies.exists()
 
 
+def username_look_alikes(*, names, exclude_pk: int | None = None) -> dict[str, User]:
+    """Accounts whose user name a reader cannot tell from one of ``names`` (the same
+    ``username_key``: NFKC, confusables skeleton, case), by key — one query."""
+    from annotations.core.usernames import username_key
+
+    users = User.objects.filter(username_key__in={username_key(n) for n in names})
+    if exclude_pk is not None:
+        users = users.exclude(pk=exclude_pk)
+    return {u.username_key: u for u in users.order_by("pk")}
+
+
 def row_id_possible(row_id: int) -> bool:
     """Whether a database row can have this id (ids come from URLs; SQLite refuses integers
     beyond 64 bits, and foreign-key lookups are not range-checked by Django)."""

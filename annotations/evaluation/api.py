@@ -17,7 +17,7 @@ from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
 from annotations.evaluation.models import EvaluationCall, EvaluationToken
-from annotations.evaluation.services.evaluate import evaluation_submit
+from annotations.evaluation.services.evaluate import call_rejected_log, evaluation_submit
 from annotations.evaluation.services.tokens import token_lookup
 
 KEYWORD = "Evaluation"
@@ -165,9 +165,21 @@ class _EvaluationApi(APIView):
     kind = EvaluationCall.Kind.SEARCH
 
     def post(self, request, study_id: int):
-        released = evaluation_submit(token=request.auth, study_id=study_id, body=request.data,
+        try:
+            body = request.data
+        except exceptions.ParseError as exc:  # logged too: every call of a token is
+            call_rejected_log(token=request.auth, kind=self.kind, candidate="", n_items=0,
+                              reason=f"parse_error: {exc.detail}")
+            raise
+        released = evaluation_submit(token=request.auth, study_id=study_id, body=body,
                                      kind=self.kind)
         return Response(released, status=status.HTTP_201_CREATED)
+
+    def throttled(self, request, wait):
+        if isinstance(request.auth, EvaluationToken):
+            call_rejected_log(token=request.auth, kind=self.kind, candidate="", n_items=0,
+                              reason="throttled: more calls a minute than the token's rate")
+        super().throttled(request, wait)
 
 
 class EvaluationApi(_EvaluationApi):

@@ -53,7 +53,8 @@ class EvaluationToken(models.Model):
         help_text="Most predictions one submission may carry.")
     daily_budget = models.PositiveIntegerField(
         default=DEFAULT_DAILY_BUDGET, validators=[MinValueValidator(1)],
-        help_text="Accepted evaluations per UTC day.")
+        help_text="Evaluations per UTC day: accepted ones and those refused below the minimum "
+                  "batch (a final report needs one left).")
     ladder = models.BooleanField(
         default=True, help_text="Release scores through the Ladder: the score changes only "
         "when a submission beats the best so far by the margin, rounded to the margin, and "

@@ -28,18 +28,25 @@ def day_start(now=None) -> dt.datetime:
     return now.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
+def budget_spent_q(prefix: str = "") -> Q:
+    """The calls that spend the daily budget: accepted search evaluations, and calls of
+    either kind refused below the minimum batch (such a refusal tells something about the
+    submitted items, so it is never free); other refusals and final reports spend none."""
+    return (Q(**{f"{prefix}accepted": True, f"{prefix}kind": EvaluationCall.Kind.SEARCH})
+            | Q(**{f"{prefix}accepted": False,
+                   f"{prefix}reason__startswith": "below_min_batch:"}))
+
+
 def budget_used(token: EvaluationToken, now=None) -> int:
-    """Accepted search calls of ``token`` since 00:00 UTC (rejected calls and final reports
-    spend no budget)."""
-    return token.calls.filter(accepted=True, kind=EvaluationCall.Kind.SEARCH,
-                              created_at__gte=day_start(now)).count()
+    """Calls of ``token`` since 00:00 UTC that spend the budget (``budget_spent_q``)."""
+    return token.calls.filter(budget_spent_q(), created_at__gte=day_start(now)).count()
 
 
 def study_token_usage(*, study: Study) -> list[dict]:
     """Per token of ``study``: the token, today's spent budget, its calls accepted and
     rejected — one query."""
     start = day_start()
-    search = Q(calls__accepted=True, calls__kind=EvaluationCall.Kind.SEARCH)
+    search = budget_spent_q("calls__")
     rows = (EvaluationToken.objects.filter(study=study)
             .annotate(today=Count("calls", filter=search & Q(calls__created_at__gte=start)),
                       accepted=Count("calls", filter=Q(calls__accepted=True)),

@@ -9,7 +9,8 @@ isolate_test_process()  # pytest-xdist: this process's own Redis databases, befo
 from .base import *  # noqa: E402, F403
 from .base import DATABASES, REST_FRAMEWORK  # noqa: E402
 
-PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher",
+                    "annotations.core.accounts.OneTimePasswordHasher"]
 OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.0
 # Import jobs run in the call that submits them (the result exists on return), also in the
 # pass with a broker; tests of the thread and of the worker choose their runner.

@@ -266,37 +266,58 @@ def accounts_visible_to(*, user: User) -> QuerySet[User]:
 
 
 def _password_new() -> str:
-    return "".join(secrets.choice(PASSWORD_ALPHABET) for _ in range(14))
+    """14 characters of the 55 of PASSWORD_ALPHABET (81 bits), from one random number."""
+    n, letters = secrets.randbelow(len(PASSWORD_ALPHABET) ** 14), []
+    for _ in range(14):
+        n, i = divmod(n, len(PASSWORD_ALPHABET))
+        letters.append(PASSWORD_ALPHABET[i])
+    return "".join(letters)
+
+
+TAKEN = "The user name '{}' is taken; choose another one."  # look-alikes too
 
 
 @transaction.atomic
 def members_add(*, study: Study, members: Sequence[NewMember], by: User) -> list[MemberAdded]:
     """Add people to ``study`` (all or nothing), creating an account for each new user name
-    with a random password that is returned once and stored only hashed.
+    with a random one-time password that is returned once and stored only hashed
+    (``accounts.OneTimePasswordHasher``: it signs in once, so no slow hash; a paste of
+    10 000 names is a few queries and no per-name hashing cost), and its invitation link.
 
-    ``by`` must research the study (or be a superuser). An existing account is added only if
-    ``by`` may see it (``accounts_visible_to``); any other taken name is refused with the same
-    words as a name in use, so no account outside ``by``'s studies is revealed or changed."""
+    ``by`` must research the study (or be a superuser). A name a reader cannot tell from an
+    existing account's (``usernames.username_key``: case, NFKC, look-alike letters such as
+    a Cyrillic а) is that account: added if ``by`` may see it (``accounts_visible_to``) and
+    it is the same name up to case, refused otherwise with the same words as a name in use,
+    so no account outside ``by``'s studies is revealed or changed. Two pasted names that look
+    alike are refused."""
+    from annotations.core.accounts import one_time_password_encode
+    from annotations.core.selectors import username_look_alikes
+    from annotations.core.usernames import username_key
+
     if not researcher_may_configure(user=by, study=study):
         raise NotPermitted("Only the study's researchers may add its members.")
-    visible = accounts_visible_to(user=by)
     classes = {c.index: c for c in study.classes.all()}
-    added: list[MemberAdded] = []
-    seen: set[str] = set()
+    roles = {role for role, _ in study_roles(study.kind)}
+    validate = UnicodeUsernameValidator()
+    checked: list[tuple[NewMember, str, str]] = []  # (member, user name, key)
+    seen: dict[str, str] = {}
     for m in members:
         username = m.username.strip()
         if len(username) > USERNAME_MAX:
             raise InvalidStudy(f"User name '{username[:40]}…' is longer than {USERNAME_MAX} "
                                f"characters.", field="username")
         try:
-            UnicodeUsernameValidator()(username)
+            validate(username)
         except ValidationError as exc:
             raise InvalidStudy(f"User name '{username}': {exc.messages[0]}",
                                field="username") from None
-        if username.casefold() in seen:
-            raise InvalidStudy(f"User name '{username}' is given twice.", field="username")
-        seen.add(username.casefold())
-        if m.role not in {role for role, _ in study_roles(study.kind)}:
+        key = username_key(username)
+        if key in seen:
+            again = ("is given twice" if seen[key].casefold() == username.casefold()
+                     else f"looks like '{seen[key]}', given too")
+            raise InvalidStudy(f"User name '{username}' {again}.", field="username")
+        seen[key] = username
+        if m.role not in roles:
             raise InvalidStudy(f"{username}: a {study.get_kind_display()} study has no role "
                                f"'{m.role}'.", field="role")
         is_specialist = m.role == StudyMembership.Role.SPECIALIST
@@ -306,25 +327,43 @@ def members_add(*, study: Study, members: Sequence[NewMember], by: User) -> list
         if not is_specialist and m.class_index is not None:
             raise InvalidStudy(f"{username}: only specialists have a class.",
                                field="class_index")
-        user = User.objects.filter(username__iexact=username).first()
-        password = None
-        if user is None:
-            password = _password_new()
-            user = User(username=username, email=m.email.strip(), password_must_change=True)
-            user.set_password(password)
-            user.save()
-        elif not visible.filter(pk=user.pk).exists() or user.is_superuser and not by.is_superuser:
-            raise InvalidStudy(f"The user name '{username}' is taken; choose another one.",
-                               field="username")
-        existing = StudyMembership.objects.filter(study=study, user=user, role=m.role).first()
-        if existing is not None:
+        checked.append((m, username, key))
+    existing = username_look_alikes(names=[username for _, username, _ in checked])
+    visible = set(accounts_visible_to(user=by).filter(
+        pk__in=[u.pk for u in existing.values()]).values_list("pk", flat=True))
+    for _, username, key in checked:
+        user = existing.get(key)
+        if user is not None and (
+                user.pk not in visible or user.is_superuser and not by.is_superuser
+                or user.username.casefold() != username.casefold()):
+            raise InvalidStudy(TAKEN.format(username), field="username")
+    held = set(StudyMembership.objects.filter(
+        study=study, user_id__in=[u.pk for u in existing.values()])
+        .values_list("user_id", "role"))
+    for m, username, key in checked:
+        user = existing.get(key)
+        if user is not None and (user.pk, m.role) in held:
             raise InvalidStudy(f"{username} is already a {m.role} of this study.",
                                field="username")
-        membership = StudyMembership.objects.create(
-            study=study, user=user, role=m.role,
-            study_class=classes[m.class_index] if is_specialist else None)
-        added.append(MemberAdded(membership=membership, password=password,
-                                 invitation=invitation_path(user) if password else None))
+    passwords: dict[str, str] = {}
+    new_users = []
+    for m, username, key in checked:
+        if key not in existing:
+            passwords[key] = _password_new()
+            new_users.append(User(username=username, username_key=key,
+                                  email=m.email.strip(), password_must_change=True,
+                                  password=one_time_password_encode(passwords[key])))
+    for user in User.objects.bulk_create(new_users, batch_size=500):
+        existing[user.username_key] = user
+    memberships = StudyMembership.objects.bulk_create([
+        StudyMembership(study=study, user=existing[key], role=m.role,
+                        study_class=classes[m.class_index]
+                        if m.role == StudyMembership.Role.SPECIALIST else None)
+        for m, _, key in checked], batch_size=500)
+    added = [MemberAdded(membership=membership, password=passwords.get(key),
+                         invitation=invitation_path(membership.user) if key in passwords
+                         else None)
+             for membership, (_, _, key) in zip(memberships, checked, strict=True)]
     researchers_staff_ensure(study=study)
     return added
 
@@ -345,10 +384,13 @@ def member_password_reset(*, study: Study, user: User, by: User) -> str:
         if user.is_staff or user.is_superuser or elsewhere.exists():
             raise NotPermitted(f"{user}'s account is used outside your studies (or is an "
                                f"administrator's); ask an administrator to reset it.")
+    from annotations.core.accounts import one_time_password_encode
+
     password = _password_new()
-    user.set_password(password)
+    user.password = one_time_password_encode(password)
     user.password_must_change = True
-    user.save(update_fields=["password", "password_must_change"])
+    user.one_time_password_used_at = None  # the new one signs in once
+    user.save(update_fields=["password", "password_must_change", "one_time_password_used_at"])
     return password
 
 

@@ -291,25 +291,38 @@ def evaluation_submit(*, token: EvaluationToken, study_id: int, body,
                       kind: str = EvaluationCall.Kind.SEARCH) -> dict:
     """Evaluate the candidate in ``body`` with ``token`` on study ``study_id``; returns the
     released figures (also logged). Every refusal raises :class:`EvaluationRejected` after
-    logging the rejected call (its reason, nothing released, no budget spent)."""
+    logging the rejected call (its reason, nothing released) in the same transaction as
+    the token's lock, so concurrent calls see it in the budget: a refusal below the minimum
+    batch spends one evaluation of the day's budget (``selectors.BUDGET_SPENT``), the
+    others spend none and say nothing about the study's items."""
     started = time.perf_counter()
     candidate = body.get("candidate", "") if isinstance(body, dict) else ""
     n_items = len(body.get("predictions") or []) if isinstance(body, dict) and isinstance(
         body.get("predictions"), list) else 0
-    try:
-        with transaction.atomic():
-            return _evaluate(token, study_id, body, kind, started)
-    except EvaluationRejected as exc:
-        EvaluationCall.objects.create(
-            token=token, study_id=token.study_id, kind=kind,
-            candidate=str(candidate)[:200] if isinstance(candidate, str) else "",
-            n_items=n_items, accepted=False, reason=f"{exc.code}: {exc.message}"[:2000],
-            duration_ms=(time.perf_counter() - started) * 1000)
-        raise
+    with transaction.atomic():
+        token = EvaluationToken.objects.select_for_update().get(pk=token.pk)  # one at a time
+        try:
+            with transaction.atomic():
+                return _evaluate(token, study_id, body, kind, started)
+        except EvaluationRejected as exc:
+            rejected = exc
+            call_rejected_log(token=token, kind=kind, candidate=candidate, n_items=n_items,
+                              reason=f"{exc.code}: {exc.message}", started=started)
+    raise rejected
+
+
+def call_rejected_log(*, token: EvaluationToken, kind: str, candidate, n_items: int,
+                      reason: str, started: float | None = None) -> EvaluationCall:
+    """Log a refused call of ``token`` (also those refused before the service ran: too many
+    a minute, an unreadable body): its reason, nothing released."""
+    return EvaluationCall.objects.create(
+        token=token, study_id=token.study_id, kind=kind,
+        candidate=str(candidate)[:200] if isinstance(candidate, str) else "",
+        n_items=n_items, accepted=False, reason=reason[:2000],
+        duration_ms=None if started is None else (time.perf_counter() - started) * 1000)
 
 
 def _evaluate(token: EvaluationToken, study_id: int, body, kind: str, started: float) -> dict:
-    token = EvaluationToken.objects.select_for_update().get(pk=token.pk)  # one call at a time
     if token.revoked:
         raise EvaluationRejected("This evaluation token was revoked.", code="revoked",
                                  status=403)
@@ -329,7 +342,9 @@ def _evaluate(token: EvaluationToken, study_id: int, body, kind: str, started: f
             raise EvaluationRejected(
                 f"This token's final reports ({token.final_reports}) are spent.",
                 code="final_spent", status=429)
-    elif used >= token.daily_budget:
+    # a final report spends none when it is made, but needs one left: refused below the
+    # minimum batch it spends one, like any refusal that says something about the items
+    if used >= token.daily_budget:
         raise EvaluationRejected(
             f"This token's daily budget ({token.daily_budget} evaluations) is spent; it "
             "renews at 00:00 UTC.", code="budget_spent", status=429)
@@ -348,12 +363,16 @@ def _evaluate(token: EvaluationToken, study_id: int, body, kind: str, started: f
     position = positions[order][where[submitted]]
     n_used = len(np.unique(item))
     # the minimum holds for final reports too: one held-out item alone would be its label
+    # The refusal names no count (one item at a time, "0 of 1" or "1 of 1" would tell which
+    # items are labelled and held out) and spends one evaluation of the day's budget, as an
+    # accepted call does: what it tells (fewer than the minimum) is never free.
     if n_used < token.min_batch:
-        scope = "held-out " if final else ""
+        scope = "held-out items with an answered query" if final else (
+            "items with an answered query, outside the holdout")
         raise EvaluationRejected(
-            f"Only {n_used} of the {len(pks)} submitted items are {scope}items that can be "
-            f"evaluated; this token needs at least {token.min_batch}. Submit more items.",
-            code="below_min_batch")
+            f"Too few of the submitted items can be evaluated: this token needs at least "
+            f"{token.min_batch} {scope}. Nothing was evaluated; the call counts as one "
+            "evaluation of today's budget. Submit more items.", code="below_min_batch")
     k = study.classes.count()
     figures = engine_figures(study, k, item, label_k, yes, position)
     score = figures["cells"][SCORE_METHOD]["accuracy"]

@@ -113,8 +113,9 @@ def run_seed(seed: int, n_candidates: int = 16) -> SeedResult:
     try:
         EvaluationSettings.objects.update_or_create(study=study,
                                                     defaults={"holdout_share": 0.2})
+        # one more than the candidates: the final report needs one evaluation left
         token, _ = token_create(study=study, name="digits search",
-                                daily_budget=n_candidates)
+                                daily_budget=n_candidates + 1)
         rng = np.random.default_rng(seed)
         chosen_service = chosen_gold = None
         best_gold = -1.0

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0028_evaluations'),
+        ('annotations', '0030_answer_reviews'),
     ]
 
     operations = [

@@ -231,25 +231,56 @@ def _blaker_end(s, n, alpha: float, start, p_hat) -> np.ndarray:
 
 
 NEGLIGIBLE = 1e-14  # outcomes less likely than this at every p are left out of a sum
-EDGE = 1e-9  # a truth this close to an interval's interior end is at that end
+EDGE = 1e-8  # a truth this close to a computed end is "at the end": decided by the test
 
 
-def covers(lo, hi, truth) -> np.ndarray:
-    """1{truth ∈ the confidence set whose hull is [lo, hi]}, broadcast, for the sets every
-    interval here is: a test inverted, {p : p-value(p) > α}. An interior end is a p where
-    the p-value *equals* α, so the test rejects there: the end itself is outside (one label
-    right of one, Blaker: acc(p) = p, the set (0.05, 1], covers A = 0.05 exactly when the
-    label is wrong: 95 %). An end at 0 or 1 is the parameter's own boundary (s = 0, s = n:
-    p-value 1) and inside. Ends are computed to ~1e-15 and grid truths such as 0.05 are
-    not exact binary numbers, so "at the end" is decided within ``EDGE``: the last bits of
-    floating point never flip a coverage sum."""
+def covers(lo, hi, truth, accepts=None) -> np.ndarray:
+    """1{truth ∈ the confidence set whose hull is [lo, hi]}, broadcast. Every set here is a
+    test inverted, {p : p-value(p) > α}; an end is where the p-value crosses α, and whether
+    the end itself belongs to the set is the test's to say: one label right of one, Blaker:
+    acc(p) = p, the set (0.05, 1] — A = 0.05 is rejected (acc = α), so it covers 95 % there;
+    Blaker's acc jumps at p = ½ (the tails swap), and 40 of 100 gives (0.306, 0.5] with
+    acc(½) = 0.057 > α — ½ is inside. Ends are computed to ~1e-9 at worst and grid truths
+    such as 0.05 are not exact binary numbers, so a truth within ``EDGE`` of an interior end
+    is decided by ``accepts(truth)`` (the interval's own test, same shape as the broadcast;
+    :func:`blaker_accepts` …) and never by the last bits of a float; without ``accepts`` the
+    end is taken as inside. Ends at 0 and 1 are the parameter's bounds (s = 0, s = n):
+    inside."""
     lo, hi, truth = (np.asarray(x, dtype=float) for x in (lo, hi, truth))
-    above = (lo <= 0.0) | (truth > lo + EDGE)
-    below = (hi >= 1.0) | (truth < hi - EDGE)
-    return above & below
+    at_end = (((lo > 0.0) & (np.abs(truth - lo) <= EDGE))
+              | ((hi < 1.0) & (np.abs(truth - hi) <= EDGE)))
+    inside = (truth >= lo) & (truth <= hi) & ~at_end
+    if not at_end.any():
+        return inside
+    decided = np.asarray(accepts(truth) if accepts is not None else True, dtype=bool)
+    return inside | (at_end & np.broadcast_to(decided, at_end.shape))
 
 
-def exact_coverage(n: int, p, interval) -> np.ndarray:
+def blaker_accepts(s, n, confidence: float = 0.95):
+    """Blaker's test at s of n as ``covers``' ``accepts``: p ↦ acc(p, s) > α."""
+    alpha = 1 - confidence
+    return lambda p: blaker_acceptability(p, s, n) > alpha
+
+
+def clopper_pearson_accepts(s, n, confidence: float = 0.95):
+    """Clopper–Pearson's test at s of n: p ↦ P_p(X ≥ s) > α/2 and P_p(X ≤ s) > α/2."""
+    half = (1 - confidence) / 2
+    return lambda p: ((1 - _cdf(np.asarray(s) - 1, n, p) > half)
+                      & (_cdf(np.asarray(s), n, p) > half))
+
+
+def mid_p_accepts(s, n, confidence: float = 0.95):
+    """The mid-p test at s of n: both mid-p tails above α/2."""
+    half = (1 - confidence) / 2
+
+    def accepts(p):
+        mid = 0.5 * stats.binom.pmf(s, n, p)
+        return ((1 - _cdf(np.asarray(s), n, p) + mid > half)
+                & (_cdf(np.asarray(s) - 1, n, p) + mid > half))
+    return accepts
+
+
+def exact_coverage(n: int, p, interval, accepts=None) -> np.ndarray:
     """Coverage of ``interval(s, n)`` → (lo, hi) at each true p: Σ_s P_p(X = s)·1{p in the
     set of s} (:func:`covers`), exact over the outcomes s that have probability
     ≥ ``NEGLIGIBLE`` at some p (those left out hold < 2e-14 at each p; the intervals are
@@ -260,10 +291,14 @@ def exact_coverage(n: int, p, interval) -> np.ndarray:
     s = np.arange(max(first - 1, 0), min(last + 1, n) + 1)
     lo, hi = interval(s, np.full(len(s), n))
     pmf = stats.binom.pmf(s[None, :], n, p[:, None])
-    return (pmf * covers(lo[None, :], hi[None, :], p[:, None])).sum(axis=1)
+    test = accepts or ACCEPTS.get(interval)
+    accepts = None if test is None else test(s[None, :], n)
+    return (pmf * covers(lo[None, :], hi[None, :], p[:, None], accepts)).sum(axis=1)
 
 
 INTERVALS = {"blaker": blaker, "clopper_pearson": clopper_pearson, "mid_p": mid_p}
+ACCEPTS = {blaker: blaker_accepts, clopper_pearson: clopper_pearson_accepts,
+           mid_p: mid_p_accepts}  # each interval's own test (``covers``)
 
 __all__ = ["INTERVALS", "blaker", "blaker_acceptability", "clopper_pearson",
            "exact_coverage", "mid_p"]

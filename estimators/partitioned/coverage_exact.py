@@ -25,8 +25,9 @@ from scipy import stats
 
 from estimators.numerics.binomial import count_window
 from estimators.numerics.coverage_doc import command
-from estimators.numerics.proportion import covers
+from estimators.numerics.proportion import covers, mid_p_accepts
 from estimators.partitioned.accuracy import estimate
+from estimators.partitioned.intervals import needs_exact
 from estimators.partitioned.simulation import (
     STANDARD_GRID,
     _covers,
@@ -190,8 +191,10 @@ def exact_coverage_curve(n_ord: int, n_comp: int, k: int, accuracies=FINE_ACCURA
                          interval: str = "auto") -> np.ndarray:
     """Exact coverage of ``method``'s interval of design (n_o, n_c) at each accuracy: the
     interval of every outcome (S_o, S_c) ∈ {0..n_o} × {0..n_c} once, then
-    Σ P(S_o | n_o, A) P(S_c | n_c, q) 1{the interval holds A} per A (an interior end
-    excluded, within ``EDGE``: :func:`estimators.numerics.proportion.covers`)."""
+    Σ P(S_o | n_o, A) P(S_c | n_c, q) 1{the interval holds A} per A (an accuracy at an
+    interval's end decided by the interval's test where it is known — ordinary labels alone
+    in the exact regime: the mid-p test — else taken as inside:
+    :func:`estimators.numerics.proportion.covers`)."""
     a = np.asarray(accuracies, float)
     s_o, s_c = (x.ravel() for x in np.meshgrid(np.arange(n_ord + 1), np.arange(n_comp + 1),
                                                indexing="ij"))
@@ -200,7 +203,12 @@ def exact_coverage_curve(n_ord: int, n_comp: int, k: int, accuracies=FINE_ACCURA
     q = (a + k - 2) / (k - 1)
     prob = (stats.binom.pmf(s_o[:, None], n_ord, a[None])
             * stats.binom.pmf(s_c[:, None], n_comp, q[None]))
-    return (prob * covers(low, high, a[None])).sum(axis=0)
+    accepts = None
+    if (n_comp == 0 and method == "ml" and interval == "auto"
+            and needs_exact(n_ord, s_o, 0, 0, k, s_o / max(n_ord, 1)).all()):
+        # the joint exact interval of ordinary labels alone is their mid-p interval
+        accepts = mid_p_accepts(s_o[:, None], n_ord, confidence)
+    return (prob * covers(low, high, a[None], accepts)).sum(axis=0)
 
 
 @dataclass(frozen=True)

@@ -125,14 +125,28 @@ def test_blaker_needs_no_bisection_to_find_the_opposite_tail():
                                                               abs=1e-12)
 
 
-def test_covers_takes_interior_ends_out_and_the_parameter_bounds_in():
-    from estimators.numerics.proportion import EDGE, covers
+def test_an_end_is_decided_by_the_intervals_own_test_not_by_its_last_bits():
+    from estimators.numerics.proportion import EDGE, blaker_accepts, covers
 
-    lo = np.array([0.0, 0.05, 0.05, 0.05])
-    hi = np.array([0.95, 1.0, 1.0, 0.5])
-    truth = np.array([0.0, 0.05 + np.spacing(0.05), 0.05 + 2 * EDGE, 0.5 - EDGE / 2])
-    # 0 is the parameter's bound (in), an interior end to the last bit is out, a real step
-    # inside is in, a truth within EDGE of the upper interior end is out
-    assert covers(lo, hi, truth).tolist() == [True, False, True, False]
-    # 1 is in when the set reaches it
-    assert covers(0.5, 1.0, 1.0) and not covers(0.5, 0.999, 0.999)
+    # 1 of 1, Blaker: acc(p) = p below ½, so 0.05 itself is rejected (acc = α): outside,
+    # whichever side of the computed end the float 0.05 falls
+    lo, hi = blaker(np.array([1]), np.array([1]))
+    for nudge in (-3, 0, 3):
+        truth = 0.05 + nudge * np.spacing(0.05)
+        assert not covers(lo, hi, truth, blaker_accepts(1, 1))[0]
+    assert covers(lo, hi, 0.05 + 2 * EDGE, blaker_accepts(1, 1))[0]
+    # 40 of 100: acc jumps at ½ (the tails swap) and is 0.057 > α there: ½ is inside,
+    # though the computed end lies 1e-9 above it
+    lo, hi = blaker(np.array([40]), np.array([100]))
+    assert abs(hi[0] - 0.5) < EDGE and covers(lo, hi, 0.5, blaker_accepts(40, 100))[0]
+    # the parameter's bounds are inside; without a test an end is taken as inside
+    assert covers(0.0, 0.95, 0.0) and covers(0.5, 1.0, 1.0) and covers(0.2, 0.5, 0.5)
+    assert not covers(0.2, 0.5, 0.5 + 2 * EDGE)
+
+
+def test_exact_coverage_decides_ends_by_each_intervals_test():
+    # 1 label at p = 0.05 (Blaker, mid-p: 0.05 rejected when the label is right): 95 %;
+    # Clopper–Pearson's end is 0.025, so 0.05 is inside both outcomes' sets: 100 %
+    assert exact_coverage(1, [0.05], blaker)[0] == pytest.approx(0.95)
+    assert exact_coverage(1, [0.05], mid_p)[0] == pytest.approx(0.95)
+    assert exact_coverage(1, [0.05], clopper_pearson)[0] == pytest.approx(1.0)

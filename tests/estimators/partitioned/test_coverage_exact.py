@@ -63,24 +63,30 @@ def test_exact_sums_equal_a_brute_force_sum_over_every_outcome():
 
 
 def test_one_ordinary_label_covers_as_its_two_outcomes_say():
-    # one label, Blaker's set {p : acc(p) > α}: 1 of 1 has acc(p) = p below ½, so the set
-    # is (0.05, 1]; 0 of 1 gives [0, 0.95). The coverage is 1 − A up to and including
-    # A = 0.05 (there the test rejects: the end is outside), A from 0.95 on, and 1 between
+    # one label, the joint exact (mid-p) set {p : both tails > α/2}: 1 of 1 has the upper
+    # tail ½p, so the set is (0.05, 1]; 0 of 1 gives [0, 0.95). The coverage is 1 − A up to
+    # and including A = 0.05 (there the test rejects: the end is outside), A from 0.95 on,
+    # and 1 between
     a = np.asarray(FINE_ACCURACIES)
     want = np.where(a <= 0.05, 1 - a, np.where(a >= 0.95, a, 1.0))
     assert exact_coverage_curve(1, 0, 4) == pytest.approx(want, abs=1e-9)
 
 
 def test_an_end_is_decided_the_same_whatever_its_last_bits():
-    # the computed end of 1 of 1 is 0.05 to rounding: a few ulps either side of the grid's
-    # 0.05, and of 0.95, give the same coverage (the edge is outside, within EDGE)
-    for a in (0.05, 0.95):
-        for ulps in (-4, -1, 0, 1, 4):
-            nudged = a + ulps * np.spacing(a)
-            assert exact_coverage_curve(1, 0, 4, [nudged])[0] == pytest.approx(
-                0.95, abs=1e-9), (a, ulps)
-    # while a truth a real step inside is covered by both outcomes' sets
-    assert exact_coverage_curve(1, 0, 4, [0.05 + 2e-9])[0] == pytest.approx(1.0)
+    # the computed ends of 1 of 1 and 0 of 1 are 0.05 and 0.95 to rounding: whichever way
+    # another library's last bits move them, A = 0.05 and 0.95 are decided by the test
+    # (rejected: outside), and a truth a real step inside is inside
+    from estimators.numerics.proportion import covers, mid_p_accepts
+
+    est = estimate(1, np.array([0, 1]), 0, np.array([0, 0]), 4, "ml")
+    low, high = np.asarray(est.ci_low), np.asarray(est.ci_high)
+    test = mid_p_accepts(np.array([0, 1]), 1)
+    for ulps in (-4, -1, 0, 1, 4):
+        lo, hi = low + ulps * np.spacing(low), high + ulps * np.spacing(high)
+        assert covers(lo, hi, 0.05, test).tolist() == [True, False], ulps
+        assert covers(lo, hi, 0.95, test).tolist() == [False, True], ulps
+        assert covers(lo, hi, 0.05 + 2e-8, test).tolist() == [True, True], ulps
+    assert exact_coverage_curve(1, 0, 4, [0.05, 0.95]) == pytest.approx([0.95, 0.95])
 
 
 def test_a_bands_interval_covers_as_the_estimator_at_the_bands_counts():

@@ -36,6 +36,7 @@ ROLE_WHO = {"specialist": "Answers yes-or-no questions about one class of a part
             "annotator": "Writes answers, critiques and critiques of critiques.",
             "manager": "Follows a study's progress and figures on its dashboard.",
             "researcher": "Sets studies up, imports their data, runs audits and evaluations.",
+            "reviewer": "Accepts or rejects answers and settles items whose answers disagree.",
             "operator": "Installs, runs and backs up the platform."}
 IMAGE_NAME = re.compile(r"^[\w-]+\.(png|svg)$")
 _GUIDE_LINK = re.compile(r'href="(?P<page>[\w-]+)\.md(?P<anchor>#[\w-]*)?"')

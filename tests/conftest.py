@@ -61,9 +61,7 @@ def celery_env(**extra: str) -> dict[str, str]:
     """The environment of a Celery process the tests start: the test database (PostgreSQL
     pass), the test settings, and ``extra`` (a broker URL of its own, sweep intervals …)."""
     db = settings.DATABASES["default"]
-    # this test process's Redis URLs are already its own (settings/parallel.py): not again
-    inherited = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
-    return {**inherited, "DJANGO_SETTINGS_MODULE": "oversight_site.settings.test",
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "oversight_site.settings.test",
             "DATABASE_URL": (f"postgres://{db['USER'] or 'postgres'}@{db['HOST']}:{db['PORT']}/"
                              f"{db['NAME']}"), **extra}
 

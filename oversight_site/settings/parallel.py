@@ -4,9 +4,9 @@
 * Redis: the broker's and the cache's database number minus the process's index
   (``redis://…/15`` → 15, 14, 13 …), so that no process's Celery worker takes another's
   tasks and no process flushes another's cache. It is set in the environment before the
-  settings read it (Celery reads ``CELERY_BROKER_URL`` from the environment first), and
-  the Celery processes a test starts inherit it (tests/conftest.py ``celery_env`` drops
-  ``PYTEST_XDIST_WORKER``, so that they do not move it a second time).
+  settings read it (Celery reads ``CELERY_BROKER_URL`` from the environment first), with
+  ``ISOLATED`` beside it: the processes a test starts (a Celery worker, a health check)
+  inherit both and use the URLs as they are, never moving them a second time.
 * PostgreSQL: pytest-django gives each process its own test database (``…_gw0``).
 * Ports: tests take free ports from the system, or ``base + worker_index()``.
 """
@@ -17,6 +17,7 @@ import os
 from urllib.parse import urlsplit, urlunsplit
 
 REDIS_DATABASES = 16  # redis-server's default number of databases
+ISOLATED = "OVERSIGHT_TEST_PROCESS_ISOLATED"  # set once the URLs are this process's own
 
 
 def worker_index(environ=os.environ) -> int:
@@ -39,9 +40,10 @@ def own_redis_database(url: str, index: int) -> str:
 def isolate_test_process(environ=os.environ) -> None:
     """Point this test process's Redis URLs at its own databases (module docstring)."""
     index = worker_index(environ)
-    if not index:
+    if not index or environ.get(ISOLATED):
         return
     for var in ("CELERY_BROKER_URL", "REDIS_URL"):
         url = environ.get(var, "")
         if url.startswith("redis"):
             environ[var] = own_redis_database(url, index)
+    environ[ISOLATED] = "1"

@@ -4,10 +4,16 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
 
-from oversight_site.settings.parallel import isolate_test_process, own_redis_database, worker_index
+from oversight_site.settings.parallel import (
+    ISOLATED,
+    isolate_test_process,
+    own_redis_database,
+    worker_index,
+)
 from tests.conftest import ROOT, celery_env
 
 
@@ -25,6 +31,11 @@ def test_isolation_moves_the_broker_and_cache_once_and_nothing_else():
     isolate_test_process(env)
     assert env["CELERY_BROKER_URL"] == env["REDIS_URL"] == "redis://h:6379/14"
     assert env["DATABASE_URL"] == "postgres://h/x"
+    # a process started by that one (a worker, a health check) inherits the moved URLs and
+    # the mark: it keeps them
+    child = dict(env)
+    isolate_test_process(child)
+    assert child["CELERY_BROKER_URL"] == "redis://h:6379/14"
     first = {"PYTEST_XDIST_WORKER": "gw0", "CELERY_BROKER_URL": "redis://h:6379/15"}
     isolate_test_process(first)
     assert first["CELERY_BROKER_URL"] == "redis://h:6379/15"
@@ -33,10 +44,12 @@ def test_isolation_moves_the_broker_and_cache_once_and_nothing_else():
     assert memory["CELERY_BROKER_URL"] == "memory://"
 
 
-def test_a_celery_process_a_test_starts_does_not_move_them_again(monkeypatch, settings):
-    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+def test_a_process_a_test_starts_takes_this_ones_urls_as_they_are():
+    # the Celery worker the session starts gets this process's (own) broker URL
     env = celery_env()
-    assert "PYTEST_XDIST_WORKER" not in env
+    assert env.get("CELERY_BROKER_URL", "") == os.environ.get("CELERY_BROKER_URL", "")
+    if worker_index():
+        assert env[ISOLATED] == "1"
 
 
 def _dev():

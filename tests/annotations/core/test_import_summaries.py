@@ -93,7 +93,8 @@ def test_sentences_and_traces_end_on_the_summary(client):
 
 
 def test_critique_questions_and_ai_outputs_end_on_the_summary(
-        client, django_capture_on_commit_callbacks):
+        client, django_capture_on_commit_callbacks, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # the AI run in process, even with a broker
     study, _ = make_critique_study(n_questions=1, top_level=1, counts=[2, 1], mode="ai_below",
                                    open_=False)
     researcher = UserFactory()

@@ -130,12 +130,13 @@ def test_processes() -> str:
 
 def parallel_args(args: list[str]) -> list[str]:
     """pytest-xdist's options in front of ``args``, unless they choose for themselves (``-n``,
-    ``--numprocesses``, ``-p no:xdist``). worksteal: a process that runs out of tests takes
-    some of another's, so one slow module does not leave a core idle at the end."""
+    ``--numprocesses``, ``-p no:xdist``). loadfile: a module's tests run in one process, so
+    a module's fixture (a simulated study of thousands of answers) is built once, not once
+    per process (the heaviest module is a quarter of a process's share)."""
     chosen = any(a.startswith(("-n", "--numprocesses", "--dist")) or a in ("no:xdist",
                                                                           "-pno:xdist")
                  for a in args)
-    return args if chosen else ["-n", test_processes(), "--dist", "worksteal", *args]
+    return args if chosen else ["-n", test_processes(), "--dist", "loadfile", *args]
 
 
 def test(args: list[str]) -> None:

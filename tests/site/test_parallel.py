@@ -62,6 +62,6 @@ def _dev():
 def test_dev_test_runs_in_parallel_unless_told_otherwise(monkeypatch):
     dev = _dev()
     monkeypatch.setenv("OVERSIGHT_TEST_PROCESSES", "3")
-    assert dev.parallel_args(["tests/site"]) == ["-n", "3", "--dist", "worksteal", "tests/site"]
+    assert dev.parallel_args(["tests/site"]) == ["-n", "3", "--dist", "loadfile", "tests/site"]
     for own in (["-n", "1"], ["-n2"], ["--numprocesses=4"], ["-p", "no:xdist"]):
         assert dev.parallel_args(own) == own

@@ -280,18 +280,18 @@ def mid_p_accepts(s, n, confidence: float = 0.95):
     return accepts
 
 
-def exact_coverage(n: int, p, interval, accepts=None) -> np.ndarray:
+def exact_coverage(n: int, p, interval) -> np.ndarray:
     """Coverage of ``interval(s, n)`` → (lo, hi) at each true p: Σ_s P_p(X = s)·1{p in the
-    set of s} (:func:`covers`), exact over the outcomes s that have probability
-    ≥ ``NEGLIGIBLE`` at some p (those left out hold < 2e-14 at each p; the intervals are
-    computed once per s)."""
+    set of s} (:func:`covers`, an end decided by the interval's test in ``ACCEPTS``), exact
+    over the outcomes s that have probability ≥ ``NEGLIGIBLE`` at some p (those left out
+    hold < 2e-14 at each p; the intervals are computed once per s)."""
     p = np.atleast_1d(np.asarray(p, dtype=float))
     first = int(np.min(stats.binom.ppf(NEGLIGIBLE, n, p)))
     last = int(np.max(stats.binom.isf(NEGLIGIBLE, n, p)))
     s = np.arange(max(first - 1, 0), min(last + 1, n) + 1)
     lo, hi = interval(s, np.full(len(s), n))
     pmf = stats.binom.pmf(s[None, :], n, p[:, None])
-    test = accepts or ACCEPTS.get(interval)
+    test = ACCEPTS.get(interval)
     accepts = None if test is None else test(s[None, :], n)
     return (pmf * covers(lo[None, :], hi[None, :], p[:, None], accepts)).sum(axis=1)
 

@@ -95,9 +95,9 @@ def read_records(
     has_nul = "\x00" in text
     has_long = len(text) > FIELD_MAX
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    count = 0
     if not reader.fieldnames:
         raise stop(f"{name}:1: the file is empty (a header row is needed)")
+    count = 0
     try:
         for row in reader:
             if None in row:
@@ -105,17 +105,34 @@ def read_records(
                 continue
             record = {k.strip(): v for k, v in row.items() if k}
             longest = has_long and any(len(v or "") > FIELD_MAX for v in record.values())
-            if has_nul or columns or longest:
-                problem = record_problem(record, columns, nul=has_nul, longest=longest)
-                if problem:
-                    refuse(f"{name}:{reader.line_num}: {problem}")
-                    continue
-            count += 1
-            if count % PROGRESS_EVERY == 0:
-                progress_advance(PROGRESS_EVERY)
-            yield reader.line_num, record
+            if _kept(record, columns, nul=has_nul, longest=longest,
+                     where=f"{name}:{reader.line_num}", refuse=refuse):
+                count = _counted(count)
+                yield reader.line_num, record
     except csv.Error as exc:
         raise stop(f"{name}:{reader.line_num}: malformed CSV ({exc})") from exc
+
+
+def _kept(record: dict, columns: dict[str, models.Field] | None, *, nul: bool, longest: bool,
+          where: str, refuse: Callable[[str], None]) -> bool:
+    """Whether a read ``record`` is passed on: its problem (:func:`record_problem`: a NUL,
+    text longer than the field allows, a column's own check), if any, is refused at
+    ``where`` ("file:line") instead. The check runs only where a problem can be."""
+    if nul or columns or longest:
+        problem = record_problem(record, columns, nul=nul, longest=longest)
+        if problem:
+            refuse(f"{where}: {problem}")
+            return False
+    return True
+
+
+def _counted(count: int) -> int:
+    """One more record read: the new count, reported to the progress reporter every
+    ``PROGRESS_EVERY`` records."""
+    count += 1
+    if count % PROGRESS_EVERY == 0:
+        progress_advance(PROGRESS_EVERY)
+    return count
 
 
 # Lines are counted (for the progress total) in blocks of this many bytes.
@@ -179,16 +196,10 @@ def _jsonl_records(source: IO[bytes] | IO[str], *, name: str,
         if not isinstance(record, dict):
             refuse(f"{name}:{line_no}: each line must be a JSON object")
             continue
-        longest = len(line) > FIELD_MAX
-        if has_nul or columns or longest:
-            problem = record_problem(record, columns, nul=has_nul, longest=longest)
-            if problem:
-                refuse(f"{name}:{line_no}: {problem}")
-                continue
-        count += 1
-        if count % PROGRESS_EVERY == 0:
-            progress_advance(PROGRESS_EVERY)
-        yield line_no, record
+        if _kept(record, columns, nul=has_nul, longest=len(line) > FIELD_MAX,
+                 where=f"{name}:{line_no}", refuse=refuse):
+            count = _counted(count)
+            yield line_no, record
 
 
 def unknown_fields(record: dict, known: Collection[str], expected: str | None = None

@@ -50,7 +50,7 @@ from annotations.evaluation.models import (
     EvaluationSettings,
     EvaluationToken,
 )
-from annotations.partitioned.models import Query, QueryEvent, QuerySkip
+from annotations.partitioned.models import Query, QueryEvent, QuerySkip, RoutingDesign
 
 __all__ = [
     "EvaluationCall", "EvaluationSettings", "EvaluationToken",
@@ -61,7 +61,7 @@ __all__ = [
     "RoutingChange", "Sentence",
     "AnswerReview", "EstimateSnapshot", "ImportJob", "ImportJobFile", "Item", "ItemFlag",
     "LeasedTask", "Query",
-    "QueryEvent", "QuerySkip",
+    "QueryEvent", "QuerySkip", "RoutingDesign",
     "RecomputeState", "Study", "StudyClass", "StudyEvent", "StudyMembership", "TaskEvent",
     "User", "_new_seed", "new_public_id", "study_event_kind_register",
 ]

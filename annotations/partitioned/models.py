@@ -11,6 +11,43 @@ from annotations.core.models import Item, Study, User
 from annotations.core.task_models import LeasedTask, TaskEvent
 
 
+class RoutingDesign(models.Model):
+    """How a partitioned study draws the classes it asks about its items, from this design's
+    start until the next one (``services.designs.routing_design_set``). Every query keeps
+    the design it was drawn under (``Query.design``); no design row = the uniform design
+    (the paper's, and the default). Probabilities: ``estimators.partitioned.designs``."""
+
+    class Kind(models.TextChoices):
+        UNIFORM = "uniform", "Uniform (every class equally often; the paper's)"
+        TARGETED = "targeted", "Targeted (mostly the classes the AI systems picked)"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="routing_designs")
+    number = models.PositiveIntegerField(help_text="1 = the study's first design change.")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    epsilon = models.FloatField(
+        null=True, blank=True,
+        help_text="Targeted: the share of items asked as under the uniform design (every "
+        "class keeps a probability of at least ε/K).")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["study", "number"], name="design_unique_number"),
+            models.CheckConstraint(
+                condition=Q(kind="uniform", epsilon__isnull=True)
+                | Q(kind="targeted", epsilon__gt=0, epsilon__lte=1),
+                name="design_epsilon_iff_targeted"),
+        ]
+        ordering = ["study", "number"]
+
+    def __str__(self) -> str:
+        if self.kind == self.Kind.TARGETED:
+            return f"Design {self.number}: targeted, ε = {self.epsilon:g}"
+        return f"Design {self.number}: uniform"
+
+
 class Query(LeasedTask):
     """'Is the answer class k?' about one item, routed to class k's pool and leased to one
     specialist at a time (the task engine's lease columns: ``LeasedTask``). Every draw (k,
@@ -45,6 +82,18 @@ class Query(LeasedTask):
     band_bit0 = models.BigIntegerField(null=True, blank=True)
     band_bit1 = models.BigIntegerField(null=True, blank=True)
     band_bit2 = models.BigIntegerField(null=True, blank=True)
+    # The routing design the item's class order was drawn under (NULL: uniform, as every
+    # query before designs existed) and what recomputes its probabilities exactly:
+    # draw_uniform — the item's mixture coin (True: its whole order is the uniform
+    # design's; the "uniform part" of a targeted study), draw_p — π_j(k | the item's earlier
+    # classes) of this query's class, draw_targets — [[class, m], …]: how many of the
+    # study's AI systems predicted each class for the item when it was routed.
+    # Never shown to specialists (estimators.partitioned.designs).
+    design = models.ForeignKey(RoutingDesign, null=True, blank=True, on_delete=models.PROTECT,
+                               related_name="queries")
+    draw_uniform = models.BooleanField(null=True, blank=True)
+    draw_p = models.FloatField(null=True, blank=True)
+    draw_targets = models.JSONField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "queries"

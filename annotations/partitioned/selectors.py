@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -169,10 +171,34 @@ class LabelCounts:
     present: np.ndarray
 
 
+_uniform_part: ContextVar[bool] = ContextVar("uniform_part", default=False)
+
+
+@contextmanager
+def uniform_part_only() -> Iterator[None]:
+    """Within this block the estimators' reads (:func:`estimated_queries`,
+    :func:`_answered_sql`: every count, label and first-query read below) see only the
+    **uniform part** of the study's draws — queries of the uniform design and of items whose
+    targeted-design coin chose the uniform component (``Query.draw_uniform``): an exact
+    uniform-design sub-study, on which the paper's estimators and the checks that assume
+    uniform draws stay valid (``estimators.partitioned.designs``)."""
+    token = _uniform_part.set(True)
+    try:
+        yield
+    finally:
+        _uniform_part.reset(token)
+
+
+UNIFORM_PART = Q(draw_uniform__isnull=True) | Q(draw_uniform=True)
+
+
 def estimated_queries(study: Study, queries: QuerySet[Query]) -> QuerySet[Query]:
     """``queries`` less those the estimates leave out: of withdrawn items (flags) and with
-    a rejected answer (reviews: ``AnswerReview.rejected_ids``). The ORM twin of
+    a rejected answer (reviews: ``AnswerReview.rejected_ids``); inside
+    :func:`uniform_part_only`, also those outside the uniform part. The ORM twin of
     :func:`_answered_sql`."""
+    if _uniform_part.get():
+        queries = queries.filter(UNIFORM_PART)
     return (queries.exclude(item_id__in=ItemFlag.withdrawn_ids(study))
             .exclude(pk__in=AnswerReview.rejected_ids(study, Query)))
 
@@ -270,12 +296,15 @@ def _banded_query(sql: str, params: list) -> list[tuple]:
 
 def _answered_sql() -> str:
     """The answered routed queries of items not withdrawn (flags) whose answer is not
-    rejected (reviews): FROM … WHERE."""
+    rejected (reviews) — of the uniform part only inside :func:`uniform_part_only`:
+    FROM … WHERE."""
     q = connection.ops.quote_name
     table = Query._meta.db_table
     study_column = f"{table}.{q('study_id')}"
+    uniform = (f"({q('draw_uniform')} IS NULL OR {q('draw_uniform')}) AND "
+               if _uniform_part.get() else "")
     return (f"FROM {table} WHERE {q('study_id')} = %s AND {q('status')} = %s "
-            f"AND NOT {q('is_quality_check')} AND "
+            f"AND NOT {q('is_quality_check')} AND {uniform}"
             + ItemFlag.not_withdrawn_sql(study_column, f"{table}.{q('item_id')}") + " AND "
             + AnswerReview.not_rejected_sql(Query, study_column, f"{table}.{q('id')}"))
 
@@ -894,3 +923,75 @@ def study_setup_checklist(*, study: Study) -> SetupChecklist:
 def study_predictions(*, study: Study) -> QuerySet[Prediction]:
     return (Prediction.objects.filter(system__study=study)
             .select_related("item", "system").order_by("item_id", "system__ordinal"))
+
+
+@dataclass(frozen=True)
+class DesignRows:
+    """Every answered routed query the estimates read (withdrawn items and rejected answers
+    left out; "not sure" answers kept, since they end an item's chain of follow-ups), for
+    the design-weighted estimates (``services.design_estimates``), sorted by item and
+    sequence: ``item`` an index 0..n_items−1 into ``item_ids``/``class_orders``/
+    ``item_strata``/``picks``, the query's ``sequence``, class ``k``, ``answer`` (1 yes,
+    0 no, 2 not sure), ``draw_p`` (NaN: the uniform default, 1/(K − sequence)),
+    ``epsilon`` (NaN: a uniform design) and ``targets`` ([[class, m], …] or None), and
+    ``picks[i, s]``: the class AI system s (``ordinals`` order) predicted for item i
+    (−1: none parseable)."""
+
+    item: np.ndarray
+    sequence: np.ndarray
+    k: np.ndarray
+    answer: np.ndarray
+    draw_p: np.ndarray
+    epsilon: np.ndarray
+    targets: list
+    item_ids: np.ndarray
+    class_orders: list
+    item_strata: np.ndarray
+    picks: np.ndarray
+
+
+ANSWER_CODE = {Query.Answer.NO: 0, Query.Answer.YES: 1, Query.Answer.UNSURE: 2}
+
+
+def study_has_targeted_answers(*, study: Study) -> bool:
+    """Whether an answered routed query of the study was drawn by a targeted design's
+    targeted component (outside the uniform part): then the paper's estimators need the
+    uniform part and the design-weighted estimate reads every answer."""
+    return Query.objects.filter(study=study, status=Query.Status.ANSWERED,
+                                is_quality_check=False, draw_uniform=False).exists()
+
+
+def study_design_rows(*, study: Study, ordinals: list[int]) -> DesignRows:
+    """The study's answered routed queries with their draws and the items' AI picks
+    (:class:`DesignRows`)."""
+    rows = list(estimated_queries(study, Query.objects.filter(
+        study=study, status=Query.Status.ANSWERED, is_quality_check=False))
+        .order_by("item_id", "sequence")
+        .values_list("item_id", "sequence", "k", "answer", "draw_p", "design__epsilon",
+                     "draw_targets", "item__class_order", "item__stratum"))
+    item_ids, first, index = np.unique(np.array([r[0] for r in rows], dtype=np.int64),
+                                       return_index=True, return_inverse=True)
+    column = {o: j for j, o in enumerate(ordinals)}
+    picks = np.full((len(item_ids), len(ordinals)), -1, dtype=np.int64)
+    row_of = {int(pk): i for i, pk in enumerate(item_ids)}
+    ids = item_ids.tolist()
+    for start in range(0, len(ids), IN_LIST_MAX):
+        for item_id, ordinal, position in (Prediction.objects.filter(
+                item_id__in=ids[start:start + IN_LIST_MAX], system__study=study,
+                position__isnull=False).values_list("item_id", "system__ordinal", "position")):
+            if ordinal in column:
+                picks[row_of[item_id], column[ordinal]] = position
+    nan = float("nan")
+    return DesignRows(
+        item=index.ravel().astype(np.int64),
+        sequence=np.array([r[1] for r in rows], dtype=np.int64),
+        k=np.array([r[2] for r in rows], dtype=np.int64),
+        answer=np.array([ANSWER_CODE[r[3]] for r in rows], dtype=np.int64),
+        draw_p=np.array([nan if r[4] is None else r[4] for r in rows], dtype=float),
+        epsilon=np.array([nan if r[5] is None else r[5] for r in rows], dtype=float),
+        targets=[r[6] for r in rows],
+        item_ids=item_ids,
+        class_orders=[rows[i][7] for i in first],
+        item_strata=np.array([rows[i][8] for i in first] or [], dtype=object),
+        picks=picks,
+    )

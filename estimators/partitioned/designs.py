@@ -11,17 +11,26 @@ independent of the item's truth:
   predicted is asked uniformly). ε ≥ ``EPSILON_MIN`` keeps every class at probability
   ≥ ε/K, so no inverse-probability weight exceeds K/ε.
 
-An item's class order (its first ``depth`` classes: several queries per item) is drawn by
-**successive sampling**: the first class from π, each next one from π over the classes not
-yet drawn, renormalised. The conditional probability of the class asked at step j is
+An item's class order (its first ``depth`` classes: several queries per item, a follow-up
+only after a non-"yes" answer) is drawn under the targeted design as an **item-level
+mixture**: with probability ε the whole order is the uniform design's (a uniform
+permutation), otherwise the targeted component's — successive sampling from m/M over the
+predicted classes (each next class ∝ m_k among the predicted ones not yet drawn), then the
+unpredicted classes in uniform random order. The first class has probability π_k above;
+the conditional probability of class c at step j given the prefix P = (k_0 … k_{j−1}) is
 
-    π_j(k_j) = π(k_j) / (1 − Σ_{i<j} π(k_i)),
+    π_j(c | P) = [ε U(P) U_j(c) + (1 − ε) T(P) T_j(c)] / [ε U(P) + (1 − ε) T(P)],
 
-and that of any class c not among k_0 … k_{j−1} is π(c) / (1 − Σ_{i<j} π(k_i)). Successive
-sampling is drawn as an exponential race: with E_k ~ Exp(1) independent, the classes sorted
-by E_k / π_k are in successive-sampling order (each next minimum falls on class c with
-probability ∝ π_c among those left). The uniform design keeps the draws of before, bit for
-bit (``uniform_orders_draw``: K uniforms argsorted), whose conditional probabilities are
+with U, T the two components' probabilities of the prefix and of c next (0 for c ∈ P):
+U_j(c) = 1/(K − j); T_j(c) = m_c / m(R_j) while a predicted class remains in R_j (the
+classes not in P), else 1/(K − j). Why an item-level coin: the items whose coin chose the
+uniform component form an exact uniform-design sub-study (a random ε share of the items,
+their whole chain uniform), so the paper's estimators and the checks that assume uniform
+draws run unchanged on that "uniform part" (``Query.draw_uniform``).
+
+``successive_orders_draw`` (successive sampling straight from π) is the library's other
+sequential design, used by simulations; the uniform design keeps the draws of before, bit
+for bit (``uniform_orders_draw``: K uniforms argsorted), whose conditional probabilities are
 1/(K − j).
 """
 
@@ -124,8 +133,69 @@ def conditional_probability(pi, asked_before, c) -> np.ndarray:
     return out
 
 
+def mixture_orders_draw(rng: np.random.Generator, counts, epsilon: float, depth: int
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """The targeted design's class orders (n, depth) for the rows of ``counts`` (n, K), and
+    each item's coin (True: the uniform component). Uniform items: K uniforms argsorted;
+    targeted items: an exponential race E_k / m_k over the predicted classes, then the
+    others by a uniform key (``np.lexsort``)."""
+    m = np.asarray(counts, dtype=float)
+    eps = check_epsilon(epsilon)
+    n, k = m.shape
+    coin = rng.random(n) < eps
+    uniform = rng.random((n, k)).argsort(axis=1)
+    with np.errstate(divide="ignore"):
+        race = np.where(m > 0, rng.exponential(size=(n, k)) / np.where(m > 0, m, 1.0), np.inf)
+    tie = rng.random((n, k))
+    targeted = np.lexsort((tie, race), axis=1)
+    orders = np.where(coin[:, None], uniform, targeted)[:, :depth]
+    return orders, coin
+
+
+def mixture_conditional(counts, epsilon: float, prefix, candidates) -> np.ndarray:
+    """π_j(c | P) of the targeted design (module docstring) for each row: ``counts`` (n, K)
+    the item's m, ``prefix`` (n, j) the classes asked before (j ≥ 0), ``candidates`` (n, S)
+    class indices (−1: none → 0). Returns (n, S); 0 for a candidate already in the prefix."""
+    m = np.asarray(counts, dtype=float)
+    eps = check_epsilon(epsilon)
+    n, k = m.shape
+    prefix = np.asarray(prefix, dtype=np.int64).reshape(n, -1)
+    cand = np.asarray(candidates, dtype=np.int64).reshape(n, -1)
+    rows = np.arange(n)[:, None]
+    u_p = np.ones(n)
+    t_p = np.ones(n)
+    left = m.copy()  # m over the classes not yet drawn
+    for i in range(prefix.shape[1]):
+        ki = prefix[:, i]
+        remaining_m = left.sum(axis=1)
+        mk = left[np.arange(n), ki]
+        u_p = u_p / (k - i)
+        t_p = t_p * np.where(remaining_m > 0, mk / np.where(remaining_m > 0, remaining_m, 1.0),
+                             1.0 / (k - i))
+        left[np.arange(n), ki] = 0.0
+    j = prefix.shape[1]
+    asked = (cand[:, :, None] == prefix[:, None, :]).any(axis=2) | (cand < 0)
+    safe = np.clip(cand, 0, k - 1)
+    remaining_m = left.sum(axis=1)[:, None]
+    t_c = np.where(remaining_m > 0, left[rows, safe] / np.where(remaining_m > 0, remaining_m,
+                                                                1.0), 1.0 / (k - j))
+    u_c = 1.0 / (k - j)
+    num = eps * u_p[:, None] * u_c + (1 - eps) * t_p[:, None] * t_c
+    den = eps * u_p + (1 - eps) * t_p
+    return np.where(asked, 0.0, num / den[:, None])
+
+
+def mixture_step_probabilities(counts, epsilon: float, orders) -> np.ndarray:
+    """π_j(k_j | k_0 … k_{j−1}) of every step of ``orders`` (n, depth) under the targeted
+    design: the probability stored with each query (``Query.draw_p``)."""
+    o = np.asarray(orders, dtype=np.int64)
+    return np.stack([mixture_conditional(counts, epsilon, o[:, :j], o[:, j:j + 1])[:, 0]
+                     for j in range(o.shape[1])], axis=1)
+
+
 __all__ = [
     "EPSILON_DEFAULT", "EPSILON_MIN", "KINDS", "TARGETED", "UNIFORM", "check_epsilon",
-    "check_probabilities", "conditional_probability", "step_probabilities",
+    "check_probabilities", "conditional_probability", "mixture_conditional",
+    "mixture_orders_draw", "mixture_step_probabilities", "step_probabilities",
     "successive_orders_draw", "targeted_probabilities", "uniform_orders_draw",
 ]

@@ -295,17 +295,18 @@ def _items_create(study: Study, records: list[dict]) -> tuple[int, int]:
         study=study, routed_at__isnull=True, is_quality_check=False).exists())
     if route_now:
         # rows are inserted in this order, so primary-key order = the order of the draws
-        class_orders, ranks = routing_draw(study=study, n=len(to_route))
+        draws = routing_draw(study=study, n=len(to_route))
         now = timezone.now()
-        for row, order in zip(to_route, class_orders, strict=True):
+        for row, order in zip(to_route, draws.orders, strict=True):
             row["class_order"], row["routed_at"] = order, now
     rows_insert(Item, rows)
     if not route_now:
         return len(rows), 0
     pks = dict(Item.objects.filter(study=study, routed_at=now).values_list("external_id", "pk"))
     first_queries_create(study=study, routed=[
-        (pks[row["external_id"]], row["stratum"], order, rank)
-        for row, order, rank in zip(to_route, class_orders, ranks, strict=True)])
+        (pks[row["external_id"]], row["stratum"], order, rank, fields)
+        for row, order, rank, fields in zip(to_route, draws.orders, draws.ranks, draws.fields,
+                                            strict=True)])
     return len(rows), len(to_route)
 
 

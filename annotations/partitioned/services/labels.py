@@ -29,6 +29,7 @@ from annotations.partitioned.models import Query, QueryEvent
 from annotations.partitioned.services.routing import (
     QUERY_KIND,
     RANK_MAX,
+    follow_up_fields,
     leases_return,
     study_rng,
 )
@@ -131,6 +132,7 @@ def _route_follow_up(query: Query, *, hold_until: dt.datetime | None = None) -> 
     follow = Query.objects.create(
         study=study, item=query.item, k=order[nxt], sequence=nxt, rank=rank,
         stratum=query.stratum, lease_expires_at=hold_until,
+        **follow_up_fields(query, order, nxt),
     )
     QueryEvent.objects.create(query=follow, kind=QueryEvent.Kind.ROUTED)
     return follow

@@ -26,6 +26,7 @@ from annotations.core.services.records import (
 from annotations.core.words import counted
 from annotations.partitioned.models import Query
 from annotations.partitioned.services.banding import DEFAULT_N_BANDS, systems_bands_refresh
+from annotations.partitioned.services.designs import redraw_after_predictions
 from assistants.band_edges import MAX_CONFIDENCE_BANDS, edges_problem
 from assistants.models import MAX_SYSTEMS_PER_STUDY, AISystem, ConfidenceBands, Prediction
 from assistants.systems import system_create  # noqa: F401 - used here and re-exported
@@ -247,6 +248,7 @@ def _predictions_import(*, study: Study, source: IO | str, name: str | None,
     systems_bands_refresh(study=study)
     query_masks_refresh(study=study)
     systems_reference_refresh(study=study)
+    redraw_after_predictions(study=study)
     return PredictionImportResult(created=len(new), updated=len(changed),
                                   systems_created=new_names, unparseable=unparseable,
                                   missing=missing)
@@ -270,6 +272,7 @@ def prediction_set(*, system: AISystem, item: Item, option: int | None) -> Predi
     )
     _masks_refresh(item.study, [item.pk])
     systems_reference_refresh(study=item.study)
+    redraw_after_predictions(study=item.study, item_ids=[item.pk])
     return prediction
 
 

@@ -1,16 +1,21 @@
 """Routing: the part the statistics depend on (METHODS.md M1, protocol).
 
 For every item entering an open study the option shuffle (drawn at import), the class order
-(K classes drawn uniformly without replacement) and a random queue rank are drawn from a
-seeded numpy Generator and **stored**; nothing is ever recomputed. The first class of the
-order is uniform over all K and independent of the item, the truth and the annotator, which
-is what makes complementary labels uniform over the wrong classes.
+and a random queue rank are drawn from a seeded numpy Generator and **stored**; nothing is
+ever recomputed. Under the uniform design (the default, the paper's) the order is K classes
+drawn uniformly without replacement: the first class is uniform over all K and independent
+of the item, the truth and the annotator, which is what makes complementary labels uniform
+over the wrong classes. Under a targeted design (``services.designs``) the order is drawn
+from the item's AI predictions (``estimators.partitioned.designs``), still independently of
+the truth, and each query stores the probability of its class (``Query.draw_p`` and what
+recomputes it), which the design-weighted estimates divide by.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 from django.db import connection, transaction
@@ -23,7 +28,13 @@ from annotations.core.errors import NotPermitted, StudyNotOpen
 from annotations.core.models import Item, ItemFlag, Study, StudyMembership, User
 from annotations.core.services.bulk import rows_insert, rows_update
 from annotations.core.task_models import new_public_id
-from annotations.partitioned.models import Query, QueryEvent, QuerySkip
+from annotations.partitioned.models import Query, QueryEvent, QuerySkip, RoutingDesign
+from estimators.partitioned.designs import (
+    mixture_conditional,
+    mixture_orders_draw,
+    mixture_step_probabilities,
+    uniform_orders_draw,
+)
 
 RANK_MAX = 2**62
 CHECK_ORDER_PRIME = 2_147_483_647  # 2**31 − 1: (id·a + b) stays below 2**62 for ids < 2**31
@@ -56,41 +67,124 @@ def items_route(*, study: Study, items: Iterable[Item] | None = None) -> int:
     pending = list(qs.order_by("pk").values_list("pk", "stratum"))
     if not pending:
         return 0
-    class_orders, ranks = routing_draw(study=study, n=len(pending))
+    draws = routing_draw(study=study, item_ids=[pk for pk, _ in pending])
     now = timezone.now()
     # bulk writes (PostgreSQL: COPY): bulk_update and bulk_create took over a minute for
     # 200 000 items
     rows_update(Item, ["class_order", "routed_at"],
-                [(pk, order, now) for (pk, _), order in zip(pending, class_orders, strict=True)])
+                [(pk, order, now) for (pk, _), order in zip(pending, draws.orders, strict=True)])
     first_queries_create(study=study, routed=[
-        (pk, stratum, order, rank)
-        for (pk, stratum), order, rank in zip(pending, class_orders, ranks, strict=True)])
+        (pk, stratum, order, rank, fields) for (pk, stratum), order, rank, fields
+        in zip(pending, draws.orders, draws.ranks, draws.fields, strict=True)])
     return len(pending)
 
 
-def routing_draw(*, study: Study, n: int) -> tuple[list[list[int]], list[int]]:
-    """The draws of one routing batch of ``n`` items (in primary-key order): each item's
-    class order (K classes without replacement, cut at queries_per_item) and queue rank.
-    Each batch has its own stream (study seed, 1, batch number). Call under the study's
-    row lock (``items_route``, or an import that routes the items it inserts)."""
+def study_design(study: Study) -> RoutingDesign | None:
+    """The study's current routing design: its latest ``RoutingDesign`` (None: uniform, the
+    default, which no row records)."""
+    return RoutingDesign.objects.filter(study=study).order_by("-number").first()
+
+
+@dataclass(frozen=True)
+class RoutingDraws:
+    """One routing batch's draws, per item: its class order (cut at queries_per_item), its
+    queue rank and its first query's design fields (``Query.design`` … ``draw_targets``;
+    empty under the uniform default)."""
+
+    orders: list[list[int]]
+    ranks: list[int]
+    fields: list[dict]
+
+
+def predicted_counts(*, study: Study, item_ids: list[int] | None, n: int, k: int
+                     ) -> np.ndarray:
+    """m (n, K): how many of the study's AI systems predicted each class for each item of
+    ``item_ids`` (rows in that order; None: items not inserted yet, which have none)."""
+    from assistants.models import Prediction
+
+    counts = np.zeros((n, k))
+    if not item_ids:
+        return counts
+    row = {pk: i for i, pk in enumerate(item_ids)}
+    for start in range(0, len(item_ids), BULK_BATCH):
+        chunk = item_ids[start:start + BULK_BATCH]
+        for item_id, position in (Prediction.objects.filter(
+                item_id__in=chunk, system__study=study, position__isnull=False,
+                position__lt=k).values_list("item_id", "position")):
+            counts[row[item_id], position] += 1
+    return counts
+
+
+def routing_draw(*, study: Study, n: int | None = None,
+                 item_ids: list[int] | None = None) -> RoutingDraws:
+    """The draws of one routing batch of items (``item_ids`` in primary-key order, or ``n``
+    items not inserted yet): each item's class order, queue rank and design fields, under
+    the study's current design. Each batch has its own stream (study seed, 1, batch number);
+    the uniform design draws exactly what it always drew. Call under the study's row lock
+    (``items_route``, ``queries_redraw``, or an import that routes the items it inserts)."""
+    n = len(item_ids) if item_ids is not None else int(n or 0)
     Study.objects.filter(pk=study.pk).update(routing_batches=F("routing_batches") + 1)
     study.refresh_from_db(fields=["routing_batches"])
     k = study.classes.count()
     rng = study_rng(study, 1, study.routing_batches)
     depth = min(study.queries_per_item, k)
-    class_orders = rng.random((n, k)).argsort(axis=1)[:, :depth]
+    design = study_design(study)
+    if design is None or design.kind == RoutingDesign.Kind.UNIFORM:
+        class_orders = uniform_orders_draw(rng, n, k, depth)
+        ranks = rng.integers(0, RANK_MAX, size=n)
+        fields = ([{}] * n if design is None else
+                  [{"design_id": design.pk, "draw_uniform": True, "draw_p": 1.0 / k}] * n)
+        return RoutingDraws(class_orders.tolist(), ranks.tolist(), fields)
+    counts = predicted_counts(study=study, item_ids=item_ids, n=n, k=k)
+    class_orders, coins = mixture_orders_draw(rng, counts, design.epsilon, depth)
     ranks = rng.integers(0, RANK_MAX, size=n)
-    return class_orders.tolist(), ranks.tolist()
+    first_p = mixture_step_probabilities(counts, design.epsilon, class_orders[:, :1])[:, 0]
+    fields = [{"design_id": design.pk, "draw_uniform": bool(coin), "draw_p": float(p),
+               "draw_targets": targets_of(row)}
+              for coin, p, row in zip(coins, first_p, counts, strict=True)]
+    return RoutingDraws(class_orders.tolist(), ranks.tolist(), fields)
+
+
+def targets_of(counts_row: np.ndarray) -> list[list[int]]:
+    """[[class, m], …] of one item's predicted-class counts (classes with m > 0)."""
+    return [[int(c), int(m)] for c, m in enumerate(counts_row) if m > 0]
+
+
+def counts_of(targets: list | None, k: int) -> np.ndarray:
+    """The (K,) counts m back from ``Query.draw_targets``."""
+    counts = np.zeros(k)
+    for c, m in targets or []:
+        counts[int(c)] = m
+    return counts
+
+
+def follow_up_fields(query: Query, order: list[int], step: int) -> dict:
+    """The design fields of an item's query at ``step`` (its class ``order[step]``), from
+    its first query's (``query``: any earlier query of the item): the same design, coin and
+    targets, and π_j(k_j | the classes asked before)."""
+    if query.design_id is None:
+        return {}
+    k = query.study.classes.count()
+    fields = {"design_id": query.design_id, "draw_uniform": query.draw_uniform,
+              "draw_targets": query.draw_targets}
+    if query.draw_targets is None:  # a uniform design's row
+        fields["draw_p"] = 1.0 / (k - step)
+        return fields
+    eps = query.design.epsilon
+    p = mixture_conditional(counts_of(query.draw_targets, k)[None], eps,
+                            [order[:step]], [[order[step]]])
+    fields["draw_p"] = float(p[0, 0])
+    return fields
 
 
 def first_queries_create(*, study: Study,
-                         routed: list[tuple[int, str, list[int], int]]) -> None:
+                         routed: list[tuple[int, str, list[int], int, dict]]) -> None:
     """Create the first query of routed items given as (item pk, stratum, class order,
-    rank)."""
+    rank, design fields)."""
     rows_insert(Query, [
         {"study_id": study.pk, "item_id": pk, "k": order[0], "sequence": 0, "rank": rank,
-         "stratum": stratum}
-        for pk, stratum, order, rank in routed
+         "stratum": stratum, **fields}
+        for pk, stratum, order, rank, fields in routed
     ], batch_size=BULK_BATCH)
     if connection.vendor == "postgresql" and len(routed) >= ANALYZE_AFTER:
         # Fresh statistics, or the planner keeps its estimate of an empty queue and sorts

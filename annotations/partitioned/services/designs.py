@@ -1,0 +1,117 @@
+"""Routing designs: a researcher picks how the study draws the classes it asks (uniform, the
+default; targeted: mostly the classes the AI systems picked), and may change it between
+waves. Every query keeps the design it was drawn under; queries never handed to anyone are
+drawn again under the new one (``queries_redraw``), since no one has seen their class.
+Probabilities and draws: ``estimators.partitioned.designs``."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from annotations.core.errors import InvalidStudy
+from annotations.core.events import StudyEvent, study_event_kind_register
+from annotations.core.models import Item, Study, User
+from annotations.core.services.bulk import rows_update
+from annotations.core.words import counted
+from annotations.partitioned.models import Query, RoutingDesign
+from annotations.partitioned.services.routing import routing_draw, study_design
+from estimators.partitioned.designs import EPSILON_MIN, check_epsilon
+
+DESIGN_CHANGED = study_event_kind_register("design_changed", "Routing design changed")
+
+
+def _checked(kind: str, epsilon) -> float | None:
+    """The design's ε (None for uniform), or InvalidStudy naming the field."""
+    if kind not in RoutingDesign.Kind.values:
+        raise InvalidStudy(f"kind: unknown routing design '{kind}' (one of "
+                           f"{', '.join(RoutingDesign.Kind.values)}).", field="kind")
+    if kind == RoutingDesign.Kind.UNIFORM:
+        if epsilon not in (None, ""):
+            raise InvalidStudy("epsilon: only a targeted design has one; leave it empty for "
+                               "the uniform design.", field="epsilon")
+        return None
+    if epsilon in (None, ""):
+        raise InvalidStudy(f"epsilon: a targeted design needs ε, the share of items asked "
+                           f"uniformly (at least {EPSILON_MIN}), so that every class keeps "
+                           "a positive probability.", field="epsilon")
+    try:
+        return check_epsilon(epsilon)
+    except ValueError as exc:
+        raise InvalidStudy(str(exc), field="epsilon") from None
+
+
+@transaction.atomic
+def routing_design_set(*, study: Study, kind: str, epsilon=None,
+                       by: User | None = None) -> RoutingDesign:
+    """Make ``kind`` (with ``epsilon`` for a targeted design) the study's routing design from
+    now on, and draw again under it the queries no one was ever handed (open study).
+
+    Refused, changing nothing (``InvalidStudy`` naming the field): an unknown kind, a
+    targeted design without ε or with ε outside [EPSILON_MIN, 1] (a class of probability 0
+    could never be asked and its weight would be infinite), ε given to the uniform design,
+    the design the study already has, a closed study, and any query leased right now —
+    leased queries finish under the design they were drawn with, so the change waits until
+    none is held. Audited as a study event (``design_changed``)."""
+    eps = _checked(kind, epsilon)
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    if study.kind != Study.Kind.PARTITIONED:
+        raise InvalidStudy("Routing designs belong to partitioned studies.", field="kind")
+    if study.status == Study.Status.CLOSED:
+        raise InvalidStudy(f"Study '{study}' is closed; its routing can no longer change.",
+                           field="kind")
+    current = study_design(study)
+    now = (current.kind, current.epsilon) if current is not None else (
+        RoutingDesign.Kind.UNIFORM, None)
+    if now == (kind, eps):
+        raise InvalidStudy("kind: the study already routes with this design.", field="kind")
+    leased = Query.objects.filter(study=study, status=Query.Status.LEASED).count()
+    if leased:
+        raise InvalidStudy(
+            f"{counted(leased, 'query')} {'is' if leased == 1 else 'are'} being answered right "
+            "now under the current design; change the design when no query is held (leases end when "
+            "answered or after the study's lease time).", field="kind")
+    number = (current.number + 1) if current is not None else 1
+    design = RoutingDesign.objects.create(study=study, number=number, kind=kind, epsilon=eps,
+                                          created_by=by)
+    redrawn = queries_redraw(study=study) if study.status == Study.Status.OPEN else 0
+    StudyEvent.objects.create(study=study, kind=DESIGN_CHANGED, actor=by, detail={
+        "design": number, "kind": kind, "epsilon": eps, "redrawn": redrawn})
+    return design
+
+
+def queries_redraw(*, study: Study, item_ids: list[int] | None = None) -> int:
+    """Draw again, under the study's current design, the class order of routed items whose
+    only query was never handed to anyone (pending, never issued; of ``item_ids`` if given)
+    — a design change, or predictions that arrived after the items were routed. A query
+    once shown keeps its class (what a specialist did with it could depend on the truth).
+    Call under the study's row lock. Returns the number of items drawn again."""
+    first = Query.objects.filter(study=study, sequence=0, is_quality_check=False,
+                                 status=Query.Status.PENDING, times_issued=0)
+    if item_ids is not None:
+        first = first.filter(item_id__in=item_ids)
+    rows = list(first.order_by("item_id").values_list("pk", "item_id"))
+    if not rows:
+        return 0
+    draws = routing_draw(study=study, item_ids=[item for _, item in rows])
+    rows_update(Item, ["class_order"], [(item, order) for (_, item), order
+                                        in zip(rows, draws.orders, strict=True)])
+    fields = ["k", "design_id", "draw_uniform", "draw_p", "draw_targets"]
+    rows_update(Query, fields, [
+        (pk, order[0], *(f.get(name) for name in fields[1:]))
+        for (pk, _), order, f in zip(rows, draws.orders, draws.fields, strict=True)])
+    return len(rows)
+
+
+def redraw_after_predictions(*, study: Study, item_ids: list[int] | None = None) -> int:
+    """Under a targeted design, predictions that arrive or change after items were routed
+    change what the design would draw: the queries no one was handed yet (of ``item_ids``,
+    or all) are drawn again (``queries_redraw``). Nothing under the uniform design, or
+    before the study opens (opening routes with the predictions of then). Returns the
+    number drawn again."""
+    design = study_design(study)
+    if design is None or design.kind != RoutingDesign.Kind.TARGETED:
+        return 0
+    study = Study.objects.select_for_update().get(pk=study.pk)
+    if study.status != Study.Status.OPEN:
+        return 0
+    return queries_redraw(study=study, item_ids=item_ids)

@@ -6,9 +6,9 @@ overfit of :func:`estimators.evaluation.attacks.boosting_attack` over the seeds 
 standard error sd/√seeds (sd with ddof 1), with the mean number of released moves, of kept
 submissions, and of the two excesses that bound the overfit (see :class:`BoostingStudy`).
 
-    python -m estimators.evaluation.protection [--seeds 50]
+    python -m estimators.evaluation.protection [--seeds 50] [--items 2000]
 
-prints both tables (about a minute at 50 seeds on one core).
+prints both tables (under a minute at 50 seeds on one core).
 """
 
 from __future__ import annotations
@@ -86,18 +86,18 @@ def _cell(study: BoostingStudy) -> str:
     return f"{study.mean:.3f} ± {study.se:.3f}"
 
 
-def main_table(seeds: int, classes: tuple[int, ...] = (4, 10)) -> str:
+def main_table(seeds: int, classes: tuple[int, ...] = (4, 10), n_items: int = N_ITEMS) -> str:
     """The docs' boosting table: mean overfit ± SE per K and release policy."""
     lines = ["| K | " + " | ".join(c[0] for c in MAIN_CELLS) + " |",
              "|---" * (len(MAIN_CELLS) + 1) + "|"]
     for k in classes:
-        cells = [_cell(boosting_study(k, calls, seeds, margin, budget))
+        cells = [_cell(boosting_study(k, calls, seeds, margin, budget, n_items))
                  for _, calls, margin, budget in MAIN_CELLS]
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def margin_budget_table(seeds: int, n_classes: int = 10) -> str:
+def margin_budget_table(seeds: int, n_classes: int = 10, n_items: int = N_ITEMS) -> str:
     """Overfit ± SE (moves; kept excess; best excess) for each margin and budget B: the
     attacker makes B random submissions (the budget refuses the rest), then its vote is
     scored once more."""
@@ -106,7 +106,7 @@ def margin_budget_table(seeds: int, n_classes: int = 10) -> str:
     for margin in MARGINS:
         cells = []
         for b in BUDGETS:
-            s = boosting_study(n_classes, b + 1, seeds, margin, budget=b)
+            s = boosting_study(n_classes, b + 1, seeds, margin, b, n_items)
             cells.append(f"{_cell(s)} ({np.mean(s.moves):.1f} moves, kept "
                          f"{np.mean(s.kept_excess):.3f}, best {np.mean(s.best_excess):.3f})")
         name = "raw" if margin is None else f"Ladder η = {margin}"
@@ -119,15 +119,18 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m estimators.evaluation.protection",
         description="Boosting tables of docs/evaluation-service.md (Protection analysis).")
     parser.add_argument("--seeds", type=int, default=50)
+    parser.add_argument("--items", type=int, default=N_ITEMS)
     args = parser.parse_args(argv)
-    for title, make in (("boosting overfit", lambda: main_table(args.seeds)),
-                        ("margin × budget, K = 4", lambda: margin_budget_table(args.seeds, 4)),
+    seeds, items = args.seeds, args.items
+    for title, make in (("boosting overfit", lambda: main_table(seeds, n_items=items)),
+                        ("margin × budget, K = 4",
+                         lambda: margin_budget_table(seeds, 4, items)),
                         ("margin × budget, K = 10",
-                         lambda: margin_budget_table(args.seeds, 10))):
+                         lambda: margin_budget_table(seeds, 10, items))):
         start = time.perf_counter()
         table = make()
-        print(f"{title} ({args.seeds} seeds, {time.perf_counter() - start:.1f} s)\n{table}\n",
-              flush=True)
+        print(f"{title} ({seeds} seeds, {items} items, {time.perf_counter() - start:.1f} s)"
+              f"\n{table}\n", flush=True)
     return 0
 
 

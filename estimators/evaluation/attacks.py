@@ -47,29 +47,38 @@ def simulated_labels(n: int, n_classes: int, rng: np.random.Generator) -> Simula
     return SimulatedLabels(y=y, k=k, yes=k == y, n_classes=n_classes)
 
 
-def service_score(labels: SimulatedLabels, items: np.ndarray, predictions: np.ndarray) -> float:
-    """The engine's ML estimate of ``predictions`` (a class per item of ``items``)."""
+def service_scores(labels: SimulatedLabels, items: np.ndarray,
+                   predictions: np.ndarray) -> np.ndarray:
+    """The engine's ML estimate of each row of ``predictions`` (shape (…, len(items)): a
+    class per item of ``items``), vectorised over the leading axes."""
     k, yes = labels.k[items], labels.yes[items]
     match = predictions == k
-    n_o, s_o = float(yes.sum()), float((yes & match).sum())
-    n_c, s_c = float((~yes).sum()), float((~yes & ~match).sum())
-    return float(ml_accuracy(n_o, s_o, n_c, s_c, labels.n_classes))
+    n_o, n_c = float(yes.sum()), float((~yes).sum())
+    s_o = (match & yes).sum(axis=-1).astype(float)
+    s_c = (~match & ~yes).sum(axis=-1).astype(float)
+    return ml_accuracy(n_o, s_o, n_c, s_c, labels.n_classes)
+
+
+def service_score(labels: SimulatedLabels, items: np.ndarray, predictions: np.ndarray) -> float:
+    """The engine's ML estimate of ``predictions`` (a class per item of ``items``)."""
+    return float(service_scores(labels, items, predictions))
 
 
 class SimulatedService:
     """The service's release policy: ``margin`` None releases raw scores, else the Ladder;
-    ``budget`` None is unlimited, else at most that many calls (``submit`` → None past it)."""
+    ``budget`` None is unlimited, else at most that many calls (``submit`` → None past it).
+    ``raw`` is the last answered call's raw score (what the simulation, not the caller, sees)."""
 
     def __init__(self, labels: SimulatedLabels, margin: float | None = None,
                  budget: int | None = None) -> None:
         self.labels, self.margin, self.budget = labels, margin, budget
-        self.calls, self.best = 0, None
+        self.calls, self.best, self.raw = 0, None, None
 
     def submit(self, items: np.ndarray, predictions: np.ndarray) -> float | None:
         if self.budget is not None and self.calls >= self.budget:
             return None
         self.calls += 1
-        raw = service_score(self.labels, items, predictions)
+        raw = self.raw = service_score(self.labels, items, predictions)
         if self.margin is None:
             return raw
         release = ladder_release(self.best, raw, self.margin)
@@ -83,6 +92,9 @@ class BoostingResult:
     kept: int  # random submissions kept for the vote
     service_score: float  # the engine's raw estimate of the final submission
     true_accuracy: float  # its accuracy against the items' true classes
+    moves: int = 0  # random submissions whose release changed (the first counts)
+    kept_excess: float = 0.0  # mean raw score − true accuracy of the kept submissions
+    best_excess: float = 0.0  # largest raw score − true accuracy of an answered submission
 
     @property
     def overfit(self) -> float:
@@ -93,28 +105,44 @@ def boosting_attack(labels: SimulatedLabels, calls: int, rng: np.random.Generato
                     margin: float | None = None, budget: int | None = None) -> BoostingResult:
     """Blum & Hardt's boosting attack with ``calls`` − 1 random submissions on every item and
     a final plurality vote of those released above chance (against the Ladder: of those
-    whose release moved above chance — the only ones it tells apart)."""
-    service = SimulatedService(labels, margin, budget)
+    whose release moved above chance — the only ones it tells apart). A ``budget`` answers
+    only its first ``budget`` calls; the vote is then scored off the budget.
+
+    Also recorded, to explain the overfit: ``moves``, ``kept_excess`` (the kept
+    submissions' mean excess raw − true: their selection bias, which the vote, nearly a
+    per-item mixture of them, inherits) and ``best_excess`` (the largest excess among the
+    answered random submissions: the overfit of an attacker who knew which one scored
+    highest).
+
+    The random submissions do not depend on the releases, so they are drawn and scored at
+    once (the same numbers as :class:`SimulatedService` call by call); only the release
+    policy runs call by call."""
     n, n_classes = len(labels.y), labels.n_classes
     items = np.arange(n)
-    chance = 1.0 / n_classes
-    votes = np.zeros((n, n_classes))
-    kept, last = 0, None
-    for _ in range(calls - 1):
-        guess = rng.integers(n_classes, size=n)
-        released = service.submit(items, guess)
-        if released is None:
-            break
-        if released > chance and released != last:
-            votes[items, guess] += 1
-            kept += 1
-        last = released
+    answered = calls - 1 if budget is None else min(calls - 1, budget)
+    guesses = rng.integers(n_classes, size=(max(answered, 0), n))
+    raw = service_scores(labels, items, guesses)
+    excess = raw - np.mean(guesses == labels.y, axis=1)
+    released = raw.copy()
+    if margin is not None:
+        best = None
+        for i, score in enumerate(raw):
+            best = ladder_release(best, float(score), margin).best
+            released[i] = best
+    moved = np.ones(len(released), dtype=bool)
+    moved[1:] = released[1:] != released[:-1]
+    keep = moved & (released > 1.0 / n_classes)
+    votes = np.stack([(guesses[keep] == c).sum(axis=0) for c in range(n_classes)], axis=1)
     # ties broken at random: no class is favoured when nothing was learnt
     final = np.argmax(votes + rng.random(votes.shape) * 1e-3, axis=1)
-    answered = service.calls + (0 if budget is not None and service.calls >= budget else 1)
-    return BoostingResult(calls=answered, kept=kept,
+    final_answered = budget is None or answered < budget
+    kept = int(keep.sum())
+    return BoostingResult(calls=answered + int(final_answered), kept=kept,
                           service_score=service_score(labels, items, final),
-                          true_accuracy=float(np.mean(final == labels.y)))
+                          true_accuracy=float(np.mean(final == labels.y)),
+                          moves=int(moved.sum()),
+                          kept_excess=float(excess[keep].mean()) if kept else 0.0,
+                          best_excess=float(excess.max()) if answered > 0 else 0.0)
 
 
 @dataclass(frozen=True)

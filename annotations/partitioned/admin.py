@@ -61,8 +61,9 @@ from annotations.core.services.studies import (
 from annotations.core.sqlite_locks import while_sqlite_locked
 from annotations.core.views import study_add_links, study_page_url
 from annotations.core.words import counted
-from annotations.partitioned.models import Query
-from annotations.partitioned.selectors import study_setup_checklist
+from annotations.partitioned.models import Query, RoutingDesign
+from annotations.partitioned.selectors import study_designs, study_setup_checklist
+from annotations.partitioned.services.designs import routing_design_set
 from annotations.partitioned.services.exports import labels_export
 from annotations.partitioned.services.imports import item_create, item_update
 from annotations.partitioned.services.predictions import prediction_set, predictions_delete
@@ -243,7 +244,33 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                  name="annotations_study_close"),
             path("<int:study_id>/members/", wrap(self.members_view),
                  name="annotations_study_members"),
+            path("<int:study_id>/routing-design/", wrap(self.routing_design_view),
+                 name="annotations_study_routing_design"),
         ] + super().get_urls()
+
+    def routing_design_view(self, request, study_id: int) -> HttpResponse:
+        """The study's routing design: the current one, its history with the answers each
+        drew, and the form that changes it (``services.designs.routing_design_set``)."""
+        study = self._study_or_403(request, study_id)
+        error = ""
+        values = {"kind": request.POST.get("kind", ""),
+                  "epsilon": request.POST.get("epsilon", "").strip()}
+        if request.method == "POST":
+            try:
+                design = routing_design_set(study=study, kind=values["kind"],
+                                            epsilon=values["epsilon"] or None, by=request.user)
+            except DomainError as exc:
+                error = exc.message
+            else:
+                self.log_change(request, study, f"Routing design: {design}.")
+                self.message_user(request, f"{design} — queries no one was handed yet were "
+                                           "drawn again under it.")
+                return redirect(request.path)
+        designs = study_designs(study=study)
+        return self._page(request, "admin/annotations/study/routing_design.html", study,
+                          f"Routing design of “{study.name}”", designs=designs,
+                          current=designs[-1] if designs else None, error=error,
+                          values=values, kinds=RoutingDesign.Kind.choices)
 
     def _status_view(self, request, study_id: int, *, opening: bool) -> HttpResponse:
         study = self._study_or_403(request, study_id)

@@ -995,3 +995,44 @@ def study_design_rows(*, study: Study, ordinals: list[int]) -> DesignRows:
         item_strata=np.array([rows[i][8] for i in first] or [], dtype=object),
         picks=picks,
     )
+
+
+@dataclass(frozen=True)
+class DesignRow:
+    """One routing design of a study with the answers drawn under it (number 0, kind
+    uniform: the default before any change)."""
+
+    number: int
+    kind: str
+    label: str
+    epsilon: float | None
+    created_at: object
+    created_by: str
+    answered: int
+    pending: int
+
+
+def study_designs(*, study: Study) -> list[DesignRow]:
+    """The study's routing designs, oldest first, each with its answered and pending routed
+    queries; the uniform default comes first while any query was drawn under it."""
+    from annotations.partitioned.models import RoutingDesign
+
+    tallies = {
+        row["design_id"]: row for row in Query.objects.filter(
+            study=study, is_quality_check=False).values("design_id").annotate(
+            answered=Count("id", filter=Q(status=Query.Status.ANSWERED)),
+            pending=Count("id", filter=Q(status__in=[Query.Status.PENDING,
+                                                     Query.Status.LEASED]))).order_by()}
+    rows = []
+    default = tallies.get(None)
+    if default is not None or not RoutingDesign.objects.filter(study=study).exists():
+        rows.append(DesignRow(0, RoutingDesign.Kind.UNIFORM,
+                              RoutingDesign.Kind.UNIFORM.label, None, study.opened_at, "",
+                              default["answered"] if default else 0,
+                              default["pending"] if default else 0))
+    for d in RoutingDesign.objects.filter(study=study).select_related("created_by"):
+        t = tallies.get(d.pk, {})
+        rows.append(DesignRow(d.number, d.kind, d.get_kind_display(), d.epsilon,
+                              d.created_at, str(d.created_by or ""),
+                              t.get("answered", 0), t.get("pending", 0)))
+    return rows

@@ -225,3 +225,23 @@ def test_specialists_see_nothing_new_under_a_targeted_design(client):
     for text in (html_t, json.dumps(api_t)):
         for word in ("draw", "design", "epsilon", "ε", "targeted", "probab", "uniform"):
             assert word not in text.lower()
+
+
+def test_the_researcher_changes_the_design_on_its_admin_page(client):
+    from tests.factories import role_user
+    study = make_study(k=3, n_items=20, systems=SYSTEMS, seed=28)
+    client.force_login(role_user(study, "researcher"))
+    url = reverse("admin:annotations_study_routing_design", args=[study.pk])
+    page = client.get(url).content.decode()
+    assert "Uniform (every class equally often" in page and "(current)" in page
+    refused = client.post(url, {"kind": "targeted", "epsilon": "0.001"}).content.decode()
+    assert "epsilon: must lie in [0.05, 1]" in refused
+    assert not RoutingDesign.objects.filter(study=study).exists()
+    done = client.post(url, {"kind": "targeted", "epsilon": "0.2"})
+    assert done.status_code == 302
+    page = client.get(url).content.decode()
+    assert "Targeted (mostly the classes" in page and "0.2" in page
+    # a researcher of another study gets nothing
+    other = make_study(k=3, n_items=5, seed=29)
+    client.force_login(role_user(other, "researcher"))
+    assert client.get(url).status_code in (403, 404)

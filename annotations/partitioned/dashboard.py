@@ -90,6 +90,17 @@ GLOSSARY: dict[str, tuple[str, str]] = {
                 "complementary with 2 classes or no \"no\" answers): nothing is estimated."),
     "stale": ("stale", "The figures do not include every answer: the last recompute failed, "
               "or answers have waited more than a minute for one."),
+    "design_estimate": ("Every answer, weighted by its design", "The accuracy estimate "
+                        "from every answer, each weighted by 1 / the probability its "
+                        "routing design gave the class asked: unbiased under any mix of "
+                        "designs, with its 95 % interval and standard error."),
+    "uniform_answers": ("Uniform design would need", "How many answers a uniform design "
+                        "(every class equally often, one question per item) would need for "
+                        "the same standard error, and how many the study's designs saved."),
+    "uniform_part": ("Uniform part", "Answers to items asked as under the uniform design "
+                     "(a random share ε of a targeted design's items, and every item of a "
+                     "uniform design): the paper's estimators and the checks read only "
+                     "these."),
     "correct": ("Correct", "Quality checks (items with a known answer) answered right."),
     "wrong": ("Wrong", "Quality checks answered wrong."),
     "qc_accuracy": ("Accuracy", "Correct ÷ (correct + wrong) on quality checks."),
@@ -199,6 +210,22 @@ def _headline_values(cell: dict | None) -> tuple:
             bool(cell.get("approximate")))
 
 
+def design_context(payload: dict) -> dict:
+    """The dashboard's Routing design section: per system the design-weighted estimate and
+    the answers a uniform design would have needed for its standard error (saved = that
+    less the answers given; shown only when positive), and the study's designs."""
+    design = payload["design"]
+    rows = []
+    for s in payload.get("systems") or []:
+        cell = s.get("design")
+        need = (cell or {}).get("uniform_answers")
+        rows.append({"name": s["name"], "cell": cell, "uniform_answers": need,
+                     "saved": (need - design["answers"]) if need else None})
+    return {"rows": rows, "designs": design["designs"], "answers": design["answers"],
+            "items": design["items"],
+            "uniform_part": (payload.get("uniform_part") or {}).get("answers")}
+
+
 def approximate_note(context: dict) -> dict | None:
     """The note under the dashboard's tables when an interval it shows is approximate
     (``estimators.partitioned.intervals.approximate``: it rests on fewer than
@@ -260,6 +287,11 @@ def dashboard_context(study: Study, method: str = "ml") -> dict:
         context["headline"] = headline(
             "Estimated accuracy (maximum likelihood)",
             [(s["name"], *_headline_values(estimate_cell(s, "ml", k))) for s in systems])
+        if payload.get("design"):
+            context["design"] = design_context(payload)
+            context["headline"] = headline(
+                "Estimated accuracy (every answer, weighted by its routing design)",
+                [(s["name"], *_headline_values(s.get("design"))) for s in systems])
         context["bands"] = band_context(systems, method, k)
         context["yes_share"] = payload.get("yes_share")
         context["has_skips"] = any("skipped" in c for c in payload.get("classes", []))
@@ -299,6 +331,15 @@ def _rows_estimates(payload: dict, study: Study | None = None) -> list[dict]:
                          "gold_accuracy": ref.get("accuracy"), "gold_n": ref.get("n"),
                          "labels_needed": s.get("labels_needed")})
     return rows
+
+
+def _rows_design(payload: dict, study: Study | None = None) -> list[dict]:
+    """The design-weighted estimates (empty for a study that only routed uniformly)."""
+    if not payload.get("design"):
+        return []
+    return [{"system": row["name"], **_cell_values(row["cell"]),
+             "uniform_answers": row["uniform_answers"], "answers": payload["design"]["answers"]}
+            for row in design_context(payload)["rows"]]
 
 
 def _rows_corrections(payload: dict, study: Study | None = None) -> list[dict]:
@@ -390,6 +431,7 @@ def _rows_quality_checks(payload: dict, study: Study) -> list[dict]:
 # name: (title, rows(payload, study))
 FIGURES = {
     "estimates": ("Estimated accuracy, every estimator (chart and tables)", _rows_estimates),
+    "design": ("Every answer, weighted by its routing design", _rows_design),
     "corrections": ("Corrections: IPW, stratified, flags", _rows_corrections),
     "convergence": ("Convergence of the ML estimate", _rows_convergence),
     "bands": ("Accuracy by the AI's own confidence", _rows_bands),

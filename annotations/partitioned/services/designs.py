@@ -68,8 +68,8 @@ def routing_design_set(*, study: Study, kind: str, epsilon=None,
     if leased:
         raise InvalidStudy(
             f"{counted(leased, 'query')} {'is' if leased == 1 else 'are'} being answered right "
-            "now under the current design; change the design when no query is held (leases end when "
-            "answered or after the study's lease time).", field="kind")
+            "now under the current design; change the design when no query is held "
+            "(leases end when answered or after the study's lease time).", field="kind")
     number = (current.number + 1) if current is not None else 1
     design = RoutingDesign.objects.create(study=study, number=number, kind=kind, epsilon=eps,
                                           created_by=by)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import nullcontext
 from dataclasses import asdict
 
 import numpy as np
@@ -15,14 +16,18 @@ from scipy import stats
 from annotations.core.models import EstimateSnapshot, Study
 from annotations.partitioned.models import Query
 from annotations.partitioned.selectors import (
+    UNIFORM_PART,
     ItemLabels,
+    estimated_queries,
     study_class_progress,
     study_first_query_answers,
+    study_has_targeted_answers,
     study_item_labels,
     study_label_counts,
     study_label_counts_banded,
     study_population,
     study_rejected_answers,
+    uniform_part_only,
 )
 from annotations.partitioned.services.band_estimates import (
     band_payload,
@@ -30,6 +35,7 @@ from annotations.partitioned.services.band_estimates import (
     bands_scheme,
     n_bands_of,
 )
+from annotations.partitioned.services.design_estimates import design_payload
 from annotations.partitioned.services.scope_estimates import (
     CONFIDENCE,
     _cell,
@@ -151,12 +157,13 @@ def _system_flags(overall: dict, j: int) -> list[str]:
     return []
 
 
-def _yes_share(study: Study, progress, k: int) -> dict:
+def _yes_share(study: Study, progress, k: int, first_queries_only: bool = False) -> dict:
     """The yes-share check (estimators.partitioned.checks) on answered first queries (not
     rejected, as in the estimates), as contract 1 of issue 8 lays it out. With one query
     per item every query is a first one, so the class counts are reused (less the rejected
     answers); otherwise one more count over first queries."""
-    if study.queries_per_item > 1:
+    first_only = study.queries_per_item > 1 or first_queries_only
+    if first_only:
         first = study_first_query_answers(study=study)
         yes = [first.get(cp.index, {}).get(Query.Answer.YES, 0) for cp in progress]
         no = [first.get(cp.index, {}).get(Query.Answer.NO, 0) for cp in progress]
@@ -171,7 +178,7 @@ def _yes_share(study: Study, progress, k: int) -> dict:
     return {
         "expected": result.expected, "yes": o.yes, "answered": o.answered,
         "share": _clean(o.share), "p_value": _clean(o.p_value), "flag": o.flag,
-        "level": result.level, "first_queries_only": study.queries_per_item > 1,
+        "level": result.level, "first_queries_only": first_only,
         # the shares the overall test detects with probability POWER at this size
         "detectable": {"low": _clean(low), "high": _clean(high), "power": POWER},
         "classes": [{"index": cp.index, "name": cp.name, "yes": t.yes,
@@ -200,9 +207,40 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
     """Compute every AI system's Â_ord, Â_comp, IVW and ML (with SE, 95 % interval and
     finite-sample bound), overall and per stratum, and store them as a snapshot. With
     several queries per item every variance is clustered by item (estimators.partitioned.clustered).
-    Cells without data are null (no figure is invented)."""
+    Cells without data are null (no figure is invented).
+
+    A study with answers drawn by a targeted design's targeted component: those figures
+    and checks come from the uniform part of the draws (``uniform_part_only``; payload
+    ``uniform_part``), and every system also gets the design-weighted estimate from every
+    answer (``services.design_estimates``; payload ``design`` and each system's
+    ``design``). A uniform study's payload is what it always was, bit for bit."""
     started = time.perf_counter()
     study = Study.objects.get(pk=study_id)
+    targeted = study_has_targeted_answers(study=study)
+    with uniform_part_only() if targeted else nullcontext():
+        payload, systems = _paper_payload(study, first_queries_only=targeted)
+    if targeted:
+        payload["uniform_part"] = {"answers": estimated_queries(study, Query.objects.filter(
+            study=study, status=Query.Status.ANSWERED, is_quality_check=False)
+            .filter(UNIFORM_PART)).count()}
+        design = design_payload(study=study, systems=systems, k=payload["k"],
+                                confidence=CONFIDENCE)
+        payload["design"] = {key: v for key, v in design.items() if key != "cells"}
+        for row, cell in zip(payload["systems"], design["cells"], strict=False):
+            row["design"] = cell
+    duration_ms = (time.perf_counter() - started) * 1000
+    with transaction.atomic():
+        return EstimateSnapshot.objects.create(
+            study=study, n_answered=payload["n_answered"], duration_ms=duration_ms,
+            payload=payload,
+        )
+
+
+def _paper_payload(study: Study, *, first_queries_only: bool) -> tuple[dict, list]:
+    """The paper's figures and the checks (every method, overall, per stratum and band,
+    IPW, the plan) and the study's AI systems; under :func:`uniform_part_only` those of the
+    uniform part. ``first_queries_only``: the yes-share check reads first queries even with
+    one query per item (a targeted study's class counts mix both parts)."""
     progress = study_class_progress(study=study)
     k = len(progress)
     systems = list(AISystem.objects.filter(study=study).order_by("ordinal"))
@@ -248,7 +286,8 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
         or bool(rates and min(rates) == 0 and max(rates) > 0),
     }
     payload["assumptions"] = _assumption_flags(progress, payload["completion_imbalance"])
-    payload["yes_share"] = _yes_share(study, progress, k) if k >= 2 else None
+    payload["yes_share"] = (_yes_share(study, progress, k, first_queries_only)
+                            if k >= 2 else None)
     if payload["yes_share"] is not None:
         flag = _yes_share_flag(payload["yes_share"])
         if flag is not None:
@@ -324,12 +363,7 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
         payload["plan"] = {"target_width": study.target_ci_width, "pilot_accuracy": pilot,
                            **asdict(plan_labels(study.target_ci_width, pilot, k,
                                                 CONFIDENCE, study.queries_per_item))}
-    duration_ms = (time.perf_counter() - started) * 1000
-    with transaction.atomic():
-        return EstimateSnapshot.objects.create(
-            study=study, n_answered=payload["n_answered"], duration_ms=duration_ms,
-            payload=payload,
-        )
+    return payload, systems
 
 
 def _labels_needed(study: Study, ml_acc: np.ndarray, totals: dict[str, np.ndarray], k: int,

@@ -1,0 +1,351 @@
+"""The design-based (inverse-probability) estimate of each AI system's accuracy under a
+routing design (issue 28; docs/estimators.md, "Routing designs: inverse-probability
+estimates"; the designs themselves: :mod:`estimators.partitioned.designs`).
+
+An item of true class y gets queries at steps j = 0 … depth − 1 of its class order; the
+class k_j is drawn with the known conditional probability π_j(·) over R_j, the classes not
+asked before it; a "yes" ends the item, a "no" or "unsure" is followed by the next step.
+Specialists are truthful (yes ⇔ k_j = y). For system s with pick ŷ (none: wrong, c = 0),
+c = 1{ŷ = y}. Every answered step j contributes
+
+* an **exact** step (ŷ asked at an earlier step of the item and answered "no", or s has no
+  prediction): x = c = 0, D = 0;
+* otherwise the inverse-probability term and three control variates,
+
+      x  = 1{k_j = ŷ, yes} / π_j(ŷ)                  E(x | history) = c
+      d1 = 1{yes} / π_j(k_j) − 1                     E = 0 (y ∈ R_j: earlier answers "no")
+      u  = 1{k_j = ŷ} / π_j(ŷ) − 1                   E = 0
+      v  = 1{k_j ≠ ŷ} / π_j(k_j) − (|R_j| − 1)       E = 0
+
+  (x − d1 = 1 − 1{k_j ≠ ŷ, yes}/π_j(k_j): the complementary-like part is in the family);
+* after a "yes" at step j < depth − 1, c is known (c = 1{k_j = ŷ}): the steps j+1 … depth−1
+  are **virtual** exact steps x = c, D = 0.
+
+An "unsure" answer tells nothing: it and every later step of the item are dropped (a later
+step's E(x | history) = c needs y ∉ the classes asked before). Steps not yet answered are
+absent. Per item i, X_i and D_i (3 columns) are the means over its available steps (answered
+and virtual); an item with none (its first step unsure) drops out.
+
+With every step of an item answered (no pending or unsure step), X_i is the mean of depth
+terms Z_0 … Z_{depth−1} each of conditional mean c_i given the item's history (a virtual
+step equals c_i), so E[X_i] = c_i and E[D_i] = 0 **exactly**, for any fixed coefficients b:
+E[X_i − b·D_i] = c_i, whatever the AI's errors. (A pending or unsure step makes an item's
+number of available steps depend on its answers — a "yes" makes the later steps available
+at once, a "no" leaves them to be answered — and then the mean over available steps is
+biased; docs/estimators.md quantifies it.)
+
+The estimate (control variates with the estimated optimal coefficients, items the clusters):
+
+    b̂ = S_DD⁺ S_DX      (S: sums of centred products over the n items; ⁺: pseudo-inverse,
+                          since e.g. v = −u under the uniform design with depth 1)
+    Â  = X̄ − b̂·D̄
+    SE² = Σ_i (X_i − X̄ − b̂·(D_i − D̄))² / (n (n − 1 − p)),  p = rank S_DD
+
+Â is the intercept of the least-squares fit of X_i on (1, D_i); its bias from estimating b
+is O(1/n). The interval (``interval=``): "wilson" (default) is Wilson's score interval at the
+effective binomial count n_eff = ã(1 − ã)/SE² (ã = Â clipped to [1/(2n), 1 − 1/(2n)]),
+capped at n (no estimate from n items is more precise than knowing every c_i; SE = 0,
+e.g. every answer agreeing with the AI, gives n_eff = n); "clopper_pearson" the same at
+n_eff; "wald" Â ± z·SE; "t" with n − 1 − p degrees of freedom. Coverage:
+docs/coverage.md, "Routing designs: the inverse-probability estimate".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+from scipy import stats
+
+from estimators.partitioned.accuracy import Estimate
+from estimators.partitioned.likelihood import NO_DATA_ACCURACY, NO_DATA_SE
+
+NO, YES, UNSURE = 0, 1, 2  # answer codes of :func:`design_steps` (−1: not answered)
+INTERVALS = ("wilson", "clopper_pearson", "wald", "t")
+RCOND = 1e-12  # eigenvalues of Σ Z_i Z_iᵀ below this share of the largest count as 0
+# The approximate flag (:func:`approximate`): an interval rests on fewer decisive items
+# than this, or one item carries more than MAX_SHARE of the residual sum of squares.
+APPROXIMATE_EVENTS = 10
+MAX_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class DesignSteps:
+    """The answered steps of a stack of studies: arrays of shape (..., n) per step (the
+    stack's shape first, then the steps), (..., n, S) per step and system.
+
+    ``item``: item index (the steps of an item contiguous, in step order); ``step``: its
+    position j (0-based); ``yes``/``unsure``: the answer; ``p_asked``: π_j(k_j);
+    ``remaining``: |R_j| (classes not asked before step j); ``own``: k_j = ŷ_s;
+    ``p_own``: π_j(ŷ_s), 0 where ŷ_s was asked before or s has no prediction;
+    ``present``: s has a prediction; ``valid``: False on padding; ``depth``: the design's
+    number of steps per item."""
+
+    item: np.ndarray
+    step: np.ndarray
+    yes: np.ndarray
+    unsure: np.ndarray
+    p_asked: np.ndarray
+    remaining: np.ndarray
+    own: np.ndarray
+    p_own: np.ndarray
+    present: np.ndarray
+    valid: np.ndarray
+    depth: int
+
+    @property
+    def stack_shape(self) -> tuple:
+        return self.item.shape[:-1]
+
+    @property
+    def systems(self) -> int:
+        return self.own.shape[-1]
+
+    def take(self, index) -> DesignSteps:
+        """The studies ``index`` of a stack (an index into its leading axis)."""
+        return DesignSteps(**{f.name: (getattr(self, f.name) if f.name == "depth"
+                                       else getattr(self, f.name)[index])
+                              for f in fields(self)})
+
+
+def design_steps(orders, pi, answers, predictions, depth: int | None = None) -> DesignSteps:
+    """DesignSteps from per-item data (a leading stack shape ``...`` allowed everywhere):
+
+    * ``orders`` (..., N, D) int: the class asked at each step (any value where not asked);
+    * ``pi`` (..., N, K): each item's design π (the class order's successive sampling);
+    * ``answers`` (..., N, D) int: ``YES``, ``NO``, ``UNSURE``, or −1 (not asked or not
+      yet answered);
+    * ``predictions`` (..., N, S) int: each system's class, −1 for none;
+    * ``depth``: the design's steps per item (default D).
+
+    π_j(k) = π(k) / (1 − Σ_{i<j} π(k_i)) (successive sampling); steps are laid out item by
+    item (N·D per study), unanswered ones marked invalid."""
+    o = np.asarray(orders, dtype=np.int64)
+    p = np.asarray(pi, dtype=float)
+    a = np.asarray(answers, dtype=np.int64)
+    pred = np.asarray(predictions, dtype=np.int64)
+    *stack, n_items, d = o.shape
+    k = p.shape[-1]
+    depth = d if depth is None else int(depth)
+    if a.shape != o.shape or p.shape[:-1] != o.shape[:-1] or pred.shape[:-1] != o.shape[:-1]:
+        raise ValueError("orders, answers (..., N, D), pi (..., N, K) and predictions "
+                         "(..., N, S) must share their leading shape")
+    valid = a >= 0
+    oc = np.where(valid, o, 0)
+    if ((oc < 0) | (oc >= k)).any():
+        raise ValueError(f"orders: answered steps must ask a class in 0..{k - 1}")
+    drawn = np.take_along_axis(p, oc, axis=-1)
+    before = np.cumsum(drawn, axis=-1) - drawn
+    rest = 1 - before
+    p_asked = drawn / rest
+    present = pred >= 0
+    pc = np.where(present, pred, 0)
+    p_pred = np.take_along_axis(p, pc, axis=-1)  # (..., N, S)
+    own = (oc[..., :, None] == pred[..., None, :]) & present[..., None, :]
+    asked_before = (np.cumsum(own, axis=-2) - own) > 0  # ŷ asked at an earlier step
+    p_own = np.where(present[..., None, :] & ~asked_before,
+                     p_pred[..., None, :] / rest[..., None], 0.0)
+    step = np.broadcast_to(np.arange(d), o.shape)
+    item = np.broadcast_to(np.arange(n_items)[:, None], o.shape)
+    s = pred.shape[-1]
+    flat = (*stack, n_items * d)
+    return DesignSteps(
+        item=item.reshape(flat).copy(), step=step.reshape(flat).copy(),
+        yes=(a == YES).reshape(flat), unsure=(a == UNSURE).reshape(flat),
+        p_asked=p_asked.reshape(flat), remaining=(k - step).reshape(flat).copy(),
+        own=own.reshape(*flat, s), p_own=p_own.reshape(*flat, s),
+        present=np.broadcast_to(present[..., None, :], own.shape).reshape(*flat, s),
+        valid=valid.reshape(flat), depth=depth)
+
+
+def item_terms(steps: DesignSteps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item: X (B, M, S), D (B, M, 3, S) and the mask of items with data (B, M), the
+    stack flattened to B studies and M = the largest item index + 1 (module docstring)."""
+    st = steps
+    n = st.item.shape[-1]
+    b = int(np.prod(st.stack_shape, dtype=np.int64))
+    s = st.systems
+    item = st.item.reshape(b, n)
+    valid = st.valid.reshape(b, n)
+    m = int(item[valid].max()) + 1 if valid.any() else 1
+    key = (np.arange(b)[:, None] * m + np.where(valid, item, 0)).ravel()
+    step = st.step.reshape(-1)
+    unsure = st.unsure.reshape(-1) & valid.ravel()
+    first_unsure = np.full(b * m, np.iinfo(np.int64).max)
+    np.minimum.at(first_unsure, key[unsure], step[unsure])
+    avail = valid.ravel() & (step < first_unsure[key])
+    yes = st.yes.reshape(-1) & avail
+    own = st.own.reshape(-1, s)
+    p_own = st.p_own.reshape(-1, s)
+    p_asked = st.p_asked.reshape(-1)
+    ipw = avail[:, None] & (p_own > 0)  # steps with the inverse-probability terms
+    safe_own = np.where(ipw, p_own, 1.0)
+    safe_asked = np.where(avail, p_asked, 1.0)[:, None]
+    x = np.where(ipw & own & yes[:, None], 1.0 / safe_own, 0.0)
+    d1 = np.where(ipw, yes[:, None] / safe_asked - 1, 0.0)
+    du = np.where(ipw, own / safe_own - 1, 0.0)
+    dv = np.where(ipw, ~own / safe_asked - (st.remaining.reshape(-1)[:, None] - 1), 0.0)
+    virtual = np.where(yes, np.maximum(st.depth - 1 - step, 0), 0).astype(float)
+    x = x + virtual[:, None] * (own & st.present.reshape(-1, s))
+    count = np.bincount(key, weights=avail + virtual, minlength=b * m)
+
+    def per_item(values):  # (steps, S) → (B·M, S) sums
+        return np.stack([np.bincount(key, weights=values[:, j], minlength=b * m)
+                         for j in range(s)], axis=-1)
+
+    has = count > 0
+    denom = np.where(has, count, 1.0)[:, None]
+    big_x = per_item(x) / denom
+    big_d = np.stack([per_item(t) / denom for t in (d1, du, dv)], axis=1)
+    return (big_x.reshape(b, m, s), big_d.reshape(b, m, 3, s), has.reshape(b, m))
+
+
+def _pinv(gram):
+    """G⁺ and rank of stacked symmetric matrices (singular values below RCOND × the
+    largest count as 0)."""
+    vals, vecs = np.linalg.eigh(gram)
+    top = np.abs(vals).max(axis=-1, keepdims=True)
+    keep = vals > RCOND * np.where(top > 0, top, 1.0)
+    inv_vals = np.where(keep, 1.0 / np.where(keep, vals, 1.0), 0.0)
+    return (vecs * inv_vals[..., None, :]) @ np.swapaxes(vecs, -1, -2), keep.sum(axis=-1)
+
+
+def _fit(x, d, mask, coefficients="loo"):
+    """Â, SE, n, p, each item's term minus Â (B, M, S; 0 off the mask) and b̂ (B, S, 3)
+    from item terms (module docstring)."""
+    w = mask.astype(float)[..., None]  # (B, M, 1)
+    n = w.sum(axis=1)  # (B, 1)
+    safe_n = np.where(n > 0, n, 1.0)
+    p = np.zeros((x.shape[0], x.shape[2]), dtype=int)
+    if isinstance(coefficients, str):
+        if coefficients not in ("loo", "pooled"):
+            raise ValueError(f"coefficients: unknown '{coefficients}' (loo, pooled or b)")
+        # Z_i = (1, D_i) on the mask: (B, S, M, 4); X: (B, S, M, 1)
+        zt = np.moveaxis(np.concatenate([np.ones_like(x)[:, :, None], d], axis=2)
+                         * w[..., None], (1, 2), (2, 3))
+        xt = np.moveaxis(x * w, 1, 2)[..., None]
+        gram = np.swapaxes(zt, -1, -2) @ zt  # (B, S, 4, 4)
+        inv, rank = _pinv(gram)
+        p = np.maximum(rank - 1, 0)
+        beta = inv @ (np.swapaxes(zt, -1, -2) @ xt)  # (B, S, 4, 1)
+        coef = beta[..., 1:, 0]
+        slope = zt[..., 1:] @ beta[..., 1:, :]  # b̂·D_i: (B, S, M, 1)
+        terms = (xt - slope)[..., 0]
+        if coefficients == "loo":
+            g = zt @ inv  # (G⁺ z_i)ᵀ: (B, S, M, 4)
+            h = (g * zt).sum(axis=-1)
+            e = (xt - zt @ beta)[..., 0]
+            regular = h < 1 - 1e-6
+            lever = np.where(regular, e / np.where(regular, 1 - h, 1.0), 0.0)
+            # b̂_(−i) = b̂ − [G⁺ z_i]_slope e_i/(1 − h_i) (Sherman–Morrison)
+            terms = terms + (g[..., 1:] * zt[..., 1:]).sum(axis=-1) * lever
+            single = ~regular & mask[:, None, :]
+            if single.any():  # an item alone in a direction: refit without it
+                bi, si, mi = np.nonzero(single)
+                zi = zt[bi, si, mi]  # (q, 4)
+                inv_i, _ = _pinv(gram[bi, si] - zi[:, :, None] * zi[:, None, :])
+                rhs = (np.swapaxes(zt[bi, si], -1, -2) @ xt[bi, si])[..., 0] - zi * (
+                    xt[bi, si, mi, 0][:, None])
+                beta_i = (inv_i @ rhs[..., None])[..., 0]
+                terms[bi, si, mi] = xt[bi, si, mi, 0] - (beta_i[:, 1:] * zi[:, 1:]).sum(-1)
+        terms = np.moveaxis(terms, 2, 1)
+    else:
+        coef = np.broadcast_to(np.asarray(coefficients, float), (x.shape[0], x.shape[2], 3))
+        terms = x - (d * np.moveaxis(coef, 1, 2)[:, None]).sum(axis=2)
+    acc = (terms * w).sum(axis=1) / safe_n
+    resid = (terms - acc[:, None]) * w
+    ss = (resid**2).sum(axis=1)
+    dof = np.maximum(n - 1 - (p if coefficients == "pooled" else 0), 1)
+    se = np.sqrt(ss / dof / safe_n)
+    return acc, se, np.broadcast_to(n, acc.shape), p, resid, coef
+
+
+def _wilson(x, n, z):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ph = x / n
+        mid = (ph + z**2 / (2 * n)) / (1 + z**2 / n)
+        half = z / (1 + z**2 / n) * np.sqrt(ph * (1 - ph) / n + z**2 / (4 * n**2))
+    return mid - half, mid + half
+
+
+def _clopper_pearson(x, n, alpha):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = np.where(x > 0, stats.beta.ppf(alpha / 2, x, n - x + 1), 0.0)
+        hi = np.where(x < n, stats.beta.ppf(1 - alpha / 2, x + 1, n - x), 1.0)
+    return lo, hi
+
+
+def effective_count(acc, se, n):
+    """n_eff = ã(1 − ã)/SE², ã = Â clipped to [1/(2n), 1 − 1/(2n)], capped at n (n where
+    SE = 0); and ã."""
+    safe_n = np.where(n > 0, n, 1.0)
+    a = np.clip(acc, 0.5 / safe_n, 1 - 0.5 / safe_n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where(se > 0, a * (1 - a) / np.where(se > 0, se, 1.0) ** 2, safe_n)
+    return np.minimum(n_eff, safe_n), a
+
+
+def interval(acc, se, n, p, confidence: float = 0.95, method: str = "wilson"):
+    """The ``confidence`` interval of ``method`` (module docstring), clipped to [0, 1]."""
+    if method not in INTERVALS:
+        raise ValueError(f"interval: unknown '{method}' (one of {', '.join(INTERVALS)})")
+    alpha = 1 - confidence
+    if method in ("wald", "t"):
+        q = (stats.norm.ppf(1 - alpha / 2) if method == "wald"
+             else stats.t.ppf(1 - alpha / 2, np.maximum(n - 1 - p, 1)))
+        lo, hi = acc - q * se, acc + q * se
+    else:
+        n_eff, a = effective_count(acc, se, n)
+        x = np.clip(acc, 0, 1) * n_eff
+        if method == "wilson":
+            lo, hi = _wilson(x, n_eff, stats.norm.ppf(1 - alpha / 2))
+        else:
+            lo, hi = _clopper_pearson(x, n_eff, alpha)
+    return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+
+
+def approximate(resid, n, se, acc) -> tuple[np.ndarray, np.ndarray]:
+    """(flag, decisive items): an interval is **approximate** where it rests on fewer than
+    ``APPROXIMATE_EVENTS`` decisive items — min(n_eff·Â, n_eff·(1 − Â)), the binomial
+    events its width stands for — or where one item carries more than ``MAX_SHARE`` of the
+    residual sum of squares (a heavy inverse-probability weight dominating the SE)."""
+    n_eff, a = effective_count(acc, se, n)
+    events = np.minimum(n_eff * a, n_eff * (1 - a))
+    ss = (resid**2).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(ss > 0, (resid**2).max(axis=1) / np.where(ss > 0, ss, 1.0), 0.0)
+    return (events < APPROXIMATE_EVENTS) | (share > MAX_SHARE), events
+
+
+def design_estimate(steps: DesignSteps, confidence: float = 0.95, interval_method: str =
+                    "wilson", coefficients="loo") -> Estimate:
+    """Each system's accuracy from the answered steps of a routing design (module
+    docstring): ``Estimate`` (method "design") with arrays of shape (..., S) over the
+    stack. ``coefficients`` (3,) or (B, S, 3): fixed b instead of the estimated optimal
+    one (b = 0: the plain inverse-probability mean). A system with no item gets the
+    no-data convention (0.5, √(1/12), [0, 1]); ``weight`` holds b̂ (..., S, 3), ``events``
+    the decisive items and ``approximate`` the flag of :func:`approximate`."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence: must be in (0, 1), got {confidence}")
+    x, d, mask = item_terms(steps)
+    acc, se, n, p, resid, coef = _fit(x, d, mask, coefficients)
+    lo, hi = interval(acc, se, n, p, confidence, interval_method)
+    flag, events = approximate(resid, n, se, acc)
+    no_data = n <= 0
+    shape = (*steps.stack_shape, steps.systems)
+    clipped = np.clip(acc, 0.0, 1.0)
+
+    def out(v, fill):
+        return np.where(no_data, fill, v).reshape(shape)
+
+    return Estimate(method="design", k=0, confidence=confidence,
+                    accuracy=out(acc, NO_DATA_ACCURACY),
+                    accuracy_clipped=out(clipped, NO_DATA_ACCURACY),
+                    se=out(se, NO_DATA_SE), ci_low=out(np.minimum(lo, clipped), 0.0),
+                    ci_high=out(np.maximum(hi, clipped), 1.0),
+                    weight=coef.reshape(*shape, 3), bound=None,
+                    events=out(events, np.inf), approximate=out(flag, False))
+
+
+__all__ = ["INTERVALS", "NO", "UNSURE", "YES", "DesignSteps", "approximate",
+           "design_estimate", "design_steps", "effective_count", "interval", "item_terms"]

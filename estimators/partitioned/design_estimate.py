@@ -79,7 +79,9 @@ class DesignSteps:
     ``remaining``: |R_j| (classes not asked before step j); ``own``: k_j = ŷ_s;
     ``p_own``: π_j(ŷ_s), 0 where ŷ_s was asked before or s has no prediction;
     ``present``: s has a prediction; ``valid``: False on padding; ``depth``: the design's
-    number of steps per item."""
+    number of steps per item. For the working-model coefficients (the default):
+    ``rest`` (..., n) = 1 − Σ_{i<j} π(k_i), the design mass left at step j, and
+    ``inv_total`` (..., n) = Σ_{k ∈ R_j} 1/π_j(k)."""
 
     item: np.ndarray
     step: np.ndarray
@@ -92,6 +94,8 @@ class DesignSteps:
     present: np.ndarray
     valid: np.ndarray
     depth: int
+    rest: np.ndarray | None = None
+    inv_total: np.ndarray | None = None
 
     @property
     def stack_shape(self) -> tuple:
@@ -103,7 +107,8 @@ class DesignSteps:
 
     def take(self, index) -> DesignSteps:
         """The studies ``index`` of a stack (an index into its leading axis)."""
-        return DesignSteps(**{f.name: (getattr(self, f.name) if f.name == "depth"
+        return DesignSteps(**{f.name: (getattr(self, f.name)
+                                       if f.name == "depth" or getattr(self, f.name) is None
                                        else getattr(self, f.name)[index])
                               for f in fields(self)})
 
@@ -147,6 +152,10 @@ def design_steps(orders, pi, answers, predictions, depth: int | None = None) -> 
                      p_pred[..., None, :] / rest[..., None], 0.0)
     step = np.broadcast_to(np.arange(d), o.shape)
     item = np.broadcast_to(np.arange(n_items)[:, None], o.shape)
+    # Σ_{k ∈ R_j} 1/π_j(k) = rest_j · (Σ_k 1/π(k) − Σ_{i<j} 1/π(k_i))
+    inv_all = (1 / p).sum(axis=-1, keepdims=True)
+    inv_before = np.cumsum(1 / drawn, axis=-1) - 1 / drawn
+    inv_total = rest * (inv_all - inv_before)
     s = pred.shape[-1]
     flat = (*stack, n_items * d)
     return DesignSteps(
@@ -155,12 +164,36 @@ def design_steps(orders, pi, answers, predictions, depth: int | None = None) -> 
         p_asked=p_asked.reshape(flat), remaining=(k - step).reshape(flat).copy(),
         own=own.reshape(*flat, s), p_own=p_own.reshape(*flat, s),
         present=np.broadcast_to(present[..., None, :], own.shape).reshape(*flat, s),
-        valid=valid.reshape(flat), depth=depth)
+        valid=valid.reshape(flat), depth=depth, rest=rest.reshape(flat),
+        inv_total=inv_total.reshape(flat))
 
 
-def item_terms(steps: DesignSteps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per item: X (B, M, S), D (B, M, 3, S) and the mask of items with data (B, M), the
-    stack flattened to B studies and M = the largest item index + 1 (module docstring)."""
+@dataclass(frozen=True)
+class _Steps:
+    """Per answered step, flattened (steps, S): the terms of the module docstring."""
+
+    key: np.ndarray  # study · M + item, per step
+    b: int  # studies
+    m: int  # item slots per study
+    weight: np.ndarray  # 1 per available step + its virtual steps (0: dropped)
+    x: np.ndarray  # (steps, S) x plus the virtual steps' c
+    x_ipw: np.ndarray  # (steps, S) x alone
+    d: np.ndarray  # (steps, 3, S)
+    ipw: np.ndarray  # (steps, S) the inverse-probability steps
+    p_own: np.ndarray  # (steps, S) π_j(ŷ) (1 off ipw)
+    remaining: np.ndarray  # (steps,) |R_j|
+    rest: np.ndarray | None
+    inv_total: np.ndarray | None
+
+    def per_item(self, values):
+        """(steps, …, S) sums → (B·M, …, S) per item."""
+        flat = values.reshape(values.shape[0], -1)
+        out = np.stack([np.bincount(self.key, weights=flat[:, j], minlength=self.b * self.m)
+                        for j in range(flat.shape[1])], axis=-1)
+        return out.reshape(self.b * self.m, *values.shape[1:])
+
+
+def _step_terms(steps: DesignSteps) -> _Steps:
     st = steps
     n = st.item.shape[-1]
     b = int(np.prod(st.stack_shape, dtype=np.int64))
@@ -178,26 +211,140 @@ def item_terms(steps: DesignSteps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     own = st.own.reshape(-1, s)
     p_own = st.p_own.reshape(-1, s)
     p_asked = st.p_asked.reshape(-1)
+    remaining = st.remaining.reshape(-1)
     ipw = avail[:, None] & (p_own > 0)  # steps with the inverse-probability terms
     safe_own = np.where(ipw, p_own, 1.0)
     safe_asked = np.where(avail, p_asked, 1.0)[:, None]
     x = np.where(ipw & own & yes[:, None], 1.0 / safe_own, 0.0)
     d1 = np.where(ipw, yes[:, None] / safe_asked - 1, 0.0)
     du = np.where(ipw, own / safe_own - 1, 0.0)
-    dv = np.where(ipw, ~own / safe_asked - (st.remaining.reshape(-1)[:, None] - 1), 0.0)
+    dv = np.where(ipw, ~own / safe_asked - (remaining[:, None] - 1), 0.0)
     virtual = np.where(yes, np.maximum(st.depth - 1 - step, 0), 0).astype(float)
-    x = x + virtual[:, None] * (own & st.present.reshape(-1, s))
-    count = np.bincount(key, weights=avail + virtual, minlength=b * m)
+    x_all = x + virtual[:, None] * (own & st.present.reshape(-1, s))
+    return _Steps(key=key, b=b, m=m, weight=avail + virtual, x=x_all, x_ipw=x,
+                  d=np.stack([d1, du, dv], axis=1), ipw=ipw, p_own=safe_own,
+                  remaining=remaining,
+                  rest=None if st.rest is None else st.rest.reshape(-1),
+                  inv_total=None if st.inv_total is None else st.inv_total.reshape(-1))
 
-    def per_item(values):  # (steps, S) → (B·M, S) sums
-        return np.stack([np.bincount(key, weights=values[:, j], minlength=b * m)
-                         for j in range(s)], axis=-1)
 
+def item_terms(steps: DesignSteps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item: X (B, M, S), D (B, M, 3, S) and the mask of items with data (B, M), the
+    stack flattened to B studies and M = the largest item index + 1 (module docstring)."""
+    t = _step_terms(steps)
+    s = steps.systems
+    count = np.bincount(t.key, weights=t.weight, minlength=t.b * t.m)
+    has = count > 0
+    denom = np.where(has, count, 1.0)
+    big_x = t.per_item(t.x) / denom[:, None]
+    big_d = t.per_item(t.d) / denom[:, None, None]
+    return (big_x.reshape(t.b, t.m, s), big_d.reshape(t.b, t.m, 3, s), has.reshape(t.b, t.m))
+
+
+def working_coefficients(alpha, p_own, remaining, rest, inv_total) -> np.ndarray:
+    """b (…, 3) minimising a step's expected variance E_y Var(x − b·D | history) under the
+    working model P(y = ŷ) = α, P(y = k) = (1 − α) π(k)/(1 − π(ŷ)) for k ≠ ŷ, given that y
+    is none of the classes asked before (docs/estimators.md): with p = π_j(ŷ), m = |R_j|,
+    H = Σ_{k ∈ R_j, k ≠ ŷ} 1/π_j(k), G = (m − 1)/(1 − p) and α_j the working P(y = ŷ | y ∈
+    R_j), b = Q⁻¹ q,
+
+        Q = [[α_j(1/p − 1) + (1 − α_j)(G − 1),  α_j(1/p − 1) − (1 − α_j),  (1 − α_j)G − (m − 1)],
+             [·,  1/p − 1,  −(m − 1)],  [·,  ·,  H − (m − 1)²]],
+        q = α_j (1/p − 1, 1/p − 1, −(m − 1));
+    where π_j is equal over the classes of R_j other than ŷ (the uniform design; a targeted
+    one where no other class got a vote) v is a multiple of u and Q is singular: v is
+    dropped (b_3 = 0) and b_1, b_2 solve the 2 × 2 system in (d1, u). Any
+    b that does not depend on the item's own answers keeps E(x − b·D | history) = c."""
+    return _WorkingModel(p_own, remaining, rest, inv_total).coefficients(alpha)
+
+
+class _WorkingModel:
+    """:func:`working_coefficients` with the parts that do not depend on α computed once."""
+
+    def __init__(self, p_own, remaining, rest, inv_total):
+        p = np.asarray(p_own, float)
+        mm = np.asarray(remaining, float) - 1
+        pi_own = p * rest
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.others = np.where(mm > 0, (rest - pi_own) / (1 - pi_own), 0.0)
+            g = np.where(mm > 0, mm / (1 - p), 0.0)
+        self.inv = inv = 1 / p - 1
+        self.g1, self.g, self.mm = g - 1, g, mm
+        self.q22, self.q23 = inv, -mm
+        self.q33 = inv_total - 1 / p - mm**2
+        self.c11 = self.q22 * self.q33 - self.q23 * self.q23
+        # H = Σ_{k ∈ R_j, k ≠ ŷ} 1/π_j(k) ≥ (m − 1)²/(1 − p), with equality iff π_j is
+        # equal over the classes other than ŷ: then v is a multiple of u
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.flat = (mm <= 0) | (self.q33 + mm**2 <= mm**2 / (1 - p) * (1 + 1e-9))
+
+    def coefficients(self, alpha) -> np.ndarray:
+        a = np.asarray(alpha, float)
+        a_j = a / (a + (1 - a) * self.others)
+        inv, mm, q22, q23, q33 = self.inv, self.mm, self.q22, self.q23, self.q33
+        q11 = a_j * inv + (1 - a_j) * self.g1
+        q12 = a_j * inv - (1 - a_j)
+        q13 = (1 - a_j) * self.g - mm
+        r1, r3 = a_j * inv, -a_j * mm
+        # the symmetric 3 × 3 system by its adjugate (r2 = r1)
+        c11 = self.c11
+        c12 = q13 * q23 - q12 * q33
+        c13 = q12 * q23 - q13 * q22
+        c22 = q11 * q33 - q13 * q13
+        c23 = q12 * q13 - q11 * q23
+        c33 = q11 * q22 - q12 * q12
+        det = q11 * c11 + q12 * c12 + q13 * c13
+        # π_j equal over R_j \ {ŷ}: v ∝ u, Q singular — v dropped, the 2 × 2 system in (d1, u)
+        det2 = c33
+        flat = self.flat
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(det > 0, 1 / det, 0.0)
+            scale2 = np.where(det2 > 0, 1 / det2, 0.0)
+            out = np.stack([
+                np.where(flat, (q22 - q12) * r1 * scale2,
+                         ((c11 + c12) * r1 + c13 * r3) * scale),
+                np.where(flat, (q11 - q12) * r1 * scale2,
+                         ((c12 + c22) * r1 + c23 * r3) * scale),
+                np.where(flat, 0.0, ((c13 + c23) * r1 + c33 * r3) * scale)], axis=-1)
+        return np.where(np.isfinite(out), out, 0.0)
+
+
+CHUNK = 1 << 15  # steps per block of the working-coefficient arithmetic (stays in cache)
+
+
+def _model_terms(steps: DesignSteps, prior: float = 1.0, clip: float = 0.01):
+    """Per item (B, M, S) the terms Z_i = mean over its steps of x − b_j·D, b_j the working
+    coefficients (:func:`working_coefficients`) at the pilot α_(−i) = the other items'
+    ordinary ratio (Σ_{l≠i} X_l + ½·prior)/(Σ_{l≠i} (1 + U_l) + prior) — the share of
+    "yes" among their steps that asked ŷ, weighted by 1/π_j(ŷ), pulled towards ½ by
+    ``prior`` items — clipped to [clip, 1 − clip]; and the item mask (B, M). α_(−i) does
+    not depend on item i's answers, so E(Z_i) = c_i exactly."""
+    if steps.rest is None or steps.inv_total is None:
+        raise ValueError("coefficients='model' needs DesignSteps.rest and .inv_total "
+                         "(design_steps fills them)")
+    t = _step_terms(steps)
+    s = steps.systems
+    count = np.bincount(t.key, weights=t.weight, minlength=t.b * t.m)
     has = count > 0
     denom = np.where(has, count, 1.0)[:, None]
-    big_x = per_item(x) / denom
-    big_d = np.stack([per_item(t) / denom for t in (d1, du, dv)], axis=1)
-    return (big_x.reshape(b, m, s), big_d.reshape(b, m, 3, s), has.reshape(b, m))
+    w = has.reshape(t.b, t.m, 1)
+    xs = (t.per_item(t.x_ipw) / denom).reshape(t.b, t.m, s) * w
+    us = (t.per_item(np.where(t.ipw, t.d[:, 1] + 1, 0.0)) / denom).reshape(t.b, t.m, s) * w
+    num = xs.sum(axis=1, keepdims=True) - xs + 0.5 * prior
+    den = us.sum(axis=1, keepdims=True) - us + prior
+    alpha = np.clip(num / den, clip, 1 - clip).reshape(t.b * t.m, s)[t.key]
+    sel = t.ipw  # only the inverse-probability steps carry coefficients
+    idx = np.nonzero(sel)
+    rows = idx[0]
+    z = t.x.copy()
+    shift = np.empty(rows.size)
+    for lo in range(0, rows.size, CHUNK):
+        r, c = rows[lo:lo + CHUNK], idx[1][lo:lo + CHUNK]
+        coef = working_coefficients(alpha[r, c], t.p_own[r, c], t.remaining[r], t.rest[r],
+                                    t.inv_total[r])
+        shift[lo:lo + CHUNK] = (coef * t.d[r, :, c]).sum(axis=-1)  # (q, 3) each
+    z[idx] -= shift
+    return (t.per_item(z) / denom).reshape(t.b, t.m, s), has.reshape(t.b, t.m)
 
 
 def _pinv(gram):
@@ -255,7 +402,8 @@ def _fit(x, d, mask, coefficients="loo"):
     acc = (terms * w).sum(axis=1) / safe_n
     resid = (terms - acc[:, None]) * w
     ss = (resid**2).sum(axis=1)
-    dof = np.maximum(n - 1 - (p if coefficients == "pooled" else 0), 1)
+    pooled = isinstance(coefficients, str) and coefficients == "pooled"
+    dof = np.maximum(n - 1 - (p if pooled else 0), 1)
     se = np.sqrt(ss / dof / safe_n)
     return acc, se, np.broadcast_to(n, acc.shape), p, resid, coef
 
@@ -317,35 +465,56 @@ def approximate(resid, n, se, acc) -> tuple[np.ndarray, np.ndarray]:
     return (events < APPROXIMATE_EVENTS) | (share > MAX_SHARE), events
 
 
-def design_estimate(steps: DesignSteps, confidence: float = 0.95, interval_method: str =
-                    "wilson", coefficients="loo") -> Estimate:
-    """Each system's accuracy from the answered steps of a routing design (module
-    docstring): ``Estimate`` (method "design") with arrays of shape (..., S) over the
-    stack. ``coefficients`` (3,) or (B, S, 3): fixed b instead of the estimated optimal
-    one (b = 0: the plain inverse-probability mean). A system with no item gets the
-    no-data convention (0.5, √(1/12), [0, 1]); ``weight`` holds b̂ (..., S, 3), ``events``
-    the decisive items and ``approximate`` the flag of :func:`approximate`."""
+def design_estimates(steps: DesignSteps, confidence: float = 0.95,
+                     interval_methods=INTERVALS, coefficients="model") -> dict[str, Estimate]:
+    """:func:`design_estimate` for several interval methods from one fit: {method:
+    Estimate} (the coverage tables compare them on the same draws)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence: must be in (0, 1), got {confidence}")
-    x, d, mask = item_terms(steps)
-    acc, se, n, p, resid, coef = _fit(x, d, mask, coefficients)
-    lo, hi = interval(acc, se, n, p, confidence, interval_method)
+    if isinstance(coefficients, str) and coefficients == "model":
+        z, mask = _model_terms(steps)
+        acc, se, n, p, resid, coef = _fit(z, np.zeros((*z.shape[:2], 3, z.shape[2])), mask,
+                                          np.zeros(3))
+        coef = np.full(coef.shape, np.nan)  # per step: no single b̂
+    else:
+        x, d, mask = item_terms(steps)
+        acc, se, n, p, resid, coef = _fit(x, d, mask, coefficients)
     flag, events = approximate(resid, n, se, acc)
     no_data = n <= 0
     shape = (*steps.stack_shape, steps.systems)
     clipped = np.clip(acc, 0.0, 1.0)
+    valid = steps.valid
+    k = int((steps.remaining + steps.step)[valid].max()) if valid.any() else 0
 
     def out(v, fill):
         return np.where(no_data, fill, v).reshape(shape)
 
-    return Estimate(method="design", k=0, confidence=confidence,
-                    accuracy=out(acc, NO_DATA_ACCURACY),
-                    accuracy_clipped=out(clipped, NO_DATA_ACCURACY),
-                    se=out(se, NO_DATA_SE), ci_low=out(np.minimum(lo, clipped), 0.0),
-                    ci_high=out(np.maximum(hi, clipped), 1.0),
-                    weight=coef.reshape(*shape, 3), bound=None,
-                    events=out(events, np.inf), approximate=out(flag, False))
+    found = {}
+    for method in interval_methods:
+        lo, hi = interval(acc, se, n, p, confidence, method)
+        found[method] = Estimate(
+            method="design", k=k, confidence=confidence,
+            accuracy=out(acc, NO_DATA_ACCURACY), accuracy_clipped=out(clipped, NO_DATA_ACCURACY),
+            se=out(se, NO_DATA_SE), ci_low=out(np.minimum(lo, clipped), 0.0),
+            ci_high=out(np.maximum(hi, clipped), 1.0), weight=coef.reshape(*shape, 3),
+            bound=None, events=out(events, np.inf), approximate=out(flag, False))
+    return found
 
 
-__all__ = ["INTERVALS", "NO", "UNSURE", "YES", "DesignSteps", "approximate",
-           "design_estimate", "design_steps", "effective_count", "interval", "item_terms"]
+def design_estimate(steps: DesignSteps, confidence: float = 0.95,
+                    interval_method: str = "wilson", coefficients="model") -> Estimate:
+    """Each system's accuracy from the answered steps of a routing design (module
+    docstring): ``Estimate`` (method "design") with arrays of shape (..., S) over the
+    stack. ``coefficients``: "loo" (default: each item's b̂ fitted without it, so E[Â] =
+    the items' mean c exactly), "pooled" (one b̂ from every item: bias O(1/n)) or a fixed
+    b, (3,) or (B, S, 3) (b = 0: the plain inverse-probability mean). A system with no
+    item gets the no-data convention (0.5, √(1/12), [0, 1]); ``weight`` holds b̂ (..., S,
+    3), ``events`` the decisive items and ``approximate`` the flag of
+    :func:`approximate`."""
+    return design_estimates(steps, confidence, (interval_method,), coefficients)[
+        interval_method]
+
+
+__all__ = ["INTERVALS", "NO", "UNSURE", "YES", "DesignSteps", "approximate", "design_estimate",
+           "design_estimates", "design_steps", "effective_count", "interval", "item_terms",
+           "working_coefficients"]

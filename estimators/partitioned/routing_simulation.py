@@ -98,17 +98,22 @@ def draw_answers(rng: np.random.Generator, truth_class, orders, unsure: float = 
 def simulate(rng: np.random.Generator, reps: int, n_items: int, k: int, accuracies,
              agree: bool = True, design: str = UNIFORM, epsilon: float = 0.2,
              routed=None, depth: int = 1, unsure: float = 0.0, share: float = 0.7,
-             missing: float = 0.0) -> RoutingStudy:
+             missing: float = 0.0, evaluate=None) -> RoutingStudy:
     """R studies (module docstring); ``routed``: indices of the systems the targeted design
-    follows (default all)."""
+    follows (default all); ``evaluate``: the systems whose steps are built (default all;
+    ``truth`` and ``sample_accuracy`` follow them)."""
     if not 1 <= depth <= k:
         raise ValueError(f"depth: must lie in 1..K={k}, got {depth}")
     y, pred = draw_predictions(rng, reps, n_items, k, accuracies, agree, share, missing)
     pi = design_pi(pred, k, design, epsilon, routed)
     orders = draw_orders(rng, pi, depth)
     answers = draw_answers(rng, y, orders, unsure)
+    if evaluate is not None:
+        pred = pred[..., list(evaluate)]
     steps = design_steps(orders, pi, answers, pred, depth)
     truth = np.asarray(accuracies, dtype=float) * (1 - missing)
+    if evaluate is not None:
+        truth = truth[list(evaluate)]
     return RoutingStudy(steps=steps, truth=truth,
                         sample_accuracy=(pred == y[..., None]).mean(axis=1),
                         items={"truth_class": y, "predictions": pred, "pi": pi,

@@ -81,9 +81,11 @@ def test_every_item_term_has_mean_c_exactly(depth, b):
 
 
 @pytest.mark.parametrize("depth", [1, 2])
-def test_leave_one_out_estimate_is_exactly_unbiased(depth):
-    """With the estimated (leave-one-out) coefficients, E[Â] = the items' mean c exactly:
-    every joint outcome of the three items enumerated."""
+@pytest.mark.parametrize("coefficients", ["model", "loo"])
+def test_estimated_coefficients_keep_the_estimate_exactly_unbiased(depth, coefficients):
+    """With the default working-model coefficients (pilot from the other items) or the
+    leave-one-out regression, E[Â] = the items' mean c exactly: every joint outcome of the
+    three items enumerated."""
     per_item = _outcomes(depth)
     joint = list(itertools.product(*per_item))
     probs = np.array([np.prod([o[0] for o in combo]) for combo in joint])
@@ -91,7 +93,8 @@ def test_leave_one_out_estimate_is_exactly_unbiased(depth):
     answers = np.array([[o[2] for o in combo] for combo in joint])
     pis = np.broadcast_to(np.array([_pi(p) for _, p in ITEMS]), (len(joint), 3, K))
     preds = np.broadcast_to(np.array([p for _, p in ITEMS]), (len(joint), 3, 3))
-    est = design_estimate(design_steps(orders, pis, answers, preds, depth))
+    est = design_estimate(design_steps(orders, pis, answers, preds, depth),
+                          coefficients=coefficients)
     c = np.mean([np.array(p) == t for t, p in ITEMS], axis=0)
     np.testing.assert_allclose(probs @ est.accuracy, c, atol=1e-12)
 
@@ -109,6 +112,79 @@ def test_unsure_and_pending_steps_are_dropped():
     x, d, mask = item_terms(design_steps(orders[2:], pi[2:], np.array([[UNSURE, YES]]),
                                          pred[2:]))
     assert not mask.any()
+
+
+def _working_b(alpha, pi, asked, a):
+    """The working-model coefficients by enumerating y (the working law given y ∉ asked)
+    and the class asked k: b = Q⁻¹ q, Q = E D Dᵀ, q = E D (x − c)."""
+    rest = [c for c in range(len(pi)) if c not in asked]
+    mass = sum(pi[c] for c in rest)
+    p = {c: pi[c] / mass for c in rest}
+    law = {c: (alpha if c == a else (1 - alpha) * pi[c] / (1 - pi[a])) for c in rest}
+    total = sum(law.values())
+    q_mat, q_vec = np.zeros((3, 3)), np.zeros(3)
+    for y in rest:
+        for k in rest:
+            yes = k == y
+            x = (k == a and yes) / p[a]
+            dvec = np.array([yes / p[k] - 1, (k == a) / p[a] - 1,
+                             (k != a) / p[k] - (len(rest) - 1)])
+            weight = law[y] / total * p[k]
+            q_mat += weight * np.outer(dvec, dvec)
+            q_vec += weight * dvec * (x - (y == a))
+    other = [p[c] for c in rest if c != a]
+    if max(other) - min(other) < 1e-12:  # equal over R_j \ {ŷ}: v ∝ u, drop v
+        return np.append(np.linalg.solve(q_mat[:2, :2], q_vec[:2]), 0.0)
+    return np.linalg.solve(q_mat, q_vec)
+
+
+def _brute_model(orders, pi, answers, preds, depth):
+    """Plain loops for the default coefficients: per item its ordinary pieces, the pilot α
+    of the other items, then per step x − b·D with b from :func:`_working_b`."""
+    n_items, n_sys = preds.shape
+    acc, se = [], []
+    for s in range(n_sys):
+        items = []  # per item: list of (x, D, pi, asked, yhat) steps, count, Xo, Uo
+        for i in range(n_items):
+            steps, count, xo, uo, asked = [], 0, 0.0, 0.0, []
+            yhat = preds[i, s]
+            for j in range(depth):
+                a = answers[i, j]
+                if a < 0 or a == UNSURE:
+                    break
+                k = orders[i, j]
+                count += 1
+                yes = a == YES
+                if yhat >= 0 and yhat not in asked:
+                    rest = 1 - sum(pi[i, c] for c in asked)
+                    p_k, p_own = pi[i, k] / rest, pi[i, yhat] / rest
+                    x = (k == yhat and yes) / p_own
+                    dvec = np.array([yes / p_k - 1, (k == yhat) / p_own - 1,
+                                     (k != yhat) / p_k - (K - len(asked) - 1)])
+                    steps.append((x, dvec, list(asked)))
+                    xo += x
+                    uo += (k == yhat) / p_own
+                if yes:
+                    virtual = depth - 1 - j
+                    steps.append((virtual * float(k == yhat), None, None))
+                    count += virtual
+                    break
+                asked.append(k)
+            if count:
+                items.append((steps, count, xo / count, uo / count, yhat, i))
+        z = []
+        for steps, count, _, _, yhat, i in items:
+            others = [it for it in items if it[5] != i]
+            alpha = (sum(o[2] for o in others) + 0.5) / (sum(o[3] for o in others) + 1)
+            alpha = min(max(alpha, 0.01), 0.99)
+            total = 0.0
+            for x, dvec, asked in steps:
+                total += x if dvec is None else x - _working_b(alpha, pi[i], asked, yhat) @ dvec
+            z.append(total / count)
+        z = np.array(z)
+        acc.append(z.mean())
+        se.append(z.std(ddof=1) / np.sqrt(len(z)))
+    return np.array(acc), np.array(se)
 
 
 def _brute(orders, pi, answers, preds, depth, loo=True):
@@ -163,10 +239,10 @@ def _brute(orders, pi, answers, preds, depth, loo=True):
     return np.array(acc), np.array(se)
 
 
-@pytest.mark.parametrize("design,depth,unsure", [("uniform", 1, 0.0), ("targeted", 1, 0.0),
-                                                  ("targeted", 2, 0.1), ("uniform", 3, 0.2),
-                                                  ("targeted", 3, 0.0)])
-@pytest.mark.parametrize("coefficients", ["loo", "pooled"])
+@pytest.mark.parametrize(("design", "depth", "unsure"), [
+    ("uniform", 1, 0.0), ("targeted", 1, 0.0), ("targeted", 2, 0.1), ("uniform", 3, 0.2),
+    ("targeted", 3, 0.0)])
+@pytest.mark.parametrize("coefficients", ["model", "loo", "pooled"])
 def test_equals_brute_force(design, depth, unsure, coefficients):
     """design_estimate's accuracy and SE equal the loop implementation (1e-12), on hand-made
     studies with systems that have no prediction, a newcomer, unsure answers."""
@@ -176,8 +252,11 @@ def test_equals_brute_force(design, depth, unsure, coefficients):
     est = design_estimate(st.steps, coefficients=coefficients)
     it = st.items
     for r in range(3):
-        acc, se = _brute(it["orders"][r], it["pi"][r], it["answers"][r],
-                         it["predictions"][r], depth, loo=coefficients == "loo")
+        args = (it["orders"][r], it["pi"][r], it["answers"][r], it["predictions"][r], depth)
+        if coefficients == "model":
+            acc, se = _brute_model(*args)
+        else:
+            acc, se = _brute(*args, loo=coefficients == "loo")
         np.testing.assert_allclose(est.accuracy[r], acc, atol=1e-12)
         np.testing.assert_allclose(est.se[r], se, atol=1e-12)
 
@@ -194,17 +273,20 @@ def test_stack_equals_one_at_a_time():
 
 
 def test_no_data_and_perfect_agreement():
-    """No item: the no-data convention; every answer agreeing with a perfect AI: SE = 0, and
-    the interval still has width (n_eff capped at the items)."""
+    """No item: the no-data convention; every answer agreeing with a perfect AI: the
+    interval holds 1 and still has width (n_eff capped at the items); with the pooled
+    regression (x − d1 fits exactly) the SE is 0."""
     pi = np.full((1, 50, 3), 1 / 3)
     rng = np.random.default_rng(2)
     y = rng.integers(3, size=(1, 50))
     orders = np.argsort(rng.random((1, 50, 3)), axis=-1)[..., :1]
     answers = np.where(orders == y[..., None], YES, NO)
-    est = design_estimate(design_steps(orders, pi, answers, y[..., None]))
-    assert est.accuracy[0, 0] == pytest.approx(1, abs=1e-12)
+    steps = design_steps(orders, pi, answers, y[..., None])
+    for coefficients in ("model", "pooled"):
+        est = design_estimate(steps, coefficients=coefficients)
+        assert est.accuracy[0, 0] > 0.99
+        assert 0.9 < est.ci_low[0, 0] < 0.99 and est.ci_high[0, 0] > 0.9999
     assert est.se[0, 0] == pytest.approx(0, abs=1e-12)
-    assert 0.9 < est.ci_low[0, 0] < 0.99 and est.ci_high[0, 0] == 1
     empty = design_estimate(design_steps(orders, pi, np.full_like(answers, -1), y[..., None]))
     assert empty.accuracy[0, 0] == 0.5 and (empty.ci_low[0, 0], empty.ci_high[0, 0]) == (0, 1)
 

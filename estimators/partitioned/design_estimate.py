@@ -1,0 +1,520 @@
+"""The design-based (inverse-probability) estimate of each AI system's accuracy under a
+routing design (issue 28; docs/estimators.md, "Routing designs: inverse-probability
+estimates"; the designs themselves: :mod:`estimators.partitioned.designs`).
+
+An item of true class y gets queries at steps j = 0 … depth − 1 of its class order; the
+class k_j is drawn with the known conditional probability π_j(·) over R_j, the classes not
+asked before it; a "yes" ends the item, a "no" or "unsure" is followed by the next step.
+Specialists are truthful (yes ⇔ k_j = y). For system s with pick ŷ (none: wrong, c = 0),
+c = 1{ŷ = y}. Every answered step j contributes
+
+* an **exact** step (ŷ asked at an earlier step of the item and answered "no", or s has no
+  prediction): x = c = 0, D = 0;
+* otherwise the inverse-probability term and three control variates,
+
+      x  = 1{k_j = ŷ, yes} / π_j(ŷ)                  E(x | history) = c
+      d1 = 1{yes} / π_j(k_j) − 1                     E = 0 (y ∈ R_j: earlier answers "no")
+      u  = 1{k_j = ŷ} / π_j(ŷ) − 1                   E = 0
+      v  = 1{k_j ≠ ŷ} / π_j(k_j) − (|R_j| − 1)       E = 0
+
+  (x − d1 = 1 − 1{k_j ≠ ŷ, yes}/π_j(k_j): the complementary-like part is in the family);
+* after a "yes" at step j < depth − 1, c is known (c = 1{k_j = ŷ}): the steps j+1 … depth−1
+  are **virtual** exact steps x = c, D = 0.
+
+An "unsure" answer tells nothing: it and every later step of the item are dropped (a later
+step's E(x | history) = c needs y ∉ the classes asked before). Steps not yet answered are
+absent. Per item i, X_i and D_i (3 columns) are the means over its available steps (answered
+and virtual); an item with none (its first step unsure) drops out.
+
+With every step of an item answered (no pending or unsure step), X_i is the mean of depth
+terms Z_0 … Z_{depth−1} each of conditional mean c_i given the item's history (a virtual
+step equals c_i), so E[X_i] = c_i and E[D_i] = 0 **exactly**, for any fixed coefficients b:
+E[X_i − b·D_i] = c_i, whatever the AI's errors. (A pending or unsure step makes an item's
+number of available steps depend on its answers — a "yes" makes the later steps available
+at once, a "no" leaves them to be answered — and then the mean over available steps is
+biased; docs/estimators.md quantifies it.)
+
+The estimate (control variates with the estimated optimal coefficients, items the clusters):
+
+    b̂ = S_DD⁺ S_DX      (S: sums of centred products over the n items; ⁺: pseudo-inverse,
+                          since e.g. v = −u under the uniform design with depth 1)
+    Â  = X̄ − b̂·D̄
+    SE² = Σ_i (X_i − X̄ − b̂·(D_i − D̄))² / (n (n − 1 − p)),  p = rank S_DD
+
+Â is the intercept of the least-squares fit of X_i on (1, D_i); its bias from estimating b
+is O(1/n). The interval (``interval=``): "wilson" (default) is Wilson's score interval at the
+effective binomial count n_eff = ã(1 − ã)/SE² (ã = Â clipped to [1/(2n), 1 − 1/(2n)]),
+capped at n (no estimate from n items is more precise than knowing every c_i; SE = 0,
+e.g. every answer agreeing with the AI, gives n_eff = n); "clopper_pearson" the same at
+n_eff; "wald" Â ± z·SE; "t" with n − 1 − p degrees of freedom. Coverage:
+docs/coverage.md, "Routing designs: the inverse-probability estimate".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+from scipy import stats
+
+from estimators.partitioned.accuracy import Estimate
+from estimators.partitioned.likelihood import NO_DATA_ACCURACY, NO_DATA_SE
+
+NO, YES, UNSURE = 0, 1, 2  # answer codes of :func:`design_steps` (−1: not answered)
+INTERVALS = ("wilson", "clopper_pearson", "wald", "t")
+RCOND = 1e-12  # eigenvalues of Σ Z_i Z_iᵀ below this share of the largest count as 0
+# The approximate flag (:func:`approximate`): an interval rests on fewer decisive items
+# than this, or one item carries more than MAX_SHARE of the residual sum of squares.
+APPROXIMATE_EVENTS = 10
+MAX_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class DesignSteps:
+    """The answered steps of a stack of studies: arrays of shape (..., n) per step (the
+    stack's shape first, then the steps), (..., n, S) per step and system.
+
+    ``item``: item index (the steps of an item contiguous, in step order); ``step``: its
+    position j (0-based); ``yes``/``unsure``: the answer; ``p_asked``: π_j(k_j);
+    ``remaining``: |R_j| (classes not asked before step j); ``own``: k_j = ŷ_s;
+    ``p_own``: π_j(ŷ_s), 0 where ŷ_s was asked before or s has no prediction;
+    ``present``: s has a prediction; ``valid``: False on padding; ``depth``: the design's
+    number of steps per item. For the working-model coefficients (the default):
+    ``rest`` (..., n) = 1 − Σ_{i<j} π(k_i), the design mass left at step j, and
+    ``inv_total`` (..., n) = Σ_{k ∈ R_j} 1/π_j(k)."""
+
+    item: np.ndarray
+    step: np.ndarray
+    yes: np.ndarray
+    unsure: np.ndarray
+    p_asked: np.ndarray
+    remaining: np.ndarray
+    own: np.ndarray
+    p_own: np.ndarray
+    present: np.ndarray
+    valid: np.ndarray
+    depth: int
+    rest: np.ndarray | None = None
+    inv_total: np.ndarray | None = None
+
+    @property
+    def stack_shape(self) -> tuple:
+        return self.item.shape[:-1]
+
+    @property
+    def systems(self) -> int:
+        return self.own.shape[-1]
+
+    def take(self, index) -> DesignSteps:
+        """The studies ``index`` of a stack (an index into its leading axis)."""
+        return DesignSteps(**{f.name: (getattr(self, f.name)
+                                       if f.name == "depth" or getattr(self, f.name) is None
+                                       else getattr(self, f.name)[index])
+                              for f in fields(self)})
+
+
+def design_steps(orders, pi, answers, predictions, depth: int | None = None) -> DesignSteps:
+    """DesignSteps from per-item data (a leading stack shape ``...`` allowed everywhere):
+
+    * ``orders`` (..., N, D) int: the class asked at each step (any value where not asked);
+    * ``pi`` (..., N, K): each item's design π (the class order's successive sampling);
+    * ``answers`` (..., N, D) int: ``YES``, ``NO``, ``UNSURE``, or −1 (not asked or not
+      yet answered);
+    * ``predictions`` (..., N, S) int: each system's class, −1 for none;
+    * ``depth``: the design's steps per item (default D).
+
+    π_j(k) = π(k) / (1 − Σ_{i<j} π(k_i)) (successive sampling); steps are laid out item by
+    item (N·D per study), unanswered ones marked invalid."""
+    o = np.asarray(orders, dtype=np.int64)
+    p = np.asarray(pi, dtype=float)
+    a = np.asarray(answers, dtype=np.int64)
+    pred = np.asarray(predictions, dtype=np.int64)
+    *stack, n_items, d = o.shape
+    k = p.shape[-1]
+    depth = d if depth is None else int(depth)
+    if a.shape != o.shape or p.shape[:-1] != o.shape[:-1] or pred.shape[:-1] != o.shape[:-1]:
+        raise ValueError("orders, answers (..., N, D), pi (..., N, K) and predictions "
+                         "(..., N, S) must share their leading shape")
+    valid = a >= 0
+    oc = np.where(valid, o, 0)
+    if ((oc < 0) | (oc >= k)).any():
+        raise ValueError(f"orders: answered steps must ask a class in 0..{k - 1}")
+    drawn = np.take_along_axis(p, oc, axis=-1)
+    before = np.cumsum(drawn, axis=-1) - drawn
+    rest = 1 - before
+    p_asked = drawn / rest
+    present = pred >= 0
+    pc = np.where(present, pred, 0)
+    p_pred = np.take_along_axis(p, pc, axis=-1)  # (..., N, S)
+    own = (oc[..., :, None] == pred[..., None, :]) & present[..., None, :]
+    asked_before = (np.cumsum(own, axis=-2) - own) > 0  # ŷ asked at an earlier step
+    p_own = np.where(present[..., None, :] & ~asked_before,
+                     p_pred[..., None, :] / rest[..., None], 0.0)
+    step = np.broadcast_to(np.arange(d), o.shape)
+    item = np.broadcast_to(np.arange(n_items)[:, None], o.shape)
+    # Σ_{k ∈ R_j} 1/π_j(k) = rest_j · (Σ_k 1/π(k) − Σ_{i<j} 1/π(k_i))
+    inv_all = (1 / p).sum(axis=-1, keepdims=True)
+    inv_before = np.cumsum(1 / drawn, axis=-1) - 1 / drawn
+    inv_total = rest * (inv_all - inv_before)
+    s = pred.shape[-1]
+    flat = (*stack, n_items * d)
+    return DesignSteps(
+        item=item.reshape(flat).copy(), step=step.reshape(flat).copy(),
+        yes=(a == YES).reshape(flat), unsure=(a == UNSURE).reshape(flat),
+        p_asked=p_asked.reshape(flat), remaining=(k - step).reshape(flat).copy(),
+        own=own.reshape(*flat, s), p_own=p_own.reshape(*flat, s),
+        present=np.broadcast_to(present[..., None, :], own.shape).reshape(*flat, s),
+        valid=valid.reshape(flat), depth=depth, rest=rest.reshape(flat),
+        inv_total=inv_total.reshape(flat))
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """Per answered step, flattened (steps, S): the terms of the module docstring."""
+
+    key: np.ndarray  # study · M + item, per step
+    b: int  # studies
+    m: int  # item slots per study
+    weight: np.ndarray  # 1 per available step + its virtual steps (0: dropped)
+    x: np.ndarray  # (steps, S) x plus the virtual steps' c
+    x_ipw: np.ndarray  # (steps, S) x alone
+    d: np.ndarray  # (steps, 3, S)
+    ipw: np.ndarray  # (steps, S) the inverse-probability steps
+    p_own: np.ndarray  # (steps, S) π_j(ŷ) (1 off ipw)
+    remaining: np.ndarray  # (steps,) |R_j|
+    rest: np.ndarray | None
+    inv_total: np.ndarray | None
+
+    def per_item(self, values):
+        """(steps, …, S) sums → (B·M, …, S) per item."""
+        flat = values.reshape(values.shape[0], -1)
+        out = np.stack([np.bincount(self.key, weights=flat[:, j], minlength=self.b * self.m)
+                        for j in range(flat.shape[1])], axis=-1)
+        return out.reshape(self.b * self.m, *values.shape[1:])
+
+
+def _step_terms(steps: DesignSteps) -> _Steps:
+    st = steps
+    n = st.item.shape[-1]
+    b = int(np.prod(st.stack_shape, dtype=np.int64))
+    s = st.systems
+    item = st.item.reshape(b, n)
+    valid = st.valid.reshape(b, n)
+    m = int(item[valid].max()) + 1 if valid.any() else 1
+    key = (np.arange(b)[:, None] * m + np.where(valid, item, 0)).ravel()
+    step = st.step.reshape(-1)
+    unsure = st.unsure.reshape(-1) & valid.ravel()
+    first_unsure = np.full(b * m, np.iinfo(np.int64).max)
+    np.minimum.at(first_unsure, key[unsure], step[unsure])
+    avail = valid.ravel() & (step < first_unsure[key])
+    yes = st.yes.reshape(-1) & avail
+    own = st.own.reshape(-1, s)
+    p_own = st.p_own.reshape(-1, s)
+    p_asked = st.p_asked.reshape(-1)
+    remaining = st.remaining.reshape(-1)
+    ipw = avail[:, None] & (p_own > 0)  # steps with the inverse-probability terms
+    safe_own = np.where(ipw, p_own, 1.0)
+    safe_asked = np.where(avail, p_asked, 1.0)[:, None]
+    x = np.where(ipw & own & yes[:, None], 1.0 / safe_own, 0.0)
+    d1 = np.where(ipw, yes[:, None] / safe_asked - 1, 0.0)
+    du = np.where(ipw, own / safe_own - 1, 0.0)
+    dv = np.where(ipw, ~own / safe_asked - (remaining[:, None] - 1), 0.0)
+    virtual = np.where(yes, np.maximum(st.depth - 1 - step, 0), 0).astype(float)
+    x_all = x + virtual[:, None] * (own & st.present.reshape(-1, s))
+    return _Steps(key=key, b=b, m=m, weight=avail + virtual, x=x_all, x_ipw=x,
+                  d=np.stack([d1, du, dv], axis=1), ipw=ipw, p_own=safe_own,
+                  remaining=remaining,
+                  rest=None if st.rest is None else st.rest.reshape(-1),
+                  inv_total=None if st.inv_total is None else st.inv_total.reshape(-1))
+
+
+def item_terms(steps: DesignSteps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item: X (B, M, S), D (B, M, 3, S) and the mask of items with data (B, M), the
+    stack flattened to B studies and M = the largest item index + 1 (module docstring)."""
+    t = _step_terms(steps)
+    s = steps.systems
+    count = np.bincount(t.key, weights=t.weight, minlength=t.b * t.m)
+    has = count > 0
+    denom = np.where(has, count, 1.0)
+    big_x = t.per_item(t.x) / denom[:, None]
+    big_d = t.per_item(t.d) / denom[:, None, None]
+    return (big_x.reshape(t.b, t.m, s), big_d.reshape(t.b, t.m, 3, s), has.reshape(t.b, t.m))
+
+
+def working_coefficients(alpha, p_own, remaining, rest, inv_total) -> np.ndarray:
+    """b (…, 3) minimising a step's expected variance E_y Var(x − b·D | history) under the
+    working model P(y = ŷ) = α, P(y = k) = (1 − α) π(k)/(1 − π(ŷ)) for k ≠ ŷ, given that y
+    is none of the classes asked before (docs/estimators.md): with p = π_j(ŷ), m = |R_j|,
+    H = Σ_{k ∈ R_j, k ≠ ŷ} 1/π_j(k), G = (m − 1)/(1 − p) and α_j the working P(y = ŷ | y ∈
+    R_j), b = Q⁻¹ q,
+
+        Q = [[α_j(1/p − 1) + (1 − α_j)(G − 1),  α_j(1/p − 1) − (1 − α_j),  (1 − α_j)G − (m − 1)],
+             [·,  1/p − 1,  −(m − 1)],  [·,  ·,  H − (m − 1)²]],
+        q = α_j (1/p − 1, 1/p − 1, −(m − 1));
+    where π_j is equal over the classes of R_j other than ŷ (the uniform design; a targeted
+    one where no other class got a vote) v is a multiple of u and Q is singular: v is
+    dropped (b_3 = 0) and b_1, b_2 solve the 2 × 2 system in (d1, u). Any
+    b that does not depend on the item's own answers keeps E(x − b·D | history) = c."""
+    return _WorkingModel(p_own, remaining, rest, inv_total).coefficients(alpha)
+
+
+class _WorkingModel:
+    """:func:`working_coefficients` with the parts that do not depend on α computed once."""
+
+    def __init__(self, p_own, remaining, rest, inv_total):
+        p = np.asarray(p_own, float)
+        mm = np.asarray(remaining, float) - 1
+        pi_own = p * rest
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.others = np.where(mm > 0, (rest - pi_own) / (1 - pi_own), 0.0)
+            g = np.where(mm > 0, mm / (1 - p), 0.0)
+        self.inv = inv = 1 / p - 1
+        self.g1, self.g, self.mm = g - 1, g, mm
+        self.q22, self.q23 = inv, -mm
+        self.q33 = inv_total - 1 / p - mm**2
+        self.c11 = self.q22 * self.q33 - self.q23 * self.q23
+        # H = Σ_{k ∈ R_j, k ≠ ŷ} 1/π_j(k) ≥ (m − 1)²/(1 − p), with equality iff π_j is
+        # equal over the classes other than ŷ: then v is a multiple of u
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.flat = (mm <= 0) | (self.q33 + mm**2 <= mm**2 / (1 - p) * (1 + 1e-9))
+
+    def coefficients(self, alpha) -> np.ndarray:
+        a = np.asarray(alpha, float)
+        a_j = a / (a + (1 - a) * self.others)
+        inv, mm, q22, q23, q33 = self.inv, self.mm, self.q22, self.q23, self.q33
+        q11 = a_j * inv + (1 - a_j) * self.g1
+        q12 = a_j * inv - (1 - a_j)
+        q13 = (1 - a_j) * self.g - mm
+        r1, r3 = a_j * inv, -a_j * mm
+        # the symmetric 3 × 3 system by its adjugate (r2 = r1)
+        c11 = self.c11
+        c12 = q13 * q23 - q12 * q33
+        c13 = q12 * q23 - q13 * q22
+        c22 = q11 * q33 - q13 * q13
+        c23 = q12 * q13 - q11 * q23
+        c33 = q11 * q22 - q12 * q12
+        det = q11 * c11 + q12 * c12 + q13 * c13
+        # π_j equal over R_j \ {ŷ}: v ∝ u, Q singular — v dropped, the 2 × 2 system in (d1, u)
+        det2 = c33
+        flat = self.flat
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(det > 0, 1 / det, 0.0)
+            scale2 = np.where(det2 > 0, 1 / det2, 0.0)
+            out = np.stack([
+                np.where(flat, (q22 - q12) * r1 * scale2,
+                         ((c11 + c12) * r1 + c13 * r3) * scale),
+                np.where(flat, (q11 - q12) * r1 * scale2,
+                         ((c12 + c22) * r1 + c23 * r3) * scale),
+                np.where(flat, 0.0, ((c13 + c23) * r1 + c33 * r3) * scale)], axis=-1)
+        return np.where(np.isfinite(out), out, 0.0)
+
+
+CHUNK = 1 << 15  # steps per block of the working-coefficient arithmetic (stays in cache)
+
+
+def _model_terms(steps: DesignSteps, prior: float = 1.0, clip: float = 0.01):
+    """Per item (B, M, S) the terms Z_i = mean over its steps of x − b_j·D, b_j the working
+    coefficients (:func:`working_coefficients`) at the pilot α_(−i) = the other items'
+    ordinary ratio (Σ_{l≠i} X_l + ½·prior)/(Σ_{l≠i} (1 + U_l) + prior) — the share of
+    "yes" among their steps that asked ŷ, weighted by 1/π_j(ŷ), pulled towards ½ by
+    ``prior`` items — clipped to [clip, 1 − clip]; and the item mask (B, M). α_(−i) does
+    not depend on item i's answers, so E(Z_i) = c_i exactly."""
+    if steps.rest is None or steps.inv_total is None:
+        raise ValueError("coefficients='model' needs DesignSteps.rest and .inv_total "
+                         "(design_steps fills them)")
+    t = _step_terms(steps)
+    s = steps.systems
+    count = np.bincount(t.key, weights=t.weight, minlength=t.b * t.m)
+    has = count > 0
+    denom = np.where(has, count, 1.0)[:, None]
+    w = has.reshape(t.b, t.m, 1)
+    xs = (t.per_item(t.x_ipw) / denom).reshape(t.b, t.m, s) * w
+    us = (t.per_item(np.where(t.ipw, t.d[:, 1] + 1, 0.0)) / denom).reshape(t.b, t.m, s) * w
+    num = xs.sum(axis=1, keepdims=True) - xs + 0.5 * prior
+    den = us.sum(axis=1, keepdims=True) - us + prior
+    alpha = np.clip(num / den, clip, 1 - clip).reshape(t.b * t.m, s)[t.key]
+    sel = t.ipw  # only the inverse-probability steps carry coefficients
+    idx = np.nonzero(sel)
+    rows = idx[0]
+    z = t.x.copy()
+    shift = np.empty(rows.size)
+    for lo in range(0, rows.size, CHUNK):
+        r, c = rows[lo:lo + CHUNK], idx[1][lo:lo + CHUNK]
+        coef = working_coefficients(alpha[r, c], t.p_own[r, c], t.remaining[r], t.rest[r],
+                                    t.inv_total[r])
+        shift[lo:lo + CHUNK] = (coef * t.d[r, :, c]).sum(axis=-1)  # (q, 3) each
+    z[idx] -= shift
+    return (t.per_item(z) / denom).reshape(t.b, t.m, s), has.reshape(t.b, t.m)
+
+
+def _pinv(gram):
+    """G⁺ and rank of stacked symmetric matrices (singular values below RCOND × the
+    largest count as 0)."""
+    vals, vecs = np.linalg.eigh(gram)
+    top = np.abs(vals).max(axis=-1, keepdims=True)
+    keep = vals > RCOND * np.where(top > 0, top, 1.0)
+    inv_vals = np.where(keep, 1.0 / np.where(keep, vals, 1.0), 0.0)
+    return (vecs * inv_vals[..., None, :]) @ np.swapaxes(vecs, -1, -2), keep.sum(axis=-1)
+
+
+def _fit(x, d, mask, coefficients="loo"):
+    """Â, SE, n, p, each item's term minus Â (B, M, S; 0 off the mask) and b̂ (B, S, 3)
+    from item terms (module docstring)."""
+    w = mask.astype(float)[..., None]  # (B, M, 1)
+    n = w.sum(axis=1)  # (B, 1)
+    safe_n = np.where(n > 0, n, 1.0)
+    p = np.zeros((x.shape[0], x.shape[2]), dtype=int)
+    if isinstance(coefficients, str):
+        if coefficients not in ("loo", "pooled"):
+            raise ValueError(f"coefficients: unknown '{coefficients}' (loo, pooled or b)")
+        # Z_i = (1, D_i) on the mask: (B, S, M, 4); X: (B, S, M, 1)
+        zt = np.moveaxis(np.concatenate([np.ones_like(x)[:, :, None], d], axis=2)
+                         * w[..., None], (1, 2), (2, 3))
+        xt = np.moveaxis(x * w, 1, 2)[..., None]
+        gram = np.swapaxes(zt, -1, -2) @ zt  # (B, S, 4, 4)
+        inv, rank = _pinv(gram)
+        p = np.maximum(rank - 1, 0)
+        beta = inv @ (np.swapaxes(zt, -1, -2) @ xt)  # (B, S, 4, 1)
+        coef = beta[..., 1:, 0]
+        slope = zt[..., 1:] @ beta[..., 1:, :]  # b̂·D_i: (B, S, M, 1)
+        terms = (xt - slope)[..., 0]
+        if coefficients == "loo":
+            g = zt @ inv  # (G⁺ z_i)ᵀ: (B, S, M, 4)
+            h = (g * zt).sum(axis=-1)
+            e = (xt - zt @ beta)[..., 0]
+            regular = h < 1 - 1e-6
+            lever = np.where(regular, e / np.where(regular, 1 - h, 1.0), 0.0)
+            # b̂_(−i) = b̂ − [G⁺ z_i]_slope e_i/(1 − h_i) (Sherman–Morrison)
+            terms = terms + (g[..., 1:] * zt[..., 1:]).sum(axis=-1) * lever
+            single = ~regular & mask[:, None, :]
+            if single.any():  # an item alone in a direction: refit without it
+                bi, si, mi = np.nonzero(single)
+                zi = zt[bi, si, mi]  # (q, 4)
+                inv_i, _ = _pinv(gram[bi, si] - zi[:, :, None] * zi[:, None, :])
+                rhs = (np.swapaxes(zt[bi, si], -1, -2) @ xt[bi, si])[..., 0] - zi * (
+                    xt[bi, si, mi, 0][:, None])
+                beta_i = (inv_i @ rhs[..., None])[..., 0]
+                terms[bi, si, mi] = xt[bi, si, mi, 0] - (beta_i[:, 1:] * zi[:, 1:]).sum(-1)
+        terms = np.moveaxis(terms, 2, 1)
+    else:
+        coef = np.broadcast_to(np.asarray(coefficients, float), (x.shape[0], x.shape[2], 3))
+        terms = x - (d * np.moveaxis(coef, 1, 2)[:, None]).sum(axis=2)
+    acc = (terms * w).sum(axis=1) / safe_n
+    resid = (terms - acc[:, None]) * w
+    ss = (resid**2).sum(axis=1)
+    pooled = isinstance(coefficients, str) and coefficients == "pooled"
+    dof = np.maximum(n - 1 - (p if pooled else 0), 1)
+    se = np.sqrt(ss / dof / safe_n)
+    return acc, se, np.broadcast_to(n, acc.shape), p, resid, coef
+
+
+def _wilson(x, n, z):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ph = x / n
+        mid = (ph + z**2 / (2 * n)) / (1 + z**2 / n)
+        half = z / (1 + z**2 / n) * np.sqrt(ph * (1 - ph) / n + z**2 / (4 * n**2))
+    return mid - half, mid + half
+
+
+def _clopper_pearson(x, n, alpha):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = np.where(x > 0, stats.beta.ppf(alpha / 2, x, n - x + 1), 0.0)
+        hi = np.where(x < n, stats.beta.ppf(1 - alpha / 2, x + 1, n - x), 1.0)
+    return lo, hi
+
+
+def effective_count(acc, se, n):
+    """n_eff = ã(1 − ã)/SE², ã = Â clipped to [1/(2n), 1 − 1/(2n)], capped at n (n where
+    SE = 0); and ã."""
+    safe_n = np.where(n > 0, n, 1.0)
+    a = np.clip(acc, 0.5 / safe_n, 1 - 0.5 / safe_n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where(se > 0, a * (1 - a) / np.where(se > 0, se, 1.0) ** 2, safe_n)
+    return np.minimum(n_eff, safe_n), a
+
+
+def interval(acc, se, n, p, confidence: float = 0.95, method: str = "wilson"):
+    """The ``confidence`` interval of ``method`` (module docstring), clipped to [0, 1]."""
+    if method not in INTERVALS:
+        raise ValueError(f"interval: unknown '{method}' (one of {', '.join(INTERVALS)})")
+    alpha = 1 - confidence
+    if method in ("wald", "t"):
+        q = (stats.norm.ppf(1 - alpha / 2) if method == "wald"
+             else stats.t.ppf(1 - alpha / 2, np.maximum(n - 1 - p, 1)))
+        lo, hi = acc - q * se, acc + q * se
+    else:
+        n_eff, a = effective_count(acc, se, n)
+        x = np.clip(acc, 0, 1) * n_eff
+        if method == "wilson":
+            lo, hi = _wilson(x, n_eff, stats.norm.ppf(1 - alpha / 2))
+        else:
+            lo, hi = _clopper_pearson(x, n_eff, alpha)
+    return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+
+
+def approximate(resid, n, se, acc) -> tuple[np.ndarray, np.ndarray]:
+    """(flag, decisive items): an interval is **approximate** where it rests on fewer than
+    ``APPROXIMATE_EVENTS`` decisive items — min(n_eff·Â, n_eff·(1 − Â)), the binomial
+    events its width stands for — or where one item carries more than ``MAX_SHARE`` of the
+    residual sum of squares (a heavy inverse-probability weight dominating the SE)."""
+    n_eff, a = effective_count(acc, se, n)
+    events = np.minimum(n_eff * a, n_eff * (1 - a))
+    ss = (resid**2).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(ss > 0, (resid**2).max(axis=1) / np.where(ss > 0, ss, 1.0), 0.0)
+    return (events < APPROXIMATE_EVENTS) | (share > MAX_SHARE), events
+
+
+def design_estimates(steps: DesignSteps, confidence: float = 0.95,
+                     interval_methods=INTERVALS, coefficients="model") -> dict[str, Estimate]:
+    """:func:`design_estimate` for several interval methods from one fit: {method:
+    Estimate} (the coverage tables compare them on the same draws)."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence: must be in (0, 1), got {confidence}")
+    if isinstance(coefficients, str) and coefficients == "model":
+        z, mask = _model_terms(steps)
+        acc, se, n, p, resid, coef = _fit(z, np.zeros((*z.shape[:2], 3, z.shape[2])), mask,
+                                          np.zeros(3))
+        coef = np.full(coef.shape, np.nan)  # per step: no single b̂
+    else:
+        x, d, mask = item_terms(steps)
+        acc, se, n, p, resid, coef = _fit(x, d, mask, coefficients)
+    flag, events = approximate(resid, n, se, acc)
+    no_data = n <= 0
+    shape = (*steps.stack_shape, steps.systems)
+    clipped = np.clip(acc, 0.0, 1.0)
+    valid = steps.valid
+    k = int((steps.remaining + steps.step)[valid].max()) if valid.any() else 0
+
+    def out(v, fill):
+        return np.where(no_data, fill, v).reshape(shape)
+
+    found = {}
+    for method in interval_methods:
+        lo, hi = interval(acc, se, n, p, confidence, method)
+        found[method] = Estimate(
+            method="design", k=k, confidence=confidence,
+            accuracy=out(acc, NO_DATA_ACCURACY), accuracy_clipped=out(clipped, NO_DATA_ACCURACY),
+            se=out(se, NO_DATA_SE), ci_low=out(np.minimum(lo, clipped), 0.0),
+            ci_high=out(np.maximum(hi, clipped), 1.0), weight=coef.reshape(*shape, 3),
+            bound=None, events=out(events, np.inf), approximate=out(flag, False))
+    return found
+
+
+def design_estimate(steps: DesignSteps, confidence: float = 0.95,
+                    interval_method: str = "wilson", coefficients="model") -> Estimate:
+    """Each system's accuracy from the answered steps of a routing design (module
+    docstring): ``Estimate`` (method "design") with arrays of shape (..., S) over the
+    stack. ``coefficients``: "loo" (default: each item's b̂ fitted without it, so E[Â] =
+    the items' mean c exactly), "pooled" (one b̂ from every item: bias O(1/n)) or a fixed
+    b, (3,) or (B, S, 3) (b = 0: the plain inverse-probability mean). A system with no
+    item gets the no-data convention (0.5, √(1/12), [0, 1]); ``weight`` holds b̂ (..., S,
+    3), ``events`` the decisive items and ``approximate`` the flag of
+    :func:`approximate`."""
+    return design_estimates(steps, confidence, (interval_method,), coefficients)[
+        interval_method]
+
+
+__all__ = ["INTERVALS", "NO", "UNSURE", "YES", "DesignSteps", "approximate", "design_estimate",
+           "design_estimates", "design_steps", "effective_count", "interval", "item_terms",
+           "working_coefficients"]

@@ -63,7 +63,7 @@ from annotations.core.views import study_add_links, study_page_url
 from annotations.core.words import counted
 from annotations.partitioned.models import Query, RoutingDesign
 from annotations.partitioned.selectors import study_designs, study_setup_checklist
-from annotations.partitioned.services.designs import routing_design_set
+from annotations.partitioned.services.designs import design_recommendation, routing_design_set
 from annotations.partitioned.services.exports import labels_export
 from annotations.partitioned.services.imports import item_create, item_update
 from annotations.partitioned.services.predictions import prediction_set, predictions_delete
@@ -270,6 +270,7 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
         return self._page(request, "admin/annotations/study/routing_design.html", study,
                           f"Routing design of “{study.name}”", designs=designs,
                           current=designs[-1] if designs else None, error=error,
+                          plan=design_recommendation(study=study),
                           values=values, kinds=RoutingDesign.Kind.choices)
 
     def _status_view(self, request, study_id: int, *, opening: bool) -> HttpResponse:

@@ -1036,3 +1036,23 @@ def study_designs(*, study: Study) -> list[DesignRow]:
                               d.created_at, str(d.created_by or ""),
                               t.get("answered", 0), t.get("pending", 0)))
     return rows
+
+
+def study_item_picks(*, study: Study, ordinals: list[int], limit: int = 2000) -> np.ndarray:
+    """(items, systems) the class each AI system (``ordinals`` order) picked for up to
+    ``limit`` of the study's items, spread evenly over them by primary key (−1: none) —
+    the routing-design planner's sample of the study's own items."""
+    ids = list(Item.objects.filter(study=study, is_quality_check=False)
+               .order_by("pk").values_list("pk", flat=True))
+    if len(ids) > limit:
+        ids = [ids[round(i * (len(ids) - 1) / (limit - 1))] for i in range(limit)]
+    row = {pk: i for i, pk in enumerate(ids)}
+    column = {o: j for j, o in enumerate(ordinals)}
+    picks = np.full((len(ids), len(ordinals)), -1, dtype=np.int64)
+    for start in range(0, len(ids), IN_LIST_MAX):
+        for item_id, ordinal, position in Prediction.objects.filter(
+                item_id__in=ids[start:start + IN_LIST_MAX], system__study=study,
+                position__isnull=False).values_list("item_id", "system__ordinal", "position"):
+            if ordinal in column:
+                picks[row[item_id], column[ordinal]] = position
+    return picks

@@ -115,3 +115,37 @@ def redraw_after_predictions(*, study: Study, item_ids: list[int] | None = None)
     if study.status != Study.Status.OPEN:
         return 0
     return queries_redraw(study=study, item_ids=item_ids)
+
+
+def design_recommendation(*, study: Study) -> dict | None:
+    """The planner's recommended routing design for the study's target width, from its
+    latest estimates (the design-weighted ones where the study has them, else ML) as pilot
+    accuracies and its own items' AI picks (``estimators.partitioned.design_planning``).
+    None before the study has AI predictions and an estimate of each system."""
+    from annotations.core.selectors import study_latest_snapshot
+    from annotations.partitioned.selectors import study_item_picks
+    from assistants.models import AISystem
+    from estimators.partitioned.design_planning import design_plan
+
+    snapshot = study_latest_snapshot(study=study)
+    systems = list(AISystem.objects.filter(study=study).order_by("ordinal"))
+    k = study.classes.count()
+    if snapshot is None or not systems or k < 2 or not study.target_ci_width:
+        return None
+    pilots = []
+    for row in snapshot.payload.get("systems") or []:
+        cell = row.get("design") or ((row.get("estimates") or {}).get("ml"))
+        pilots.append(cell.get("accuracy") if cell else None)
+    if len(pilots) != len(systems) or any(p is None for p in pilots):
+        return None
+    picks = study_item_picks(study=study, ordinals=[s.ordinal for s in systems])
+    if not (picks >= 0).any():
+        return None
+    plan = design_plan(picks, pilots, k, study.target_ci_width, reps=20, n=min(
+        len(picks), 1000), seed=study.seed % (2**32))
+    return {"width": study.target_ci_width, "pilots": dict(zip(
+        [s.name for s in systems], pilots, strict=True)),
+        "options": [{"kind": o.kind, "epsilon": o.epsilon, "median": round(o.median),
+                     "worst_ratio": o.worst_ratio, "recommended": o is plan.recommended}
+                    for o in plan.options],
+        "recommended": plan.recommended, "saving": plan.saving}

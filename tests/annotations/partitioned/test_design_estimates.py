@@ -119,3 +119,17 @@ def test_a_uniform_study_has_no_design_section():
     payload = study.snapshots.order_by("-pk").first().payload
     assert "design" not in payload and "uniform_part" not in payload
     assert np.isfinite(payload["systems"][0]["estimates"]["ml"]["accuracy"])
+
+
+def test_the_routing_design_page_recommends_a_design_from_the_pilot_answers():
+    study = make_study(k=6, n_items=300, systems=SYSTEMS, seed=36)  # uniform pilot
+    client = Client()
+    client.force_login(role_user(study, "researcher"))
+    url = reverse("admin:annotations_study_routing_design", args=[study.pk])
+    assert "answer a pilot" in client.get(url).content.decode()
+    study_simulate(study=study, answers=200, seed=5, recompute_every=0)
+    page = client.get(url).content.decode()
+    table = page.split('data-testid="design-plan"')[1].split("</table>")[0]
+    assert table.count("<tr") == 6  # a header, uniform and four targeted designs
+    assert table.count("(recommended)") == 1
+    assert "fewer answers than the uniform design" in page

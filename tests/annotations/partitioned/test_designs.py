@@ -245,3 +245,37 @@ def test_the_researcher_changes_the_design_on_its_admin_page(client):
     other = make_study(k=3, n_items=5, seed=29)
     client.force_login(role_user(other, "researcher"))
     assert client.get(url).status_code in (403, 404)
+
+
+def test_the_label_export_carries_each_querys_design_and_probability():
+    import io
+
+    from annotations.partitioned.services.exports import labels_export
+    study = make_study(k=4, n_items=40, systems=SYSTEMS, seed=30, queries_per_item=2)
+    for c in range(4):  # a few answers under the uniform default
+        query = query_lease_next(study=study, user=specialist(study, c))
+        if query is not None:
+            label_submit(query_id=query.pk, user=specialist(study, c), answer="no",
+                         undoable=False)
+    routing_design_set(study=study, kind="targeted", epsilon=0.4)
+    for c in range(4):
+        for _ in range(3):
+            query = query_lease_next(study=study, user=specialist(study, c))
+            if query is not None:
+                label_submit(query_id=query.pk, user=specialist(study, c), answer="no",
+                             undoable=False)
+    out = io.StringIO()
+    labels_export(study=study, out=out, fmt="jsonl")
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    stored = {q.pk: q for q in Query.objects.filter(study=study, status="answered")}
+    kinds = set()
+    for row in rows:
+        q = stored[row["query_id"]]
+        kinds.add(row["design_kind"])
+        if q.design_id is None:
+            assert (row["design"], row["design_kind"], row["draw_uniform"]) == (0, "uniform", True)
+            assert row["draw_p"] == pytest.approx(1 / (4 - q.sequence))
+        else:
+            assert (row["design"], row["design_epsilon"]) == (1, 0.4)
+            assert row["draw_p"] == q.draw_p and row["draw_targets"] == q.draw_targets
+    assert kinds == {"uniform", "targeted"}

@@ -28,7 +28,12 @@ from annotations.core.inputs import accepts_upload, file_too_large_message
 from annotations.core.models import ImportJob, Study
 from annotations.core.services.import_jobs import import_job_submit, import_jobs_expire
 from annotations.core.sqlite_locks import while_sqlite_locked
-from annotations.partitioned.selectors import query_for_specialist, specialist_membership_of
+from annotations.partitioned.selectors import (
+    query_for_specialist,
+    specialist_membership_of,
+    study_designs,
+)
+from annotations.partitioned.services.designs import routing_design_set
 from annotations.partitioned.serializers import (
     AnswerInputSerializer,
     AnswerOutputSerializer,
@@ -41,6 +46,8 @@ from annotations.partitioned.serializers import (
     PredictionInputSerializer,
     PredictionOutputSerializer,
     QueryOutputSerializer,
+    RoutingDesignInputSerializer,
+    RoutingDesignOutputSerializer,
     SnapshotOutputSerializer,
 )
 from annotations.partitioned.services.labels import label_submit, label_undo
@@ -244,3 +251,34 @@ class StudyEstimatesApi(APIView):
         if snapshot is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(SnapshotOutputSerializer(snapshot).data)
+
+
+class RoutingDesignApi(APIView):
+    """The study's routing designs (researchers): how the class asked about each item is
+    drawn. Specialists see the same question whatever the design."""
+
+    @extend_schema(responses=RoutingDesignOutputSerializer(many=True),
+                   summary="The study's routing designs, oldest first; the last is current "
+                   "(researchers)")
+    def get(self, request, study_id: int):
+        study = study_for(request, study_id, Role.RESEARCHER)
+        return Response(RoutingDesignOutputSerializer(study_designs(study=study),
+                                                      many=True).data)
+
+    @extend_schema(request=RoutingDesignInputSerializer,
+                   responses={201: RoutingDesignOutputSerializer(many=True)},
+                   summary="Change the routing design (researchers)",
+                   description="From now on, and for the queries no one was handed yet, "
+                   "which are drawn again. Refused (400, naming the field) for an unknown "
+                   "kind, ε missing or outside [0.05, 1] for a targeted design, ε given to "
+                   "the uniform design, the current design again, a closed study, or while "
+                   "any query of the study is leased (it finishes under its own design).")
+    def post(self, request, study_id: int):
+        study = study_for(request, study_id, Role.RESEARCHER)
+        data = RoutingDesignInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        routing_design_set(study=study, kind=data.validated_data["kind"],
+                           epsilon=data.validated_data.get("epsilon"), by=request.user)
+        return Response(RoutingDesignOutputSerializer(study_designs(study=study),
+                                                      many=True).data,
+                        status=status.HTTP_201_CREATED)

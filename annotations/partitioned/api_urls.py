@@ -13,6 +13,8 @@ urlpatterns = [
          name="api-query-next"),
     path("studies/<int:study_id>/estimates/", api.StudyEstimatesApi.as_view(),
          name="api-estimates"),
+    path("studies/<int:study_id>/routing-designs/", api.RoutingDesignApi.as_view(),
+         name="api-routing-designs"),
     path("studies/<int:study_id>/queries/undo/", api.QueryUndoApi.as_view(),
          name="api-query-undo"),
     path("queries/<str:query_id>/answer/", api.QueryAnswerApi.as_view(), name="api-answer"),

@@ -239,3 +239,23 @@ class ImportJobInputSerializer(serializers.Serializer):
                                  "ends in .csv, .jsonl or .ndjson.")
     update = serializers.BooleanField(required=False, default=False,
                                       help_text="Rewrite existing ids.")
+
+
+class RoutingDesignInputSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="uniform (every class equally often; the default) "
+                                 "or targeted (mostly the classes the AI systems picked).")
+    epsilon = serializers.FloatField(
+        required=False, allow_null=True,
+        help_text="Targeted only: the share of items asked as under the uniform design, "
+        "0.05 to 1 (every class keeps a probability of at least ε/K).")
+
+
+class RoutingDesignOutputSerializer(serializers.Serializer):
+    number = serializers.IntegerField(help_text="0: the uniform default before any change.")
+    kind = serializers.CharField()
+    epsilon = serializers.FloatField(allow_null=True)
+    created_at = serializers.DateTimeField(allow_null=True)
+    created_by = serializers.CharField()
+    answered = serializers.IntegerField(help_text="Answered routed queries drawn under it.")
+    pending = serializers.IntegerField(help_text="Routed queries drawn under it, waiting or "
+                                       "held.")

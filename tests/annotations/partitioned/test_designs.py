@@ -279,3 +279,21 @@ def test_the_label_export_carries_each_querys_design_and_probability():
             assert (row["design"], row["design_epsilon"]) == (1, 0.4)
             assert row["draw_p"] == q.draw_p and row["draw_targets"] == q.draw_targets
     assert kinds == {"uniform", "targeted"}
+
+
+def test_the_api_lists_and_changes_the_design_for_researchers_only(client):
+    from tests.factories import role_user
+    study = make_study(k=3, n_items=12, systems=SYSTEMS, seed=31)
+    url = f"/api/studies/{study.pk}/routing-designs/"
+    client.force_login(specialist(study, 0))
+    assert client.get(url).status_code == 403
+    client.force_login(role_user(study, "researcher"))
+    listed = client.get(url).json()
+    assert [(d["number"], d["kind"], d["pending"]) for d in listed] == [(0, "uniform", 12)]
+    bad = client.post(url, {"kind": "targeted", "epsilon": 2}, content_type="application/json")
+    assert bad.status_code == 400 and "epsilon" in json.dumps(bad.json())
+    done = client.post(url, {"kind": "targeted", "epsilon": 0.25},
+                       content_type="application/json")
+    assert done.status_code == 201
+    assert [(d["number"], d["kind"], d["epsilon"]) for d in done.json()] == [
+        (1, "targeted", 0.25)]  # every query was drawn again: the default drew none left

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from annotations.core.models import Study, User
 from annotations.core.words import counted
-from annotations.partitioned.services.demo import demo_seed
+from annotations.partitioned.services.demo import demo_seed, targeted_demo_seed
 
 
 @dataclass(frozen=True)
@@ -79,9 +79,17 @@ class Command(BaseCommand):
             self.stderr.write(f"Simulated specialists answered {answered} in "
                               f"{result.seconds:.1f} s.")
         self.stdout.write(self.style.SUCCESS(f"Demo study #{study.pk}: {study.name}"))
+        targeted = targeted_demo_seed(n_items=min(800, opts["items"]),
+                                      answers=min(400, opts["answers"]))
+        self.stdout.write(self.style.SUCCESS(f"Demo study #{targeted.pk}: {targeted.name}"))
         rows = _staff_rows(study)
         label = reverse("label", args=[study.pk])
         rows += [DemoAccount(study, user, password, role, label)
+                 for role, user, password in accounts.credentials
+                 if role.startswith("specialist")]
+        targeted_label = reverse("label", args=[targeted.pk])
+        rows += _staff_rows(targeted)
+        rows += [DemoAccount(targeted, user, password, role, targeted_label)
                  for role, user, password in accounts.credentials
                  if role.startswith("specialist")]
         assisted, assisted_rows = self._assisted()

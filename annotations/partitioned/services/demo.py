@@ -107,3 +107,46 @@ def demo_seed(*, n_items: int = 3000, n_checks: int = 40, answers: int = 1500,
     if created and answers:
         result = study_simulate(study=study, answers=answers, seed=1)
     return study, accounts, result
+
+
+TARGETED_DEMO_STUDY = "Demo: targeted routing (K = 5)"
+
+
+def targeted_demo_seed(*, n_items: int = 800, answers: int = 400,
+                       seed: int = 20261129) -> Study:
+    """Create (once) a second partitioned demo whose routing design is targeted (ε = 0.2):
+    the same three AI systems, the same accounts as the first demo (its admin, manager and
+    class specialists, made by :func:`demo_seed` first), ``answers`` simulated answers. The
+    dashboard then leads with the design-weighted estimate and what the design saved."""
+    from annotations.partitioned.services.designs import routing_design_set
+    from annotations.partitioned.services.predictions import predictions_import
+
+    study = Study.objects.filter(name=TARGETED_DEMO_STUDY, created_by__isnull=True).first()
+    if study is not None:
+        return study
+    with transaction.atomic():
+        study = study_create(
+            name=TARGETED_DEMO_STUDY, classes=DEMO_CLASSES, seed=seed,
+            description="The first demo's setting under a targeted routing design: most "
+            "items are asked about the options the AI systems picked, a random fifth as "
+            "under the uniform design. Specialists see the same question either way.")
+        items, predictions = demo_items(n_items, 0, np.random.default_rng(seed))
+        items_import(study=study, source=io.StringIO("\n".join(map(json.dumps, items))),
+                     name="demo-items.jsonl", fmt="jsonl")
+        predictions_import(study=study, name="demo-predictions.jsonl", fmt="jsonl",
+                           source=io.StringIO("\n".join(map(json.dumps, predictions))))
+        routing_design_set(study=study, kind="targeted", epsilon=0.2)
+        for username, role in (("admin", StudyMembership.Role.RESEARCHER),
+                               ("manager", StudyMembership.Role.MANAGER)):
+            user = User.objects.filter(username=username).first()
+            if user is not None:
+                membership_add(study=study, user=user, role=role)
+        for cls in study.classes.order_by("index"):
+            user = User.objects.filter(username=f"specialist-{cls.name.lower()}").first()
+            if user is not None:
+                membership_add(study=study, user=user, role=StudyMembership.Role.SPECIALIST,
+                               class_index=cls.index)
+        study_open(study=study)
+    if answers:
+        study_simulate(study=study, answers=answers, seed=1)
+    return study

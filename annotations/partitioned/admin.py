@@ -267,6 +267,9 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                                            "drawn again under it.")
                 return redirect(request.path)
         designs = study_designs(study=study)
+        if request.method != "POST" and designs:  # the form starts from the current design
+            values = {"kind": designs[-1].kind,
+                      "epsilon": "" if designs[-1].epsilon is None else f"{designs[-1].epsilon:g}"}
         return self._page(request, "admin/annotations/study/routing_design.html", study,
                           f"Routing design of “{study.name}”", designs=designs,
                           current=designs[-1] if designs else None, error=error,

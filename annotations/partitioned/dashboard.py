@@ -96,7 +96,9 @@ GLOSSARY: dict[str, tuple[str, str]] = {
                         "designs, with its 95 % interval and standard error."),
     "uniform_answers": ("Uniform design would need", "How many answers a uniform design "
                         "(every class equally often, one question per item) would need for "
-                        "the same standard error, and how many the study's designs saved."),
+                        "the same standard error, and how many answers the study's designs "
+                        "saved (\"more than uniform\" when they cost answers, as for a "
+                        "system the design does not route on)."),
     "uniform_part": ("Uniform part", "Answers to items asked as under the uniform design "
                      "(a random share ε of a targeted design's items, and every item of a "
                      "uniform design): the paper's estimators and the checks read only "
@@ -213,14 +215,16 @@ def _headline_values(cell: dict | None) -> tuple:
 def design_context(payload: dict) -> dict:
     """The dashboard's Routing design section: per system the design-weighted estimate and
     the answers a uniform design would have needed for its standard error (saved = that
-    less the answers given; shown only when positive), and the study's designs."""
+    less the answers given; negative when the uniform design would have needed fewer, as
+    for a system the design does not route on), and the study's designs."""
     design = payload["design"]
     rows = []
     for s in payload.get("systems") or []:
         cell = s.get("design")
         need = (cell or {}).get("uniform_answers")
+        saved = (need - design["answers"]) if need else None
         rows.append({"name": s["name"], "cell": cell, "uniform_answers": need,
-                     "saved": (need - design["answers"]) if need else None})
+                     "saved": saved, "saved_more": -saved if saved is not None else None})
     return {"rows": rows, "designs": design["designs"], "answers": design["answers"],
             "items": design["items"],
             "uniform_part": (payload.get("uniform_part") or {}).get("answers")}

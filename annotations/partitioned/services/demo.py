@@ -109,7 +109,9 @@ def demo_seed(*, n_items: int = 3000, n_checks: int = 40, answers: int = 1500,
     return study, accounts, result
 
 
-TARGETED_DEMO_STUDY = "Demo: targeted routing (K = 5)"
+# Specialists see the study's name: it says nothing of the design (the description does,
+# for researchers and managers).
+TARGETED_DEMO_STUDY = "Demo: partitioned supervision, second wave (K = 5)"
 
 
 def targeted_demo_seed(*, n_items: int = 800, answers: int = 400,

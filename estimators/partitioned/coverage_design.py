@@ -39,6 +39,14 @@ PANELS = {
     "20 disagree": (tuple(np.round(np.linspace(0.5, 0.99, 20), 3)), False,
                     (0, 8, 15, 18, 19)),
 }
+FLAG_RULES = {
+    "events < 3": lambda d: d["events"] < 3,
+    "events < 5": lambda d: d["events"] < 5,
+    "events < 10": lambda d: d["events"] < 10,
+    "share > 0.25": lambda d: d["share"] > 0.25,
+    "share > 0.1": lambda d: d["share"] > 0.1,
+    "cap < 30": lambda d: d["cap"] < 30,
+}
 DESIGNS = (("uniform", None), ("targeted", 0.05), ("targeted", 0.1), ("targeted", 0.2),
            ("targeted", 0.5))
 
@@ -57,6 +65,8 @@ class Cell:
     coverage_unflagged: dict  # interval → the same among studies not flagged approximate
     width: dict
     flagged: float  # share of studies flagged approximate
+    rules: dict  # flag rule → (share flagged, {interval: coverage unflagged})
+    cap: float  # mean detectable items
 
 
 def study_cells(rng, k, design, epsilon, n_items, panel, depth, reps, chunk_units=3e6,
@@ -72,6 +82,9 @@ def study_cells(rng, k, design, epsilon, n_items, panel, depth, reps, chunk_unit
     hits_ok = {m: np.zeros(len(evaluate)) for m in methods}
     widths = {m: np.zeros(len(evaluate)) for m in methods}
     flagged = np.zeros(len(evaluate))
+    rule_flags = {r: np.zeros(len(evaluate)) for r in FLAG_RULES}
+    rule_hits = {r: {m: np.zeros(len(evaluate)) for m in methods} for r in FLAG_RULES}
+    caps = np.zeros(len(evaluate))
     done = 0
     while done < reps:
         r = min(size, reps - done)
@@ -79,14 +92,20 @@ def study_cells(rng, k, design, epsilon, n_items, panel, depth, reps, chunk_unit
                       design=UNIFORM if design == "uniform" else TARGETED,
                       epsilon=epsilon or 0.2, routed=range(len(accs)), depth=depth,
                       evaluate=evaluate)
-        found = design_estimates(st.steps, interval_methods=methods)
+        found, diag = design_estimates(st.steps, interval_methods=methods, diagnostics=True)
         flag = found[methods[0]].approximate
         flagged += flag.sum(axis=0)
+        caps += diag["cap"].sum(axis=0)
+        rflag = {name: rule(diag) for name, rule in FLAG_RULES.items()}
+        for name, f in rflag.items():
+            rule_flags[name] += f.sum(axis=0)
         for m, est in found.items():
             cover = (est.ci_low <= st.truth) & (st.truth <= est.ci_high)
             hits[m] += cover.sum(axis=0)
             hits_ok[m] += (cover & ~flag).sum(axis=0)
             widths[m] += (est.ci_high - est.ci_low).sum(axis=0)
+            for name, f in rflag.items():
+                rule_hits[name][m] += (cover & ~f).sum(axis=0)
         done += r
     label = "uniform" if design == "uniform" else f"ε {epsilon}"
     cells = []
@@ -99,7 +118,12 @@ def study_cells(rng, k, design, epsilon, n_items, panel, depth, reps, chunk_unit
             reps=reps, coverage={m: hits[m][i] / reps for m in methods},
             coverage_unflagged={m: (hits_ok[m][i] / unflagged if unflagged else np.nan)
                                 for m in methods},
-            width={m: widths[m][i] / reps for m in methods}, flagged=flagged[i] / reps))
+            width={m: widths[m][i] / reps for m in methods}, flagged=flagged[i] / reps,
+            rules={r: (rule_flags[r][i] / reps,
+                       {m: (rule_hits[r][m][i] / (reps - rule_flags[r][i])
+                            if reps > rule_flags[r][i] else np.nan) for m in methods})
+                   for r in FLAG_RULES},
+            cap=caps[i] / reps))
     return cells
 
 

@@ -61,11 +61,11 @@ from estimators.partitioned.accuracy import Estimate
 from estimators.partitioned.likelihood import NO_DATA_ACCURACY, NO_DATA_SE
 
 NO, YES, UNSURE = 0, 1, 2  # answer codes of :func:`design_steps` (−1: not answered)
-INTERVALS = ("wilson", "clopper_pearson", "jeffreys", "wald", "t")
+INTERVALS = ("clopper_pearson", "wilson", "jeffreys", "wald", "t")
 RCOND = 1e-12  # eigenvalues of Σ Z_i Z_iᵀ below this share of the largest count as 0
 # The approximate flag (:func:`approximate`): an interval rests on fewer decisive items
 # than this, or one item carries more than MAX_SHARE of the residual sum of squares.
-APPROXIMATE_EVENTS = 10
+APPROXIMATE_EVENTS = 5
 MAX_SHARE = 0.25
 
 
@@ -448,7 +448,8 @@ def effective_count(acc, se, n):
     return np.minimum(n_eff, safe_n), a
 
 
-def interval(acc, se, n, p, confidence: float = 0.95, method: str = "wilson", cap=None):
+def interval(acc, se, n, p, confidence: float = 0.95, method: str = "clopper_pearson",
+             cap=None):
     """The ``confidence`` interval of ``method`` (module docstring), clipped to [0, 1];
     ``cap``: the largest effective count (default n)."""
     if method not in INTERVALS:
@@ -530,7 +531,7 @@ def design_estimates(steps: DesignSteps, confidence: float = 0.95,
 
 
 def design_estimate(steps: DesignSteps, confidence: float = 0.95,
-                    interval_method: str = "wilson", coefficients="model") -> Estimate:
+                    interval_method: str = "clopper_pearson", coefficients="model") -> Estimate:
     """Each system's accuracy from the answered steps of a routing design (module
     docstring): ``Estimate`` (method "design") with arrays of shape (..., S) over the
     stack. ``coefficients``: "loo" (default: each item's b̂ fitted without it, so E[Â] =

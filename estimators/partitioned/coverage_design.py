@@ -207,11 +207,13 @@ def markdown(cells, reps: int, seconds: float | None = None) -> str:
     flag = np.array([c.flagged for c in cells])
     cov = np.array([c.coverage[DEFAULT] for c in cells])
     ok = flag < 0.5
+    by_size = "; ".join(f"{100 * flag[[c.n_items == size for c in cells]].mean():.0f} % at "
+                        f"{size:,} items" for size in sizes)
     lines += [
         "",
         f"**Approximate flag** (`Estimate.approximate`): fewer than 5 decisive events, or "
         "one item carrying more than a quarter of the residual sum of squares. It fires in "
-        f"{100 * flag.mean():.0f} % of the studies ({100 * flag[[c.n_items == 100 for c in cells]].mean():.0f} % at 100 items); "
+        f"{100 * flag.mean():.0f} % of the studies ({by_size}); "
         f"{(~ok).sum()} of {len(cells)} cells have it in most of their studies. The other "
         f"{ok.sum()} cells: default interval's coverage min {100 * cov[ok].min():.1f} %, "
         f"median {100 * np.median(cov[ok]):.1f} %, {(cov[ok] < GOAL_FLOOR).sum()} below "

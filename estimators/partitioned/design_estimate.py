@@ -34,20 +34,30 @@ number of available steps depend on its answers — a "yes" makes the later step
 at once, a "no" leaves them to be answered — and then the mean over available steps is
 biased; docs/estimators.md quantifies it.)
 
-The estimate (control variates with the estimated optimal coefficients, items the clusters):
+The coefficients (``coefficients=``):
 
-    b̂ = S_DD⁺ S_DX      (S: sums of centred products over the n items; ⁺: pseudo-inverse,
-                          since e.g. v = −u under the uniform design with depth 1)
-    Â  = X̄ − b̂·D̄
-    SE² = Σ_i (X_i − X̄ − b̂·(D_i − D̄))² / (n (n − 1 − p)),  p = rank S_DD
+* "model" (default): per step, b_j minimising the step's expected variance under a working
+  law for y given the history (:func:`working_coefficients`), at a pilot accuracy α_(−i)
+  from the *other* items. b_j never depends on item i's answers, so E(Â) = mean c_i
+  exactly; a wrong working law costs efficiency only.
+* "pooled": the estimated optimal regression coefficients b̂ = S_DD⁺ S_DX (S: sums of
+  centred products over the n items; ⁺: pseudo-inverse, v = −u under the uniform design
+  with depth 1), Â = X̄ − b̂·D̄, the intercept of the least-squares fit of X_i on (1, D_i);
+  SE² = Σ_i (X_i − X̄ − b̂·(D_i − D̄))²/(n(n − 1 − p)), p = rank S_DD. Bias O(1/n), and it
+  overfits rare heavy-weight events (docs/estimators.md).
+* "loo": each item's b̂ fitted without it (Sherman–Morrison; a refit where the item alone
+  spans a direction): exactly unbiased, but as prone to rare events.
+* a fixed b (3,) or (B, S, 3): b = 0 is the plain inverse-probability mean.
 
-Â is the intercept of the least-squares fit of X_i on (1, D_i); its bias from estimating b
-is O(1/n). The interval (``interval=``): "wilson" (default) is Wilson's score interval at the
-effective binomial count n_eff = ã(1 − ã)/SE² (ã = Â clipped to [1/(2n), 1 − 1/(2n)]),
-capped at n (no estimate from n items is more precise than knowing every c_i; SE = 0,
-e.g. every answer agreeing with the AI, gives n_eff = n); "clopper_pearson" the same at
-n_eff; "wald" Â ± z·SE; "t" with n − 1 − p degrees of freedom. Coverage:
-docs/coverage.md, "Routing designs: the inverse-probability estimate".
+With item terms Z_i (x − b·D averaged over the item's steps), Â = mean Z_i and SE² =
+Σ_i (Z_i − Â)²/(n(n − 1)) (items are the clusters). The interval (``interval_method=``) is
+binomial at the effective count n_eff = ã(1 − ã)/SE² (ã = Â clipped to [1/(2n),
+1 − 1/(2n)]), capped at the detectable items Σ_i min(1, Σ_j r_ij), r_ij = π_j(ŷ) +
+1{k_j ≠ ŷ}π_j(k_j)/(1 − π_j(ŷ)) (an exact step: 1) — the items whose errors the design
+could see, so that a sample without an observed error gives the rule of three's width;
+SE = 0 gives n_eff = the cap: "clopper_pearson" (default), "wilson", "jeffreys"; or on
+the SE: "wald" Â ± z·SE, "t" with n − 1 − p degrees of freedom. Coverage: docs/coverage.md,
+"Routing designs: the inverse-probability estimate".
 """
 
 from __future__ import annotations
@@ -63,7 +73,7 @@ from estimators.partitioned.likelihood import NO_DATA_ACCURACY, NO_DATA_SE
 NO, YES, UNSURE = 0, 1, 2  # answer codes of :func:`design_steps` (−1: not answered)
 INTERVALS = ("clopper_pearson", "wilson", "jeffreys", "wald", "t")
 RCOND = 1e-12  # eigenvalues of Σ Z_i Z_iᵀ below this share of the largest count as 0
-# The approximate flag (:func:`approximate`): an interval rests on fewer decisive items
+# The approximate flag (:func:`approximate`): an interval rests on fewer decisive events
 # than this, or one item carries more than MAX_SHARE of the residual sum of squares.
 APPROXIMATE_EVENTS = 5
 MAX_SHARE = 0.25
@@ -473,11 +483,12 @@ def interval(acc, se, n, p, confidence: float = 0.95, method: str = "clopper_pea
     return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
 
 
-def approximate(resid, n, se, acc) -> tuple[np.ndarray, np.ndarray]:
-    """(flag, decisive items): an interval is **approximate** where it rests on fewer than
-    ``APPROXIMATE_EVENTS`` decisive items — min(n_eff·Â, n_eff·(1 − Â)), the binomial
-    events its width stands for — or where one item carries more than ``MAX_SHARE`` of the
-    residual sum of squares (a heavy inverse-probability weight dominating the SE)."""
+def approximate(resid, n, se, acc) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flag, decisive events, largest share): an interval is **approximate** where it
+    rests on fewer than ``APPROXIMATE_EVENTS`` decisive events — min(n_eff·ã, n_eff·(1 −
+    ã)), the binomial events its width stands for (``n``: the effective count's cap) — or
+    where one item carries more than ``MAX_SHARE`` of the residual sum of squares (a heavy
+    inverse-probability weight dominating the SE)."""
     n_eff, a = effective_count(acc, se, n)
     events = np.minimum(n_eff * a, n_eff * (1 - a))
     ss = (resid**2).sum(axis=1)

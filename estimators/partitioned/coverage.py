@@ -206,7 +206,7 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
                    "minutes)"),
     "design": (coverage_design.section,
                "routing designs: the inverse-probability estimate's intervals (simulated; "
-               "about 8 minutes)"),
+               "8–14 minutes)"),
 }
 
 

@@ -140,7 +140,8 @@ def grid_cells(grid, reps: int, seed: int = 20261129, progress=None) -> list[Cel
 
 
 def default_grid():
-    """The grid of docs/coverage.md (≈ 8 minutes on 2 cores): every design at 100 items
+    """The grid of docs/coverage.md (836 s on the shared 2-core machine under load): every
+    design at 100 items
     (K ∈ {2, 4, 10}; 1, 5 agreeing and 20 disagreeing systems; depth 1 and 2), three
     designs at 1 000 items (K ∈ {4, 10}, depth 1), and the heaviest weights at 10 000."""
     small = itertools.product((2, 4, 10), DESIGNS, (100,), ("1", "5 agree", "20 disagree"),

@@ -549,8 +549,8 @@ def design_estimate(steps: DesignSteps, confidence: float = 0.95,
     the items' mean c exactly), "pooled" (one b̂ from every item: bias O(1/n)) or a fixed
     b, (3,) or (B, S, 3) (b = 0: the plain inverse-probability mean). A system with no
     item gets the no-data convention (0.5, √(1/12), [0, 1]); ``weight`` holds b̂ (..., S,
-    3), ``events`` the decisive items and ``approximate`` the flag of
-    :func:`approximate`."""
+    3) (NaN for "model": its b is per step), ``events`` the decisive events and
+    ``approximate`` the flag of :func:`approximate`; ``k`` is K."""
     return design_estimates(steps, confidence, (interval_method,), coefficients)[
         interval_method]
 

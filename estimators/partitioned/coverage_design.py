@@ -141,9 +141,9 @@ def grid_cells(grid, reps: int, seed: int = 20261129, progress=None) -> list[Cel
 
 def default_grid():
     """The grid of docs/coverage.md (836 s on the shared 2-core machine under load): every
-    design at 100 items
-    (K ∈ {2, 4, 10}; 1, 5 agreeing and 20 disagreeing systems; depth 1 and 2), three
-    designs at 1 000 items (K ∈ {4, 10}, depth 1), and the heaviest weights at 10 000."""
+    design at 100 items (K ∈ {2, 4, 10}; 1, 5 agreeing and 20 disagreeing systems; depth 1
+    and 2), three designs at 1 000 items (K ∈ {4, 10}, depth 1), and the heaviest weights
+    at 10 000."""
     small = itertools.product((2, 4, 10), DESIGNS, (100,), ("1", "5 agree", "20 disagree"),
                               (1, 2))
     middle = itertools.product((4, 10), (DESIGNS[0], DESIGNS[1], DESIGNS[3]), (1000,),

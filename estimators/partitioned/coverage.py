@@ -6,7 +6,8 @@ Markdown tables of docs/coverage.md that show it:
 The same command writes the other one-query-per-item sections (each flag its own):
 ``--mixtures`` (the IVW mixtures on the ML grid, exact) and ``--small-counts`` (strata and
 confidence bands) from :mod:`estimators.partitioned.coverage_exact`, ``--ipw`` and
-``--stratified`` (simulated) from :mod:`estimators.partitioned.coverage_adjusted`.
+``--stratified`` (simulated) from :mod:`estimators.partitioned.coverage_adjusted`, and
+``--design`` (routing designs, simulated) from :mod:`estimators.partitioned.coverage_design`.
 
 A single-source column is one binomial: the ordinary column counts S_o ~ Bin(n_o, A), the
 complementary column S_c ~ Bin(n_c, q), q = (A + K − 2)/(K − 1), and its interval for A is
@@ -33,7 +34,7 @@ import numpy as np
 
 from estimators.numerics.coverage_doc import WRITE_HELP, command, emit
 from estimators.numerics.proportion import clopper_pearson, exact_coverage, mid_p
-from estimators.partitioned import coverage_adjusted, coverage_exact
+from estimators.partitioned import coverage_adjusted, coverage_design, coverage_exact
 from estimators.partitioned.accuracy import SINGLE_SOURCE
 from estimators.partitioned.intervals import confidence_interval
 
@@ -203,6 +204,9 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
                        ADJUSTED_REPS),
                    "the stratified column, strata sampled out of proportion (simulated; "
                    "minutes)"),
+    "design": (coverage_design.section,
+               "routing designs: the inverse-probability estimate's intervals (simulated; "
+               "8–14 minutes)"),
 }
 
 

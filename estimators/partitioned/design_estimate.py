@@ -34,20 +34,30 @@ number of available steps depend on its answers — a "yes" makes the later step
 at once, a "no" leaves them to be answered — and then the mean over available steps is
 biased; docs/estimators.md quantifies it.)
 
-The estimate (control variates with the estimated optimal coefficients, items the clusters):
+The coefficients (``coefficients=``):
 
-    b̂ = S_DD⁺ S_DX      (S: sums of centred products over the n items; ⁺: pseudo-inverse,
-                          since e.g. v = −u under the uniform design with depth 1)
-    Â  = X̄ − b̂·D̄
-    SE² = Σ_i (X_i − X̄ − b̂·(D_i − D̄))² / (n (n − 1 − p)),  p = rank S_DD
+* "model" (default): per step, b_j minimising the step's expected variance under a working
+  law for y given the history (:func:`working_coefficients`), at a pilot accuracy α_(−i)
+  from the *other* items. b_j never depends on item i's answers, so E(Â) = mean c_i
+  exactly; a wrong working law costs efficiency only.
+* "pooled": the estimated optimal regression coefficients b̂ = S_DD⁺ S_DX (S: sums of
+  centred products over the n items; ⁺: pseudo-inverse, v = −u under the uniform design
+  with depth 1), Â = X̄ − b̂·D̄, the intercept of the least-squares fit of X_i on (1, D_i);
+  SE² = Σ_i (X_i − X̄ − b̂·(D_i − D̄))²/(n(n − 1 − p)), p = rank S_DD. Bias O(1/n), and it
+  overfits rare heavy-weight events (docs/estimators.md).
+* "loo": each item's b̂ fitted without it (Sherman–Morrison; a refit where the item alone
+  spans a direction): exactly unbiased, but as prone to rare events.
+* a fixed b (3,) or (B, S, 3): b = 0 is the plain inverse-probability mean.
 
-Â is the intercept of the least-squares fit of X_i on (1, D_i); its bias from estimating b
-is O(1/n). The interval (``interval=``): "wilson" (default) is Wilson's score interval at the
-effective binomial count n_eff = ã(1 − ã)/SE² (ã = Â clipped to [1/(2n), 1 − 1/(2n)]),
-capped at n (no estimate from n items is more precise than knowing every c_i; SE = 0,
-e.g. every answer agreeing with the AI, gives n_eff = n); "clopper_pearson" the same at
-n_eff; "wald" Â ± z·SE; "t" with n − 1 − p degrees of freedom. Coverage:
-docs/coverage.md, "Routing designs: the inverse-probability estimate".
+With item terms Z_i (x − b·D averaged over the item's steps), Â = mean Z_i and SE² =
+Σ_i (Z_i − Â)²/(n(n − 1)) (items are the clusters). The interval (``interval_method=``) is
+binomial at the effective count n_eff = ã(1 − ã)/SE² (ã = Â clipped to [1/(2n),
+1 − 1/(2n)]), capped at the detectable items Σ_i min(1, Σ_j r_ij), r_ij = π_j(ŷ) +
+1{k_j ≠ ŷ}π_j(k_j)/(1 − π_j(ŷ)) (an exact step: 1) — the items whose errors the design
+could see, so that a sample without an observed error gives the rule of three's width;
+SE = 0 gives n_eff = the cap: "clopper_pearson" (default), "wilson", "jeffreys"; or on
+the SE: "wald" Â ± z·SE, "t" with n − 1 − p degrees of freedom. Coverage: docs/coverage.md,
+"Routing designs: the inverse-probability estimate".
 """
 
 from __future__ import annotations
@@ -61,11 +71,11 @@ from estimators.partitioned.accuracy import Estimate
 from estimators.partitioned.likelihood import NO_DATA_ACCURACY, NO_DATA_SE
 
 NO, YES, UNSURE = 0, 1, 2  # answer codes of :func:`design_steps` (−1: not answered)
-INTERVALS = ("wilson", "clopper_pearson", "wald", "t")
+INTERVALS = ("clopper_pearson", "wilson", "jeffreys", "wald", "t")
 RCOND = 1e-12  # eigenvalues of Σ Z_i Z_iᵀ below this share of the largest count as 0
-# The approximate flag (:func:`approximate`): an interval rests on fewer decisive items
+# The approximate flag (:func:`approximate`): an interval rests on fewer decisive events
 # than this, or one item carries more than MAX_SHARE of the residual sum of squares.
-APPROXIMATE_EVENTS = 10
+APPROXIMATE_EVENTS = 5
 MAX_SHARE = 0.25
 
 
@@ -178,6 +188,7 @@ class _Steps:
     weight: np.ndarray  # 1 per available step + its virtual steps (0: dropped)
     x: np.ndarray  # (steps, S) x plus the virtual steps' c
     x_ipw: np.ndarray  # (steps, S) x alone
+    detect: np.ndarray  # (steps, S) the step's chance to reveal an error (1: exact step)
     d: np.ndarray  # (steps, 3, S)
     ipw: np.ndarray  # (steps, S) the inverse-probability steps
     p_own: np.ndarray  # (steps, S) π_j(ŷ) (1 off ipw)
@@ -221,7 +232,10 @@ def _step_terms(steps: DesignSteps) -> _Steps:
     dv = np.where(ipw, ~own / safe_asked - (remaining[:, None] - 1), 0.0)
     virtual = np.where(yes, np.maximum(st.depth - 1 - step, 0), 0).astype(float)
     x_all = x + virtual[:, None] * (own & st.present.reshape(-1, s))
-    return _Steps(key=key, b=b, m=m, weight=avail + virtual, x=x_all, x_ipw=x,
+    with np.errstate(divide="ignore", invalid="ignore"):
+        other = np.where(ipw & ~own & (safe_own < 1), p_asked[:, None] / (1 - safe_own), 0.0)
+    detect = np.where(ipw, np.where(ipw, p_own, 0.0) + other, avail[:, None] * 1.0)
+    return _Steps(key=key, b=b, m=m, weight=avail + virtual, x=x_all, x_ipw=x, detect=detect,
                   d=np.stack([d1, du, dv], axis=1), ipw=ipw, p_own=safe_own,
                   remaining=remaining,
                   rest=None if st.rest is None else st.rest.reshape(-1),
@@ -344,7 +358,18 @@ def _model_terms(steps: DesignSteps, prior: float = 1.0, clip: float = 0.01):
                                     t.inv_total[r])
         shift[lo:lo + CHUNK] = (coef * t.d[r, :, c]).sum(axis=-1)  # (q, 3) each
     z[idx] -= shift
-    return (t.per_item(z) / denom).reshape(t.b, t.m, s), has.reshape(t.b, t.m)
+    return ((t.per_item(z) / denom).reshape(t.b, t.m, s), has.reshape(t.b, t.m),
+            _detectable(t))
+
+
+def _detectable(t: _Steps) -> np.ndarray:
+    """(B, S): Σ_i min(1, Σ_j r_ij), r_ij the chance that step j would reveal item i's
+    error were the AI wrong — π_j(ŷ) (ŷ asked: "no") plus, where another class k_j was
+    asked, π_j(k_j)/(1 − π_j(ŷ)) (an unbiased estimate of π_j(y) under the working law
+    y ∝ π_j: a "yes" at another class); an exact step counts 1. The number of items whose
+    errors the design can see: the cap of the effective count."""
+    r = np.minimum(t.per_item(t.detect), 1.0).reshape(t.b, t.m, -1)
+    return r.sum(axis=1)
 
 
 def _pinv(gram):
@@ -426,15 +451,17 @@ def _clopper_pearson(x, n, alpha):
 def effective_count(acc, se, n):
     """n_eff = ã(1 − ã)/SE², ã = Â clipped to [1/(2n), 1 − 1/(2n)], capped at n (n where
     SE = 0); and ã."""
-    safe_n = np.where(n > 0, n, 1.0)
+    safe_n = np.where(n >= 1, n, 1.0)
     a = np.clip(acc, 0.5 / safe_n, 1 - 0.5 / safe_n)
     with np.errstate(divide="ignore", invalid="ignore"):
         n_eff = np.where(se > 0, a * (1 - a) / np.where(se > 0, se, 1.0) ** 2, safe_n)
     return np.minimum(n_eff, safe_n), a
 
 
-def interval(acc, se, n, p, confidence: float = 0.95, method: str = "wilson"):
-    """The ``confidence`` interval of ``method`` (module docstring), clipped to [0, 1]."""
+def interval(acc, se, n, p, confidence: float = 0.95, method: str = "clopper_pearson",
+             cap=None):
+    """The ``confidence`` interval of ``method`` (module docstring), clipped to [0, 1];
+    ``cap``: the largest effective count (default n)."""
     if method not in INTERVALS:
         raise ValueError(f"interval: unknown '{method}' (one of {', '.join(INTERVALS)})")
     alpha = 1 - confidence
@@ -443,43 +470,53 @@ def interval(acc, se, n, p, confidence: float = 0.95, method: str = "wilson"):
              else stats.t.ppf(1 - alpha / 2, np.maximum(n - 1 - p, 1)))
         lo, hi = acc - q * se, acc + q * se
     else:
-        n_eff, a = effective_count(acc, se, n)
+        n_eff, a = effective_count(acc, se, n if cap is None else cap)
         x = np.clip(acc, 0, 1) * n_eff
         if method == "wilson":
             lo, hi = _wilson(x, n_eff, stats.norm.ppf(1 - alpha / 2))
+        elif method == "jeffreys":
+            lo = np.where(x > 0, stats.beta.ppf(alpha / 2, x + 0.5, n_eff - x + 0.5), 0.0)
+            hi = np.where(x < n_eff, stats.beta.ppf(1 - alpha / 2, x + 0.5, n_eff - x + 0.5),
+                          1.0)
         else:
             lo, hi = _clopper_pearson(x, n_eff, alpha)
     return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
 
 
-def approximate(resid, n, se, acc) -> tuple[np.ndarray, np.ndarray]:
-    """(flag, decisive items): an interval is **approximate** where it rests on fewer than
-    ``APPROXIMATE_EVENTS`` decisive items — min(n_eff·Â, n_eff·(1 − Â)), the binomial
-    events its width stands for — or where one item carries more than ``MAX_SHARE`` of the
-    residual sum of squares (a heavy inverse-probability weight dominating the SE)."""
+def approximate(resid, n, se, acc) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flag, decisive events, largest share): an interval is **approximate** where it
+    rests on fewer than ``APPROXIMATE_EVENTS`` decisive events — min(n_eff·ã, n_eff·(1 −
+    ã)), the binomial events its width stands for (``n``: the effective count's cap) — or
+    where one item carries more than ``MAX_SHARE`` of the residual sum of squares (a heavy
+    inverse-probability weight dominating the SE)."""
     n_eff, a = effective_count(acc, se, n)
     events = np.minimum(n_eff * a, n_eff * (1 - a))
     ss = (resid**2).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(ss > 0, (resid**2).max(axis=1) / np.where(ss > 0, ss, 1.0), 0.0)
-    return (events < APPROXIMATE_EVENTS) | (share > MAX_SHARE), events
+    return (events < APPROXIMATE_EVENTS) | (share > MAX_SHARE), events, share
 
 
 def design_estimates(steps: DesignSteps, confidence: float = 0.95,
-                     interval_methods=INTERVALS, coefficients="model") -> dict[str, Estimate]:
+                     interval_methods=INTERVALS, coefficients="model",
+                     diagnostics: bool = False):
     """:func:`design_estimate` for several interval methods from one fit: {method:
-    Estimate} (the coverage tables compare them on the same draws)."""
+    Estimate} (the coverage tables compare them on the same draws); with ``diagnostics``
+    also {"events", "share", "cap", "n"} arrays (..., S): the decisive events, the largest
+    item's share of the residual sum of squares, the detectable items, the items."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence: must be in (0, 1), got {confidence}")
     if isinstance(coefficients, str) and coefficients == "model":
-        z, mask = _model_terms(steps)
+        z, mask, cap = _model_terms(steps)
         acc, se, n, p, resid, coef = _fit(z, np.zeros((*z.shape[:2], 3, z.shape[2])), mask,
                                           np.zeros(3))
         coef = np.full(coef.shape, np.nan)  # per step: no single b̂
     else:
         x, d, mask = item_terms(steps)
         acc, se, n, p, resid, coef = _fit(x, d, mask, coefficients)
-    flag, events = approximate(resid, n, se, acc)
+        cap = _detectable(_step_terms(steps))
+    cap = np.minimum(cap, n)
+    flag, events, share = approximate(resid, cap, se, acc)
     no_data = n <= 0
     shape = (*steps.stack_shape, steps.systems)
     clipped = np.clip(acc, 0.0, 1.0)
@@ -491,26 +528,29 @@ def design_estimates(steps: DesignSteps, confidence: float = 0.95,
 
     found = {}
     for method in interval_methods:
-        lo, hi = interval(acc, se, n, p, confidence, method)
+        lo, hi = interval(acc, se, n, p, confidence, method, cap)
         found[method] = Estimate(
             method="design", k=k, confidence=confidence,
             accuracy=out(acc, NO_DATA_ACCURACY), accuracy_clipped=out(clipped, NO_DATA_ACCURACY),
             se=out(se, NO_DATA_SE), ci_low=out(np.minimum(lo, clipped), 0.0),
             ci_high=out(np.maximum(hi, clipped), 1.0), weight=coef.reshape(*shape, 3),
             bound=None, events=out(events, np.inf), approximate=out(flag, False))
+    if diagnostics:
+        return found, {"events": out(events, np.inf), "share": out(share, 0.0),
+                       "cap": out(cap, 0.0), "n": out(n, 0.0)}
     return found
 
 
 def design_estimate(steps: DesignSteps, confidence: float = 0.95,
-                    interval_method: str = "wilson", coefficients="model") -> Estimate:
+                    interval_method: str = "clopper_pearson", coefficients="model") -> Estimate:
     """Each system's accuracy from the answered steps of a routing design (module
     docstring): ``Estimate`` (method "design") with arrays of shape (..., S) over the
     stack. ``coefficients``: "loo" (default: each item's b̂ fitted without it, so E[Â] =
     the items' mean c exactly), "pooled" (one b̂ from every item: bias O(1/n)) or a fixed
     b, (3,) or (B, S, 3) (b = 0: the plain inverse-probability mean). A system with no
     item gets the no-data convention (0.5, √(1/12), [0, 1]); ``weight`` holds b̂ (..., S,
-    3), ``events`` the decisive items and ``approximate`` the flag of
-    :func:`approximate`."""
+    3) (NaN for "model": its b is per step), ``events`` the decisive events and
+    ``approximate`` the flag of :func:`approximate`; ``k`` is K."""
     return design_estimates(steps, confidence, (interval_method,), coefficients)[
         interval_method]
 

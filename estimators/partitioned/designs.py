@@ -51,8 +51,8 @@ def check_epsilon(epsilon: float) -> float:
     try:
         eps = float(epsilon)
     except (TypeError, ValueError):
-        raise ValueError(f"epsilon: must be a number in [{EPSILON_MIN}, 1], got {epsilon!r}") \
-            from None
+        raise ValueError(
+            f"epsilon: must be a number in [{EPSILON_MIN}, 1], got {epsilon!r}") from None
     if not EPSILON_MIN <= eps <= 1 or not np.isfinite(eps):
         raise ValueError(f"epsilon: must lie in [{EPSILON_MIN}, 1] so that every class keeps "
                          f"a probability of at least ε/K; got {epsilon!r}")

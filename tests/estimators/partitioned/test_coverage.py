@@ -89,7 +89,8 @@ def test_the_command_offers_every_one_query_table_and_writes_the_chosen_section(
         capsys, tmp_path):
     from estimators.partitioned.coverage import TABLES, main
 
-    assert set(TABLES) == {"single_source", "mixtures", "small_counts", "ipw", "stratified"}
+    assert set(TABLES) == {"single_source", "mixtures", "small_counts", "ipw", "stratified",
+                           "design"}
     with pytest.raises(SystemExit):
         main([])  # a table must be chosen
     doc = tmp_path / "coverage.md"

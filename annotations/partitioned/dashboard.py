@@ -17,6 +17,7 @@ from annotations.core.charts import (
 )
 from annotations.core.models import Study
 from annotations.partitioned.selectors import quality_check_summary
+from estimators.partitioned.design_estimate import APPROXIMATE_EVENTS, MAX_SHARE
 from estimators.partitioned.intervals import APPROXIMATE_BELOW, APPROXIMATE_COVERAGE
 
 ESTIMATOR_CHOICES = [
@@ -226,6 +227,8 @@ def design_context(payload: dict) -> dict:
         rows.append({"name": s["name"], "cell": cell, "uniform_answers": need,
                      "saved": saved, "saved_more": -saved if saved is not None else None})
     return {"rows": rows, "designs": design["designs"], "answers": design["answers"],
+            "approximate": [r["name"] for r in rows if (r["cell"] or {}).get("approximate")],
+            "flag_events": APPROXIMATE_EVENTS, "flag_share": round(100 * MAX_SHARE),
             "items": design["items"],
             "uniform_part": (payload.get("uniform_part") or {}).get("answers")}
 

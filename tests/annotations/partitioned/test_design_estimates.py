@@ -106,6 +106,9 @@ def test_the_dashboard_shows_the_design_weighted_estimate_first():
     assert "every answer, weighted by its routing design" in html
     section = html.split('<table class="design-estimates">')[1].split("</table>")[0]
     assert section.count("<tr data-system=") == 3
+    flagged = [s["name"] for s in study.snapshots.order_by("-pk").first().payload["systems"]
+               if s["design"]["approximate"]]
+    assert ("design-approximate-note" in html) == bool(flagged)
     assert 'data-testid="uniform-part"' in html
     csv = client.get(reverse("figure-csv", args=[study.pk, "design"]))
     body = b"".join(csv.streaming_content) if csv.streaming else csv.content

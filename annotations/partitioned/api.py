@@ -33,7 +33,6 @@ from annotations.partitioned.selectors import (
     specialist_membership_of,
     study_designs,
 )
-from annotations.partitioned.services.designs import routing_design_set
 from annotations.partitioned.serializers import (
     AnswerInputSerializer,
     AnswerOutputSerializer,
@@ -50,6 +49,7 @@ from annotations.partitioned.serializers import (
     RoutingDesignOutputSerializer,
     SnapshotOutputSerializer,
 )
+from annotations.partitioned.services.designs import routing_design_set
 from annotations.partitioned.services.labels import label_submit, label_undo
 from annotations.partitioned.services.routing import (
     query_heartbeat,

@@ -957,8 +957,14 @@ def study_has_targeted_answers(*, study: Study) -> bool:
     """Whether an answered routed query of the study was drawn by a targeted design's
     targeted component (outside the uniform part): then the paper's estimators need the
     uniform part and the design-weighted estimate reads every answer."""
-    return Query.objects.filter(study=study, status=Query.Status.ANSWERED,
-                                is_quality_check=False, draw_uniform=False).exists()
+    from annotations.partitioned.models import RoutingDesign
+
+    # the designs' table first: a study that never had a targeted design (every uniform
+    # study) pays one probe of a tiny table, not a scan of its answers
+    targeted = RoutingDesign.objects.filter(study=study, kind=RoutingDesign.Kind.TARGETED)
+    return targeted.exists() and Query.objects.filter(
+        study=study, design__in=targeted, status=Query.Status.ANSWERED,
+        is_quality_check=False, draw_uniform=False).exists()
 
 
 def study_design_rows(*, study: Study, ordinals: list[int]) -> DesignRows:

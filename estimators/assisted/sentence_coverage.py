@@ -54,9 +54,11 @@ from estimators.assisted.calibration import ece_bounds, wilson_interval
 from estimators.assisted.coverage_regression import _one_thread
 from estimators.assisted.hybridization import (
     _TIE,
+    _best_index,
     best_band_sources,
     calibration_split,
     curve_band,
+    curve_bands,
     held_out_threshold,
 )
 from estimators.assisted.rater_simulation import _W, _X
@@ -392,8 +394,9 @@ def hybrid_cell(ai: AiCase, n: int, m: int, n_studies: int, *, seed: int = 0,
                 n_former: int = 0) -> Tally:
     """Coverage of every sentence figure of the dashboard in one cell (AI case, n sentences,
     m ratings per sentence per arm): keys (rule, source, figure, …) or (rule, figure, …).
-    The intervals of all studies at once (:func:`curves_at_once`, …: the same numbers the
-    analysis' functions give, a test checks); the former bootstrap intervals, study by
+    The intervals of all studies at once (Figure 1 through the analysis' own
+    :func:`curve_bands`; :func:`held_out_at_once`, …: the same numbers the analysis'
+    functions give, a test checks); the former bootstrap intervals, study by
     study through those functions, on the first ``n_former`` studies."""
     rng = np.random.default_rng([seed, n, m, AI_CASES.index(ai) if ai in AI_CASES else 99])
     truth = cell_truth(ai, m)
@@ -435,7 +438,7 @@ def _new_intervals(tally: Tally, truth: Truth, studies: Studies, cal: np.ndarray
         j_held = {}
         for source in SOURCES:
             key, curve = (rule, source), truth.curve(rule, source)
-            got = curves_at_once(whole[source], n, levels)
+            got = _curves(studies.confidence, a, studies.human[rule, source], levels)
             for j in range(n_levels + 1):
                 shown = got["shown"][:, j]
                 tally.add_studies(key + ("curve", j), shown,
@@ -871,38 +874,22 @@ def level_moments(level: np.ndarray, a: np.ndarray, h: np.ndarray, n_levels: int
                    per_level(a), per_level(a * a), per_level(h * a))
 
 
-def _best(acc: np.ndarray, share: np.ndarray, shown: np.ndarray, budget: float) -> np.ndarray:
-    """Per study the first shown point within _TIE of the best accuracy among those within
-    the budget (``hybridization._best_index``)."""
-    ok = shown & (share <= budget + 1e-12)
-    acc = np.where(ok, acc, -np.inf)
-    return np.argmax(acc >= acc.max(axis=1, keepdims=True) - _TIE, axis=1)
-
-
-def curves_at_once(mo: Moments, n: int, levels: np.ndarray) -> dict[str, np.ndarray]:
-    """What :func:`curve_band` gives for every study: per point (S, L + 1) ``shown``,
-    ``lower``/``upper``, ``gain_lower``/``gain_upper``; per study ``best`` (index) and
+def _curves(confidence: np.ndarray, a: np.ndarray, h: np.ndarray, levels: np.ndarray
+            ) -> dict[str, np.ndarray]:
+    """The dashboard's Figure 1 for every study at once — :func:`curve_bands`, the function
+    :func:`curve_band` calls for one study — laid out on the confidence levels (column j:
+    t = level j − 1, column 0: t = −∞; a level no study saw is never shown): per point
+    (S, L + 1) ``shown``, ``lower``/``upper``, ``gain_lower``/``gain_upper``; per study
     ``range`` (S, 2), the thresholds as good."""
-    j = np.arange(mo.count.shape[1])
-    shown = np.diff(mo.count, prepend=0, axis=1) > 0  # point j: level j − 1 observed
-    shown[:, 0] = True
-    ta, taa = mo.a[:, -1:], mo.aa[:, -1:]
-    sy, syy, sya = mo.h + ta - mo.a, mo.hh + taa - mo.aa, mo.ha + taa - mo.aa
-    _, lo, hi = mean_bounds(n, sy, syy)
-    _, glo, ghi = difference_bounds(n, sy, syy, ta, taa, sya)
-    acc = (mo.h + ta - mo.a) / n
-    best = _best(acc, mo.count / n, shown, 1.0)
-    b = best[:, None]
-    low, high = np.minimum(j[None, :], b), np.maximum(j[None, :], b)
-    take = lambda x, k: np.take_along_axis(x, k, axis=1)  # noqa: E731
-    syb = take(mo.hh, low) + take(mo.ha, high) - take(mo.ha, low) + taa - take(mo.aa, high)
-    _, _, diff_upper = difference_bounds(n, sy, syy, take(sy, b), take(syy, b), syb)
-    near = shown & ((diff_upper >= -_TIE) | (j[None, :] == b))
-    t = np.r_[-np.inf, levels]
-    first = np.argmax(near, axis=1)
-    last = j.size - 1 - np.argmax(near[:, ::-1], axis=1)
-    return {"shown": shown, "lower": lo, "upper": hi, "gain_lower": glo, "gain_upper": ghi,
-            "best": best, "range": np.c_[t[first], t[last]]}
+    band = curve_bands(confidence, a, h)
+    column = np.searchsorted(np.r_[-np.inf, levels], band.thresholds)
+    out = {"shown": np.zeros((confidence.shape[0], levels.size + 1), dtype=bool)}
+    out["shown"][:, column] = band.shown
+    for name in ("lower", "upper", "gain_lower", "gain_upper"):
+        out[name] = np.full(out["shown"].shape, np.nan)
+        out[name][:, column] = getattr(band, name)
+    out["range"] = band.best_threshold_interval
+    return out
 
 
 def held_out_at_once(cal_mo: Moments, ho_mo: Moments, budget: float
@@ -913,7 +900,7 @@ def held_out_at_once(cal_mo: Moments, ho_mo: Moments, budget: float
     shown = np.diff(cal_mo.count, prepend=0, axis=1) > 0
     shown[:, 0] = True
     acc = (cal_mo.h + cal_mo.a[:, -1:] - cal_mo.a) / n_cal
-    j = _best(acc, cal_mo.count / n_cal, shown, budget)
+    j = _best_index(acc, np.where(shown, cal_mo.count / n_cal, np.inf), budget)
     return j, _three(ho_mo, j, n_ho)
 
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from estimators.assisted.calibration import ece_bounds, wilson_interval
+from estimators.assisted.calibration import reliability_stack, wilson_interval
 from estimators.assisted.coverage_regression import _one_thread
 from estimators.assisted.hybridization import (
     _TIE,
@@ -66,7 +66,7 @@ from estimators.assisted.reliance import overall_accuracy
 from estimators.assisted.simulation import AssistedDesign
 from estimators.numerics.bootstrap import bootstrap_means, resampled_sums, shared_resamples
 from estimators.numerics.coverage_doc import command
-from estimators.numerics.proportion import blaker, covers
+from estimators.numerics.proportion import covers
 from estimators.numerics.units import difference_bounds, mean_bounds
 
 N_AI_SAMPLES = 20
@@ -694,16 +694,29 @@ def _wilson(s: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return wilson_interval(s, n, 0.95)
 
 
-def _blaker(s: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return blaker(s, n, 0.95)
+def dashboard_bars(s: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bar the dashboard draws for a bin of n items s of which are right, for each
+    (s, n) of equal n: one study per outcome (a bin of n items of one confidence, s labels
+    1), all binned at once by :func:`estimators.assisted.calibration.reliability_stack` —
+    what ``reliability_bins`` computes for the study — as the analysis calls it
+    ("distinct" bins, level 0.95)."""
+    s, n = np.asarray(s, dtype=int), np.asarray(n, dtype=int)
+    k = int(n[0])
+    if (n != k).any():
+        raise ValueError("n: one bin size at a time")
+    correct = (np.arange(k)[None, :] < s[:, None]).astype(float)
+    got = reliability_stack(np.full(correct.shape, 0.75), correct, strategy="distinct",
+                            level=0.95)
+    return got.accuracy_lower[:, 0], got.accuracy_upper[:, 0]
 
 
-BIN_INTERVALS = (("Wilson (former)", _wilson), ("Blaker (now)", _blaker))
+BIN_INTERVALS = (("Wilson (former)", _wilson), ("Blaker (now)", dashboard_bars))
 
 
 def bin_coverage(k: int, p: np.ndarray, interval, cache: dict | None = None) -> np.ndarray:
     """Exact coverage of a bin of k items at true accuracies p: Σ_s P_p(S = s) 1{p ∈
-    interval(s, k)} over every s = 0…k (the intervals of each k computed once)."""
+    interval(s, k)} over every s = 0…k (the intervals of each k computed once; an end
+    within 1e-8 of p counts as inside, :func:`estimators.numerics.proportion.covers`)."""
     cache = {} if cache is None else cache
     key = (k, interval)
     if key not in cache:
@@ -743,16 +756,15 @@ def _former_ece(c: np.ndarray, x: np.ndarray, n_resamples: int, seed: int
 def ece_cell(ai: AiCase, n: int, n_studies: int, *, seed: int = 0, n_former: int = 0
              ) -> dict[str, float]:
     """Coverage and mean width of the ECE interval (now: every study at once through
-    :func:`estimators.assisted.calibration.ece_bounds`, what ``reliability_bins`` reports
-    with one bin per confidence, the analysis' "distinct" bins; former on the first
-    ``n_former`` studies) over simulated studies; truth Σ_c π_c |a(c) − c|."""
+    :func:`estimators.assisted.calibration.reliability_stack`, what ``reliability_bins``
+    reports for one study, with the analysis' "distinct" bins — one per confidence; former
+    on the first ``n_former`` studies) over simulated studies; truth Σ_c π_c |a(c) − c|."""
     rng = np.random.default_rng([seed, n, AI_CASES.index(ai) if ai in AI_CASES else 99, 7])
     truth = cell_truth(ai, 1)
     studies = simulate_studies(rng, ai, n, 1, n_studies)
-    lv = np.searchsorted(truth.levels, studies.confidence - 1e-9)
-    m = level_moments(lv, studies.ai_correct, studies.ai_correct, truth.levels.size)
-    count, right = np.diff(m.count, axis=1), np.diff(m.a, axis=1)
-    lo, hi = ece_bounds(count, right, np.broadcast_to(truth.levels, count.shape))
+    got = reliability_stack(studies.confidence, studies.ai_correct, strategy="distinct",
+                            level=0.95, ece_interval=True)
+    lo, hi = got.ece_lower, got.ece_upper
     old_hit = old_width = 0.0
     k = min(n_former, n_studies)
     with _one_thread():

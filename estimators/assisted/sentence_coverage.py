@@ -66,7 +66,7 @@ from estimators.assisted.reliance import overall_accuracy
 from estimators.assisted.simulation import AssistedDesign
 from estimators.numerics.bootstrap import bootstrap_means, resampled_sums, shared_resamples
 from estimators.numerics.coverage_doc import command
-from estimators.numerics.proportion import covers
+from estimators.numerics.proportion import blaker_accepts, covers
 from estimators.numerics.units import difference_bounds, mean_bounds
 
 N_AI_SAMPLES = 20
@@ -711,12 +711,17 @@ def dashboard_bars(s: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 BIN_INTERVALS = (("Wilson (former)", _wilson), ("Blaker (now)", dashboard_bars))
+# The test each bar inverts, deciding a truth at one of its ends (``covers``), as
+# ``proportion.exact_coverage`` decides it (its ACCEPTS): the dashboard's bars for 0/1
+# labels are Blaker's; Wilson's ends are taken as inside.
+BAR_TESTS = {dashboard_bars: blaker_accepts}
 
 
 def bin_coverage(k: int, p: np.ndarray, interval, cache: dict | None = None) -> np.ndarray:
     """Exact coverage of a bin of k items at true accuracies p: Σ_s P_p(S = s) 1{p ∈
-    interval(s, k)} over every s = 0…k (the intervals of each k computed once; an end
-    within 1e-8 of p counts as inside, :func:`estimators.numerics.proportion.covers`)."""
+    interval(s, k)} over every s = 0…k (the intervals of each k computed once; a p at an
+    end decided by the interval's own test, ``BAR_TESTS``, as
+    :func:`estimators.numerics.proportion.exact_coverage` decides it)."""
     cache = {} if cache is None else cache
     key = (k, interval)
     if key not in cache:
@@ -725,7 +730,9 @@ def bin_coverage(k: int, p: np.ndarray, interval, cache: dict | None = None) -> 
     lo, hi = cache[key]
     p = np.atleast_1d(np.asarray(p, dtype=float))
     pmf = stats.binom.pmf(np.arange(k + 1)[None, :], k, p[:, None])
-    return (pmf * covers(lo[None, :], hi[None, :], p[:, None])).sum(axis=1)
+    test = BAR_TESTS.get(interval)
+    accepts = None if test is None else test(np.arange(k + 1)[None, :], k, 0.95)
+    return (pmf * covers(lo[None, :], hi[None, :], p[:, None], accepts)).sum(axis=1)
 
 
 def study_bin_coverage(n: int, prob: float, p: float, interval, cache: dict) -> float:

@@ -165,3 +165,17 @@ def test_docs_coverage_has_both_sections_from_their_commands():
         section = text.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
         assert f".venv/bin/python manage.py coverage_tables assisted {flag}" in section
         assert "| figure |" in section or "| items in the bin |" in section
+
+
+def test_bar_coverage_is_the_shared_exact_sum_with_blakers_own_test_at_the_ends():
+    # the bars' exact coverage is proportion.exact_coverage of Blaker's interval: a truth at
+    # an end is decided by Blaker's test (one item, none right: the set [0, 0.95), since
+    # acc(p, 0) = 1 − p; so p = 0.95 is covered only when the item is right, 95 %)
+    from estimators.numerics.proportion import blaker, exact_coverage
+
+    for k in (1, 2, 3, 5, 10, 30):
+        got = sc.bin_coverage(k, sc.BIN_ACCURACIES, sc.dashboard_bars)
+        np.testing.assert_allclose(got, exact_coverage(k, sc.BIN_ACCURACIES, blaker),
+                                   rtol=0, atol=1e-12)
+    one = sc.bin_coverage(1, np.array([0.95]), sc.dashboard_bars)
+    assert one[0] == pytest.approx(0.95, abs=1e-12)

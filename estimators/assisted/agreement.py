@@ -113,7 +113,8 @@ def krippendorff_alpha_nominal(unit: ArrayLike, value: ArrayLike, *, interval: b
     """Krippendorff's α for nominal values, long form: one entry per rating (``unit`` = the
     item, ``value`` = the category; None/NaN values are dropped). Module formula; with
     ``interval``, its profile-likelihood interval at ``level`` (NaN where α is undefined
-    or fewer than two sentences are pairable)."""
+    or fewer than two sentences are pairable). The pairable sentences' value counts go
+    through :func:`alpha_of_counts` as a stack of one study."""
     check_level(level)
     v, present = _present(value)
     u = np.asarray(unit, dtype=object)
@@ -130,43 +131,106 @@ def krippendorff_alpha_nominal(unit: ArrayLike, value: ArrayLike, *, interval: b
     n_units, n_cat = int(ucode.max()) + 1, int(vcode.max()) + 1
     counts = np.bincount(ucode * n_cat + vcode, minlength=n_units * n_cat).reshape(
         n_units, n_cat).astype(float)
-    m = counts.sum(axis=1)
-    pairable = m >= 2
-    counts, m = counts[pairable], m[pairable]
+    counts = counts[counts.sum(axis=1) >= 2]
     if counts.shape[0] == 0:
         return Agreement(math.nan, math.nan, math.nan, 0, 0, math.nan, math.nan)
-    per_unit_diag = (counts * (counts - 1)).sum(axis=1) / (m - 1)
-    totals = counts.sum(axis=0)
-    alpha, d_o, d_e = _alpha_parts(per_unit_diag.sum(), totals)
-    lo = hi = math.nan
-    if interval and math.isfinite(float(alpha)) and counts.shape[0] >= 2:
-        jack = _alpha_parts(per_unit_diag.sum() - per_unit_diag, totals - counts)[0]
-        lo, hi = _likelihood_interval(counts[:, totals > 0], float(alpha), jack, level)
-    return Agreement(float(alpha), float(d_o), float(d_e), int(counts.shape[0]),
-                     int(m.sum()), lo, hi, int(totals.sum() - totals.max()))
+    got = alpha_of_counts(counts, interval=interval, level=level)
+    return Agreement(float(got.alpha), float(got.observed_disagreement),
+                     float(got.expected_disagreement), int(got.n_units), int(got.n_values),
+                     float(got.lower), float(got.upper), int(got.n_minority))
 
 
-def _likelihood_interval(counts: np.ndarray, alpha: float, jack: np.ndarray, level: float
-                         ) -> tuple[float, float]:
-    """The interval of :mod:`estimators.assisted.alpha_likelihood` from the per-sentence
-    value counts (pairable sentences, used values) and the jackknife values."""
-    m = counts.sum(axis=1).astype(int)
-    k = counts.shape[1]
-    observed, n_obs = np.unique(np.column_stack([m, counts]).astype(int), axis=0,
-                                return_counts=True)
-    if type_count(m, k) <= MAX_TYPES:
-        x = sentence_types(m, k)
-    else:  # too many possible types: the observed ones only (empirical likelihood)
-        x = np.column_stack([(observed[:, 1:] * (observed[:, 1:] - 1)).sum(axis=1)
-                             / (observed[:, 0] - 1), observed[:, 1:]]).astype(float)
-    index = {tuple(row): i for i, row in enumerate(x[:, 1:].astype(int))}
-    n_types = np.zeros(len(x))
-    n_types[[index[tuple(row[1:])] for row in observed]] = n_obs
-    s = counts.shape[0]
-    spread = math.sqrt((s - 1) / s * float(((jack - jack.mean()) ** 2).sum()))
-    lo, hi = profile_bounds(x, n_types[None], np.array([alpha]), np.array([spread]),
-                            cutoff(effective_df(jack[None]), level))
-    return float(lo[0]), float(hi[0])
+@dataclass(frozen=True)
+class AgreementStack:
+    """:class:`Agreement`'s figures as arrays, one entry per study of a stack."""
+
+    alpha: np.ndarray
+    observed_disagreement: np.ndarray
+    expected_disagreement: np.ndarray
+    n_units: np.ndarray
+    n_values: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    n_minority: np.ndarray
+
+    @property
+    def interval_reliable(self) -> np.ndarray:
+        """:attr:`Agreement.interval_reliable` per study."""
+        return (self.n_minority >= MIN_ALPHA_MINORITY) & (self.observed_disagreement > 0)
+
+
+def alpha_of_counts(counts: ArrayLike, *, interval: bool = False, level: float = 0.95,
+                    crit: ArrayLike | None = None) -> AgreementStack:
+    """α (module formula) and its parts from the value counts n_uc of pairable sentences:
+    ``counts`` (..., S, K), every sentence with m_u = Σ_c n_uc ≥ 2 ratings; leading axes
+    are a stack of independent studies of S sentences each (the coverage table's simulated
+    studies), one study is what :func:`krippendorff_alpha_nominal` passes. With
+    ``interval``, the profile-likelihood interval (:mod:`estimators.assisted.alpha_likelihood`)
+    over every possible type of the values the study used, cut at ``crit`` (default, and
+    the dashboard's: t² on Satterthwaite's ν of the study's jackknife values α₍u₎); NaN
+    where α is undefined or S < 2. Studies sharing their used values and their numbers of
+    ratings share one list of types and are solved together."""
+    check_level(level)
+    c = np.asarray(counts, dtype=float)
+    if c.ndim < 2:
+        raise ValueError(f"counts: need (..., sentences, values), got shape {c.shape}")
+    lead = c.shape[:-2]
+    c = c.reshape((-1, *c.shape[-2:]))
+    n_studies, s, _ = c.shape
+    m = c.sum(axis=2)
+    if (m < 2).any():
+        raise ValueError("counts: every sentence needs at least 2 ratings (pairable)")
+    per_unit_diag = (c * (c - 1)).sum(axis=2) / (m - 1)
+    totals = c.sum(axis=1)
+    alpha, d_o, d_e = _alpha_parts(per_unit_diag.sum(axis=1), totals)
+    lower, upper = np.full(n_studies, np.nan), np.full(n_studies, np.nan)
+    if interval and s >= 2:
+        rows = np.flatnonzero(np.isfinite(alpha))
+        jack = _alpha_parts(per_unit_diag[rows].sum(axis=1, keepdims=True)
+                            - per_unit_diag[rows], totals[rows, None] - c[rows])[0]
+        cut = (cutoff(effective_df(jack), level) if crit is None
+               else np.broadcast_to(np.asarray(crit, dtype=float), (n_studies,))[rows])
+        spread = np.sqrt((s - 1) / s * ((jack - jack.mean(axis=1, keepdims=True)) ** 2
+                                        ).sum(axis=1))
+        lower[rows], upper[rows] = _likelihood_intervals(c[rows], m[rows], totals[rows] > 0,
+                                                         alpha[rows], spread, cut)
+    shape = lambda x: x.reshape(lead)  # noqa: E731
+    return AgreementStack(shape(alpha), shape(d_o), shape(d_e), shape(np.full(n_studies, s)),
+                          shape(m.sum(axis=1).astype(int)), shape(lower), shape(upper),
+                          shape((totals.sum(axis=1) - totals.max(axis=1)).astype(int)))
+
+
+def _likelihood_intervals(counts: np.ndarray, m: np.ndarray, used: np.ndarray,
+                          alpha: np.ndarray, spread: np.ndarray, crit: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of :mod:`estimators.assisted.alpha_likelihood` per study from its
+    sentences' value counts (studies, S, K), numbers of ratings m (studies, S), the values
+    it used (studies, K), α̂, the jackknife spread and the cut-off. Every possible type of
+    the used values and the observed m's; beyond ``MAX_TYPES`` of them, the observed types
+    only (empirical likelihood)."""
+    lo, hi = np.full(alpha.size, np.nan), np.full(alpha.size, np.nan)
+    keys: dict[tuple, list[int]] = {}
+    for i in range(alpha.size):
+        keys.setdefault((tuple(used[i]), tuple(np.unique(m[i]).astype(int))), []).append(i)
+    for (pattern, ms), group in keys.items():
+        pick = np.array(pattern)
+        k = int(pick.sum())
+        if type_count(ms, k) <= MAX_TYPES:
+            members = [np.array(group)]
+            x = sentence_types(ms, k)
+        else:  # too many possible types: each study's observed ones
+            members = [np.array([i]) for i in group]
+        for rows in members:
+            cu = counts[rows][:, :, pick]
+            if type_count(ms, k) > MAX_TYPES:  # (m, n_1, …, n_k) in increasing order
+                observed = np.unique(np.column_stack([m[rows[0]], cu[0]]).astype(int),
+                                     axis=0)
+                x = np.column_stack([(observed[:, 1:] * (observed[:, 1:] - 1)).sum(axis=1)
+                                     / (observed[:, 0] - 1), observed[:, 1:]]).astype(float)
+            n_types = (cu[:, :, None, :] == x[None, None, :, 1:]).all(axis=3).sum(axis=1)
+            lo[rows], hi[rows] = profile_bounds(x, n_types.astype(float), alpha[rows],
+                                                spread[rows], crit[rows])
+    return lo, hi
 
 
 def agreement_with_ai(value: ArrayLike, ai_value: ArrayLike) -> float:

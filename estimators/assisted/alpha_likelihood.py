@@ -122,7 +122,7 @@ def _residual(x, w, a0, inv_s, gamma, mu):
     den = w.sum(axis=1, keepdims=True) + gamma[:, None] * hx
     with np.errstate(divide="ignore", invalid="ignore"):
         p = w / den
-    f = np.concatenate([p @ x - mu, g[:, None]], axis=1)
+    f = np.concatenate([np.einsum("bt,tp->bp", p, x) - mu, g[:, None]], axis=1)
     return f, p, den, h, hess, dx, hx
 
 
@@ -181,7 +181,7 @@ def profile_bounds(x: np.ndarray, counts: np.ndarray, alpha_hat: np.ndarray,
     w = counts + EPSILON
     inv_s = 1 / counts.sum(axis=1)
     p0 = w / w.sum(axis=1, keepdims=True)
-    mu0 = p0 @ x
+    mu0 = np.einsum("bt,tp->bp", p0, x)
     disagree = (counts * (x[:, 0] < x[:, 1:].sum(axis=1))[None]).sum(axis=1) > 0
     step0 = np.where(np.isfinite(spread) & (spread > 0), spread, 0.1) * np.sqrt(crit)
     out = []

@@ -105,12 +105,16 @@ def _inner_edges(c: np.ndarray, n_bins: int, strategy: str) -> np.ndarray:
     return np.unique(np.quantile(c, np.linspace(0.0, 1.0, n_bins + 1))[1:-1])
 
 
-def _inputs(confidence: ArrayLike, correct: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+def _inputs(confidence: ArrayLike, correct: ArrayLike, *, keep_nan: bool = False
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The checked arrays; items without a label (NaN) left out unless ``keep_nan``."""
     c = np.asarray(confidence, dtype=float)
     if c.ndim != 1 or c.size == 0:
         raise ValueError(f"confidence: need a non-empty 1-D array, got shape {c.shape}")
     c = check_share(c, "confidence", c.size, allow_nan=False)
     x = check_share(correct, "correct", c.size, allow_nan=True)
+    if keep_nan:
+        return c, x
     keep = ~np.isnan(x)
     return c[keep], x[keep]
 
@@ -146,6 +150,100 @@ def ece_bounds(n: ArrayLike, successes: ArrayLike, mean_confidence: ArrayLike,
     return lower, upper
 
 
+@dataclass(frozen=True)
+class ReliabilityStack:
+    """:class:`ReliabilityDiagram`'s figures for a stack of studies: per study its
+    non-empty bins in order, padded to the largest number of them (B, K) — ``n`` 0 and the
+    rest NaN in the padding; per study ``ece``, ``mce``, ``n_items`` and the ECE's interval
+    (``ece_lower``/``ece_upper``, NaN unless asked for)."""
+
+    lower_edge: np.ndarray
+    upper_edge: np.ndarray
+    n: np.ndarray
+    mean_confidence: np.ndarray
+    accuracy: np.ndarray
+    accuracy_lower: np.ndarray
+    accuracy_upper: np.ndarray
+    ece: np.ndarray
+    mce: np.ndarray
+    ece_lower: np.ndarray
+    ece_upper: np.ndarray
+    n_items: np.ndarray
+    level: float
+
+
+def _study_bins(c: np.ndarray, x: np.ndarray, n_bins: int, strategy: str
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray], bool]:
+    """One study's bins: (bin of each labelled item, lower and upper edge of each bin,
+    [count, Σ c, Σ x] per bin, whether every label is 0/1)."""
+    keep = ~np.isnan(x)
+    c, x = c[keep], x[keep]
+    if c.size == 0:
+        raise ValueError("correct: no item has a label")
+    inner = _inner_edges(c, n_bins, strategy)
+    bins = np.searchsorted(inner, c, side="left")
+    edges = np.r_[0.0 if strategy == "uniform" else -math.inf, inner,
+                  1.0 if strategy == "uniform" else math.inf]
+    lower_edge, upper_edge = edges[:-1], edges[1:]
+    if strategy != "uniform":
+        lower_edge = np.where(np.isinf(lower_edge), c.min(), lower_edge)
+        upper_edge = np.where(np.isinf(upper_edge), c.max(), upper_edge)
+    sums = _bin_sums(bins, inner.size + 1, np.ones_like(c), c, x)
+    return lower_edge, upper_edge, bins, sums, bool(np.isin(x, (0.0, 1.0)).all())
+
+
+def reliability_stack(confidence: ArrayLike, correct: ArrayLike, *, n_bins: int = 10,
+                      strategy: str = "uniform", level: float = 0.95,
+                      ece_interval: bool = False) -> ReliabilityStack:
+    """:func:`reliability_bins` for a stack of studies: (studies, items) arrays, one study
+    per row (the coverage table's simulated studies, or every outcome of one bin;
+    :func:`reliability_bins` passes one row). Each study is binned on its own (its own
+    edges for "quantile" and "distinct"); the bins' intervals and the ECE's are then
+    computed for every study at once."""
+    check_level(level)
+    c_all = np.asarray(confidence, dtype=float)
+    if c_all.ndim != 2 or c_all.shape[1] == 0:
+        raise ValueError(f"confidence: need (studies, items) with items, got {c_all.shape}")
+    x_all = np.asarray(correct, dtype=float)
+    if x_all.shape != c_all.shape:
+        raise ValueError(f"correct: shape {x_all.shape}, expected {c_all.shape}")
+    studies = [_study_bins(*_inputs(c, x, keep_nan=True), n_bins, strategy)
+               for c, x in zip(c_all, x_all, strict=True)]
+    width = max(int((st[3][0] > 0).sum()) for st in studies)
+    b = len(studies)
+    pad = lambda: np.full((b, width), np.nan)  # noqa: E731
+    lower_edge, upper_edge, count, sc, sx = pad(), pad(), np.zeros((b, width)), pad(), pad()
+    binary = np.zeros(b, dtype=bool)
+    for i, (lo_e, hi_e, _, (n, c_sum, x_sum), is_binary) in enumerate(studies):
+        full = n > 0
+        k = int(full.sum())
+        lower_edge[i, :k], upper_edge[i, :k] = lo_e[full], hi_e[full]
+        count[i, :k], sc[i, :k], sx[i, :k] = n[full], c_sum[full], x_sum[full]
+        binary[i] = is_binary
+    full = count > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        conf_b, acc_b = sc / count, sx / count
+    gap = np.abs(acc_b - conf_b)
+    lo, hi = pad(), pad()
+    both = full & binary[:, None]
+    lo[both], hi[both] = blaker(np.round(sx[both]).astype(int), count[both].astype(int), level)
+    frac = full & ~binary[:, None]
+    lo[frac], hi[frac] = wilson_interval(sx[frac], count[frac], level)
+    if ece_interval and not binary.all():
+        raise ValueError("ece_interval: needs 0/1 correctness (the AI's)")
+    n_items = count.sum(axis=1)
+    ece = np.array([float((count[i, full[i]] * gap[i, full[i]]).sum() / n_items[i])
+                    for i in range(b)])
+    mce = np.array([float(gap[i, full[i]].max()) for i in range(b)])
+    if ece_interval:
+        e_lo, e_hi = ece_bounds(count, np.where(full, sx, 0.0), np.where(full, conf_b, 0.0),
+                                level)
+    else:
+        e_lo, e_hi = np.full(b, np.nan), np.full(b, np.nan)
+    return ReliabilityStack(lower_edge, upper_edge, count.astype(int), conf_b, acc_b, lo, hi,
+                            ece, mce, e_lo, e_hi, n_items.astype(int), level)
+
+
 def reliability_bins(confidence: ArrayLike, correct: ArrayLike, *, n_bins: int = 10,
                      strategy: str = "uniform", level: float = 0.95,
                      ece_interval: bool = False) -> ReliabilityDiagram:
@@ -153,37 +251,20 @@ def reliability_bins(confidence: ArrayLike, correct: ArrayLike, *, n_bins: int =
 
     ``correct`` ∈ [0, 1] per item; NaN entries (no label) are left out — so the same
     function bins the humans' correctness by the AI's confidence (Figure 10).
-    ``ece_interval`` adds the ECE's interval (:func:`ece_bounds`; 0/1 correctness only)."""
+    ``ece_interval`` adds the ECE's interval (:func:`ece_bounds`; 0/1 correctness only).
+    Computed by :func:`reliability_stack` on a stack of one study."""
     check_level(level)
-    c, x = _inputs(confidence, correct)
-    if c.size == 0:
-        raise ValueError("correct: no item has a label")
-    inner = _inner_edges(c, n_bins, strategy)
-    bins = np.searchsorted(inner, c, side="left")
-    m = inner.size + 1
-    n, sc, sx = _bin_sums(bins, m, np.ones_like(c), c, x)
-    full = n > 0
-    conf_b, acc_b = sc[full] / n[full], sx[full] / n[full]
-    gap = np.abs(acc_b - conf_b)
-    binary = bool(np.isin(x, (0.0, 1.0)).all())
-    if binary:
-        lo, hi = blaker(np.round(sx[full]).astype(int), n[full].astype(int), level)
-    else:
-        lo, hi = wilson_interval(sx[full], n[full], level)
-    edges = np.r_[0.0 if strategy == "uniform" else -math.inf, inner,
-                  1.0 if strategy == "uniform" else math.inf]
-    lower_edge, upper_edge = edges[:-1][full], edges[1:][full]
-    if strategy != "uniform":
-        lower_edge = np.where(np.isinf(lower_edge), c.min(), lower_edge)
-        upper_edge = np.where(np.isinf(upper_edge), c.max(), upper_edge)
-    if ece_interval and not binary:
-        raise ValueError("ece_interval: needs 0/1 correctness (the AI's)")
+    c, x = _inputs(confidence, correct, keep_nan=True)
+    s = reliability_stack(c[None], x[None], n_bins=n_bins, strategy=strategy, level=level,
+                          ece_interval=ece_interval)
+    k = int((s.n[0] > 0).sum())
     return ReliabilityDiagram(
-        lower_edge=lower_edge, upper_edge=upper_edge, n=n[full].astype(int),
-        mean_confidence=conf_b, accuracy=acc_b, accuracy_lower=lo, accuracy_upper=hi,
-        ece=float((n[full] * gap).sum() / c.size), mce=float(gap.max()),
-        ece_interval=tuple(float(v) for v in ece_bounds(n[full], sx[full], conf_b, level))
-        if ece_interval else None, n_items=int(c.size), level=level)
+        lower_edge=s.lower_edge[0, :k], upper_edge=s.upper_edge[0, :k], n=s.n[0, :k],
+        mean_confidence=s.mean_confidence[0, :k], accuracy=s.accuracy[0, :k],
+        accuracy_lower=s.accuracy_lower[0, :k], accuracy_upper=s.accuracy_upper[0, :k],
+        ece=float(s.ece[0]), mce=float(s.mce[0]),
+        ece_interval=(float(s.ece_lower[0]), float(s.ece_upper[0])) if ece_interval else None,
+        n_items=int(s.n_items[0]), level=level)
 
 
 def expected_calibration_error(confidence: ArrayLike, correct: ArrayLike, *, n_bins: int = 10,

@@ -17,13 +17,13 @@ skewed (0.95 / 0.04 / 0.01), the regime where few ratings disagree at all.
 Intervals at 95 %: the default (the profile likelihood of the rating patterns with the
 cut-off t² on Satterthwaite's ν, :mod:`estimators.assisted.alpha_likelihood`), the same
 likelihood with the χ²₁ cut-off and with F(1, S − 1)'s (t on S − 1 degrees of freedom), all
-on every study of a cell, computed for all studies at once by
-:func:`estimators.assisted.alpha_likelihood.profile_bounds` exactly as the dashboard calls
-it for one (a test checks they agree); and, on the first ``n_former`` studies, the former
-default: BCa percentiles of 500 sentence resamples (:func:`bca_interval`). Where fewer
-than ``MIN_ALPHA_MINORITY`` ratings fall outside the most common verdict (or no two
-ratings disagree) the dashboard says α's interval is unreliable; the table gives coverage
-where it shows no such note, and how often it does.
+on every study of a cell, computed for all studies at once by the dashboard's own
+:func:`estimators.assisted.agreement.alpha_of_counts` (the function
+``krippendorff_alpha_nominal`` calls for one study; a test checks they agree); and, on the
+first ``n_former`` studies, the former default: BCa percentiles of 500 sentence resamples
+(:func:`bca_interval`). Where fewer than ``MIN_ALPHA_MINORITY`` ratings fall outside the
+most common verdict (or no two ratings disagree) the dashboard says α's interval is
+unreliable; the table gives coverage where it shows no such note, and how often it does.
 """
 
 from __future__ import annotations
@@ -34,13 +34,8 @@ import time
 import numpy as np
 from scipy import stats
 
-from estimators.assisted.agreement import MIN_ALPHA_MINORITY, _alpha_parts
-from estimators.assisted.alpha_likelihood import (
-    cutoff,
-    effective_df,
-    profile_bounds,
-    sentence_types,
-)
+from estimators.assisted.agreement import MIN_ALPHA_MINORITY, _alpha_parts, alpha_of_counts
+from estimators.assisted.alpha_likelihood import cutoff
 from estimators.numerics.bootstrap import cluster_count_chunks
 from estimators.numerics.coverage_doc import command
 
@@ -71,41 +66,25 @@ def simulate_ratings(rng: np.random.Generator, n_sentences: int, n_ratings: int,
 
 
 def study_figures(ratings: np.ndarray, k: int, level: float = LEVEL) -> dict[str, np.ndarray]:
-    """Per study of ``ratings`` (studies, S, m): α̂, the jackknife spread and ν, whether the
-    dashboard shows the interval without a note, and the default interval together with
-    the χ²₁ and t_{S−1} variants, as :func:`~estimators.assisted.agreement.
-    krippendorff_alpha_nominal` computes them."""
-    n_studies, s, m = ratings.shape
+    """Per study of ``ratings`` (studies, S, m): α̂, whether the dashboard shows the interval
+    without a note, and the default interval together with the χ²₁ and t_{S−1} variants
+    (those where it is shown) — every study at once through the dashboard's own
+    :func:`~estimators.assisted.agreement.alpha_of_counts` (what
+    :func:`~estimators.assisted.agreement.krippendorff_alpha_nominal` calls for one study),
+    the variants with its ``crit``."""
+    n_studies, s, _ = ratings.shape
     counts = (ratings[..., None] == np.arange(k)).sum(axis=2).astype(float)  # (B, S, k)
-    diag = (counts * (counts - 1)).sum(axis=2) / (m - 1)
-    totals = counts.sum(axis=1)
-    alpha = _alpha_parts(diag.sum(axis=1), totals)[0]
-    jack = _alpha_parts(diag.sum(axis=1, keepdims=True) - diag, totals[:, None] - counts)[0]
-    spread = np.sqrt((s - 1) / s * ((jack - jack.mean(axis=1, keepdims=True)) ** 2).sum(axis=1))
-    minority = totals.sum(axis=1) - totals.max(axis=1)
-    shown = (minority >= MIN_ALPHA_MINORITY) & (diag.sum(axis=1) < totals.sum(axis=1))
-    used = totals > 0
-    ok = np.isfinite(alpha)
-    nu = effective_df(jack)
-    out = {"alpha": alpha, "shown": shown & ok, "ok": ok}
-    crits = {"default": cutoff(nu, level),
-             "chi2": np.full(n_studies, stats.chi2.ppf(level, 1)),
-             "t_sentences": np.full(n_studies, cutoff(np.array(s - 1.0), level))}
-    for name in crits:
-        out[name] = (np.full(n_studies, np.nan), np.full(n_studies, np.nan))
-    # the types over the values a study used, as the dashboard builds them for one study
-    for pattern in np.unique(used[ok], axis=0):
-        x = sentence_types([m], int(pattern.sum()))
-        group = ok & (used == pattern).all(axis=1)
-        kinds = (counts[group][:, :, None, pattern] == x[None, None, :, 1:]).all(axis=3)
-        n_types = kinds.sum(axis=1).astype(float)
-        for name, crit in crits.items():
-            rows = np.flatnonzero(group if name == "default" else group & shown)
-            if rows.size:
-                pick = np.searchsorted(np.flatnonzero(group), rows)
-                lo, hi = profile_bounds(x, n_types[pick], alpha[rows], spread[rows],
-                                        crit[rows])
-                out[name][0][rows], out[name][1][rows] = lo, hi
+    fig = alpha_of_counts(counts, interval=True, level=level)
+    ok = np.isfinite(fig.alpha)
+    shown = fig.interval_reliable & ok
+    out = {"alpha": fig.alpha, "shown": shown, "ok": ok, "default": (fig.lower, fig.upper)}
+    for name, crit in (("chi2", stats.chi2.ppf(level, 1)),
+                       ("t_sentences", float(cutoff(np.array(s - 1.0), level)))):
+        lo, hi = np.full(n_studies, np.nan), np.full(n_studies, np.nan)
+        if shown.any():
+            there = alpha_of_counts(counts[shown], interval=True, level=level, crit=crit)
+            lo[shown], hi[shown] = there.lower, there.upper
+        out[name] = (lo, hi)
     return out
 
 

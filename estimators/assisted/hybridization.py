@@ -102,12 +102,14 @@ class BestThreshold:
                 "human_share": _json_float(self.human_share)}
 
 
-def _best_index(accuracy: np.ndarray, human_share: np.ndarray, max_human_share: float) -> int:
-    """First index (smallest human share) within _TIE of the best accuracy among the points
-    whose human share is within the budget (the all-AI point always is)."""
+def _best_index(accuracy: np.ndarray, human_share: np.ndarray, max_human_share: float
+                ) -> np.ndarray:
+    """First index on the last axis (smallest human share) within _TIE of the best accuracy
+    among the points whose human share is within the budget (the all-AI point always is);
+    leading axes are independent curves (a point to be skipped has human share ∞)."""
     ok = human_share <= max_human_share + 1e-12
     acc = np.where(ok, accuracy, -np.inf)
-    return int(np.argmax(acc >= acc.max() - _TIE))
+    return np.argmax(acc >= acc.max(axis=-1, keepdims=True) - _TIE, axis=-1)
 
 
 def _check_budget(max_human_share: float) -> None:
@@ -143,7 +145,7 @@ class ThresholdCurve:
         """The most accurate threshold sending at most ``max_human_share`` of the items to
         humans; ties go to the smaller human share."""
         _check_budget(max_human_share)
-        j = _best_index(self.hybrid_accuracy, self.human_share, max_human_share)
+        j = int(_best_index(self.hybrid_accuracy, self.human_share, max_human_share))
         return BestThreshold(float(self.thresholds[j]), float(self.hybrid_accuracy[j]),
                              float(self.human_share[j]), j)
 
@@ -302,7 +304,7 @@ def held_out_threshold(confidence: ArrayLike, ai_correct: ArrayLike, human_corre
     curve = threshold_curve(c[cal], a[cal], h[cal])
     usable = curve.thresholds < limit
     share = np.where(usable, curve.human_share, np.inf)
-    j = _best_index(curve.hybrid_accuracy, share, max_human_share)
+    j = int(_best_index(curve.hybrid_accuracy, share, max_human_share))
     t = float(curve.thresholds[j])
     ho = ~cal
     to_humans = c[ho] <= t
@@ -349,9 +351,100 @@ class ThresholdCurveBand:
         return out
 
 
-def _at_points(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Cumulative sums of sorted per-item ``values`` at t = −∞ (0) and at each point."""
-    return np.r_[0.0, np.cumsum(values)[ends]]
+@dataclass(frozen=True)
+class CurveBands:
+    """:func:`curve_bands` for a stack of studies, on the grid ``thresholds`` (−∞ and every
+    confidence seen in any study of the stack): per study and point (B, P) whether the
+    point is on the study's curve (``shown``: a confidence of the study, routing no
+    unlabelled item) and :class:`ThresholdCurveBand`'s figures there (elsewhere they repeat
+    the point before); per study the best point (index into the grid), ``near_best``
+    (only at shown points) and the thresholds as good (B, 2)."""
+
+    thresholds: np.ndarray
+    shown: np.ndarray
+    hybrid_accuracy: np.ndarray
+    human_share: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    gain_lower: np.ndarray
+    gain_upper: np.ndarray
+    best: np.ndarray
+    near_best: np.ndarray
+    best_threshold_interval: np.ndarray
+    n_items: int
+    level: float
+
+
+def _stack_inputs(confidence: ArrayLike, ai_correct: ArrayLike, human_correct: ArrayLike
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    c = np.asarray(confidence, dtype=float)
+    if c.ndim != 2 or c.shape[1] == 0:
+        raise ValueError(f"confidence: need (studies, items) with items, got shape {c.shape}")
+    for name, x in (("ai_correct", ai_correct), ("human_correct", human_correct)):
+        if np.shape(x) != c.shape:
+            raise ValueError(f"{name}: shape {np.shape(x)}, expected {c.shape}")
+    flat = _inputs(c.ravel(), np.asarray(ai_correct, float).ravel(),
+                   np.asarray(human_correct, float).ravel())
+    return tuple(x.reshape(c.shape) for x in flat)  # type: ignore[return-value]
+
+
+def curve_bands(confidence: ArrayLike, ai_correct: ArrayLike, human_correct: ArrayLike, *,
+                max_human_share: float = 1.0, unlabelled: str = "truncate",
+                level: float = 0.95) -> CurveBands:
+    """:func:`curve_band` for a stack of studies at once: (studies, items) arrays, one
+    study per row (the coverage table's simulated studies; :func:`curve_band` passes one
+    row). Each study's items are sorted by confidence and its cumulative sums of h, h², a,
+    a² and h·a taken at each point of the common grid (the sums at the last item with
+    c ≤ t); the intervals, the best point and the thresholds as good are then those of
+    :func:`curve_band`, every study at once."""
+    c, a, h = _stack_inputs(confidence, ai_correct, human_correct)
+    h = _fill(a, h, unlabelled)
+    _check_budget(max_human_share)
+    check_level(level)
+    n_studies, n = c.shape
+    grid = np.unique(c)
+    order = np.argsort(c, axis=1, kind="stable")
+    sort = lambda x: np.take_along_axis(x, order, axis=1)  # noqa: E731
+    cs, as_, hs_raw = sort(c), sort(a), sort(h)
+    missing = np.isnan(hs_raw)
+    hs = np.nan_to_num(hs_raw)
+    # items at or below each grid point, per study: (B, P + 1), the −∞ point first
+    code = np.searchsorted(grid, cs)
+    per_point = np.bincount((np.arange(n_studies)[:, None] * grid.size + code).ravel(),
+                            minlength=n_studies * grid.size).reshape(n_studies, grid.size)
+    below = np.c_[np.zeros(n_studies, dtype=int), np.cumsum(per_point, axis=1)]
+    last = np.maximum(below - 1, 0)
+
+    def at_points(values: np.ndarray) -> np.ndarray:
+        return np.where(below > 0, np.take_along_axis(np.cumsum(values, axis=1), last, 1), 0.0)
+
+    shown = np.c_[np.ones(n_studies, dtype=bool), per_point > 0] & (at_points(missing) == 0)
+    ch, chh, cha = at_points(hs), at_points(hs * hs), at_points(hs * as_)
+    ca, caa = at_points(as_), at_points(as_ * as_)
+    ta, taa = as_.sum(axis=1)[:, None], (as_ * as_).sum(axis=1)[:, None]
+    sy = ch + ta - ca  # Σ y(t)
+    syy = chh + taa - caa  # Σ y(t)²
+    sya = cha + taa - caa  # Σ y(t) a
+    _, lo, hi = mean_bounds(n, sy, syy, level=level)
+    _, glo, ghi = difference_bounds(n, sy, syy, ta, taa, sya, level=level)
+    share = below / n
+    budget = np.where(shown, share, np.inf)
+    best = _best_index(sy / n, budget, max_human_share)
+    b = best[:, None]
+    j = np.arange(grid.size + 1)[None, :]
+    low, high = np.minimum(j, b), np.maximum(j, b)
+    take = lambda x, k: np.take_along_axis(x, k, axis=1)  # noqa: E731
+    # Σ y(t) y(t̂): h² below both thresholds, h·a between them, a² above both
+    syb = take(chh, low) + (take(cha, high) - take(cha, low)) + (taa - take(caa, high))
+    _, _, diff_upper = difference_bounds(n, sy, syy, take(sy, b), take(syy, b), syb,
+                                         level=level)
+    near = (diff_upper >= -_TIE) & (budget <= max_human_share + 1e-12)
+    near[np.arange(n_studies), best] = True
+    t = np.r_[-np.inf, grid]
+    first = np.argmax(near, axis=1)
+    final = grid.size - np.argmax(near[:, ::-1], axis=1)
+    return CurveBands(t, shown, sy / n, share, lo, hi, glo, ghi, best, near,
+                      np.c_[t[first], t[final]], n, level)
 
 
 def curve_band(confidence: ArrayLike, ai_correct: ArrayLike, human_correct: ArrayLike, *,
@@ -369,36 +462,24 @@ def curve_band(confidence: ArrayLike, ai_correct: ArrayLike, human_correct: Arra
     not significantly worse than t̂; a one-sided test at (1 − level)/2); the interval
     reported is the smallest and the largest near-best threshold. Its promise, measured in
     docs/coverage.md: it holds the population's best threshold in at least ``level`` of
-    studies."""
+    studies.
+
+    Computed by :func:`curve_bands` on a stack of one study (the coverage table calls it
+    on thousands)."""
     c, a, h = _inputs(confidence, ai_correct, human_correct)
-    h = _fill(a, h, unlabelled)
-    _check_budget(max_human_share)
-    check_level(level)
-    curve = threshold_curve(c, a, h)
-    n = c.size
-    order, ends = _sorted_groups(c)
-    ends = ends[: curve.thresholds.size - 1]
-    hs = np.nan_to_num(h[order])
-    as_ = a[order]
-    ch, chh, cha = _at_points(hs, ends), _at_points(hs * hs, ends), _at_points(hs * as_, ends)
-    ca, caa = _at_points(as_, ends), _at_points(as_ * as_, ends)
-    ta, taa = float(as_.sum()), float((as_ * as_).sum())
-    sy = ch + ta - ca  # Σ y(t)
-    syy = chh + taa - caa  # Σ y(t)²
-    sya = cha + taa - caa  # Σ y(t) a
-    _, lo, hi = mean_bounds(n, sy, syy, level=level)
-    _, glo, ghi = difference_bounds(n, sy, syy, ta, taa, sya, level=level)
-    best = curve.best(max_human_share)
-    b = best.index
-    # Σ y(t) y(t̂): h² below both thresholds, h·a between them, a² above both
-    low, high = np.minimum(np.arange(sy.size), b), np.maximum(np.arange(sy.size), b)
-    syb = chh[low] + (cha[high] - cha[low]) + (taa - caa[high])
-    _, _, diff_upper = difference_bounds(n, sy, syy, sy[b], syy[b], syb, level=level)
-    near = (diff_upper >= -_TIE) & (curve.human_share <= max_human_share + 1e-12)
-    near[b] = True
-    t_near = curve.thresholds[near]
-    return ThresholdCurveBand(curve, lo, hi, glo, ghi, best, near,
-                              (float(t_near.min()), float(t_near.max())), level)
+    s = curve_bands(c[None], a[None], h[None], max_human_share=max_human_share,
+                    unlabelled=unlabelled, level=level)
+    keep = s.shown[0]
+    curve = ThresholdCurve(thresholds=s.thresholds[keep],
+                           hybrid_accuracy=s.hybrid_accuracy[0, keep],
+                           human_share=s.human_share[0, keep], n_items=s.n_items)
+    b = int(np.count_nonzero(keep[: s.best[0]]))
+    best = BestThreshold(float(curve.thresholds[b]), float(curve.hybrid_accuracy[b]),
+                         float(curve.human_share[b]), b)
+    lo, hi = s.best_threshold_interval[0]
+    return ThresholdCurveBand(curve, s.lower[0, keep], s.upper[0, keep], s.gain_lower[0, keep],
+                              s.gain_upper[0, keep], best, s.near_best[0, keep],
+                              (float(lo), float(hi)), level)
 
 
 def band_of(confidence: ArrayLike, edges: Sequence[float]) -> np.ndarray:

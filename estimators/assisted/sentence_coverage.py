@@ -50,13 +50,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from estimators.assisted.calibration import ece_bounds, wilson_interval
+from estimators.assisted.calibration import reliability_stack, wilson_interval
 from estimators.assisted.coverage_regression import _one_thread
 from estimators.assisted.hybridization import (
     _TIE,
+    _best_index,
     best_band_sources,
     calibration_split,
     curve_band,
+    curve_bands,
     held_out_threshold,
 )
 from estimators.assisted.rater_simulation import _W, _X
@@ -64,7 +66,7 @@ from estimators.assisted.reliance import overall_accuracy
 from estimators.assisted.simulation import AssistedDesign
 from estimators.numerics.bootstrap import bootstrap_means, resampled_sums, shared_resamples
 from estimators.numerics.coverage_doc import command
-from estimators.numerics.proportion import blaker, covers
+from estimators.numerics.proportion import blaker_accepts, covers
 from estimators.numerics.units import difference_bounds, mean_bounds
 
 N_AI_SAMPLES = 20
@@ -392,8 +394,9 @@ def hybrid_cell(ai: AiCase, n: int, m: int, n_studies: int, *, seed: int = 0,
                 n_former: int = 0) -> Tally:
     """Coverage of every sentence figure of the dashboard in one cell (AI case, n sentences,
     m ratings per sentence per arm): keys (rule, source, figure, …) or (rule, figure, …).
-    The intervals of all studies at once (:func:`curves_at_once`, …: the same numbers the
-    analysis' functions give, a test checks); the former bootstrap intervals, study by
+    The intervals of all studies at once (Figure 1 through the analysis' own
+    :func:`curve_bands`; :func:`held_out_at_once`, …: the same numbers the analysis'
+    functions give, a test checks); the former bootstrap intervals, study by
     study through those functions, on the first ``n_former`` studies."""
     rng = np.random.default_rng([seed, n, m, AI_CASES.index(ai) if ai in AI_CASES else 99])
     truth = cell_truth(ai, m)
@@ -435,7 +438,7 @@ def _new_intervals(tally: Tally, truth: Truth, studies: Studies, cal: np.ndarray
         j_held = {}
         for source in SOURCES:
             key, curve = (rule, source), truth.curve(rule, source)
-            got = curves_at_once(whole[source], n, levels)
+            got = _curves(studies.confidence, a, studies.human[rule, source], levels)
             for j in range(n_levels + 1):
                 shown = got["shown"][:, j]
                 tally.add_studies(key + ("curve", j), shown,
@@ -691,16 +694,34 @@ def _wilson(s: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return wilson_interval(s, n, 0.95)
 
 
-def _blaker(s: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return blaker(s, n, 0.95)
+def dashboard_bars(s: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bar the dashboard draws for a bin of n items s of which are right, for each
+    (s, n) of equal n: one study per outcome (a bin of n items of one confidence, s labels
+    1), all binned at once by :func:`estimators.assisted.calibration.reliability_stack` —
+    what ``reliability_bins`` computes for the study — as the analysis calls it
+    ("distinct" bins, level 0.95)."""
+    s, n = np.asarray(s, dtype=int), np.asarray(n, dtype=int)
+    k = int(n[0])
+    if (n != k).any():
+        raise ValueError("n: one bin size at a time")
+    correct = (np.arange(k)[None, :] < s[:, None]).astype(float)
+    got = reliability_stack(np.full(correct.shape, 0.75), correct, strategy="distinct",
+                            level=0.95)
+    return got.accuracy_lower[:, 0], got.accuracy_upper[:, 0]
 
 
-BIN_INTERVALS = (("Wilson (former)", _wilson), ("Blaker (now)", _blaker))
+BIN_INTERVALS = (("Wilson (former)", _wilson), ("Blaker (now)", dashboard_bars))
+# The test each bar inverts, deciding a truth at one of its ends (``covers``), as
+# ``proportion.exact_coverage`` decides it (its ACCEPTS): the dashboard's bars for 0/1
+# labels are Blaker's; Wilson's ends are taken as inside.
+BAR_TESTS = {dashboard_bars: blaker_accepts}
 
 
 def bin_coverage(k: int, p: np.ndarray, interval, cache: dict | None = None) -> np.ndarray:
     """Exact coverage of a bin of k items at true accuracies p: Σ_s P_p(S = s) 1{p ∈
-    interval(s, k)} over every s = 0…k (the intervals of each k computed once)."""
+    interval(s, k)} over every s = 0…k (the intervals of each k computed once; a p at an
+    end decided by the interval's own test, ``BAR_TESTS``, as
+    :func:`estimators.numerics.proportion.exact_coverage` decides it)."""
     cache = {} if cache is None else cache
     key = (k, interval)
     if key not in cache:
@@ -709,7 +730,9 @@ def bin_coverage(k: int, p: np.ndarray, interval, cache: dict | None = None) -> 
     lo, hi = cache[key]
     p = np.atleast_1d(np.asarray(p, dtype=float))
     pmf = stats.binom.pmf(np.arange(k + 1)[None, :], k, p[:, None])
-    return (pmf * covers(lo[None, :], hi[None, :], p[:, None])).sum(axis=1)
+    test = BAR_TESTS.get(interval)
+    accepts = None if test is None else test(np.arange(k + 1)[None, :], k, 0.95)
+    return (pmf * covers(lo[None, :], hi[None, :], p[:, None], accepts)).sum(axis=1)
 
 
 def study_bin_coverage(n: int, prob: float, p: float, interval, cache: dict) -> float:
@@ -740,16 +763,15 @@ def _former_ece(c: np.ndarray, x: np.ndarray, n_resamples: int, seed: int
 def ece_cell(ai: AiCase, n: int, n_studies: int, *, seed: int = 0, n_former: int = 0
              ) -> dict[str, float]:
     """Coverage and mean width of the ECE interval (now: every study at once through
-    :func:`estimators.assisted.calibration.ece_bounds`, what ``reliability_bins`` reports
-    with one bin per confidence, the analysis' "distinct" bins; former on the first
-    ``n_former`` studies) over simulated studies; truth Σ_c π_c |a(c) − c|."""
+    :func:`estimators.assisted.calibration.reliability_stack`, what ``reliability_bins``
+    reports for one study, with the analysis' "distinct" bins — one per confidence; former
+    on the first ``n_former`` studies) over simulated studies; truth Σ_c π_c |a(c) − c|."""
     rng = np.random.default_rng([seed, n, AI_CASES.index(ai) if ai in AI_CASES else 99, 7])
     truth = cell_truth(ai, 1)
     studies = simulate_studies(rng, ai, n, 1, n_studies)
-    lv = np.searchsorted(truth.levels, studies.confidence - 1e-9)
-    m = level_moments(lv, studies.ai_correct, studies.ai_correct, truth.levels.size)
-    count, right = np.diff(m.count, axis=1), np.diff(m.a, axis=1)
-    lo, hi = ece_bounds(count, right, np.broadcast_to(truth.levels, count.shape))
+    got = reliability_stack(studies.confidence, studies.ai_correct, strategy="distinct",
+                            level=0.95, ece_interval=True)
+    lo, hi = got.ece_lower, got.ece_upper
     old_hit = old_width = 0.0
     k = min(n_former, n_studies)
     with _one_thread():
@@ -871,38 +893,22 @@ def level_moments(level: np.ndarray, a: np.ndarray, h: np.ndarray, n_levels: int
                    per_level(a), per_level(a * a), per_level(h * a))
 
 
-def _best(acc: np.ndarray, share: np.ndarray, shown: np.ndarray, budget: float) -> np.ndarray:
-    """Per study the first shown point within _TIE of the best accuracy among those within
-    the budget (``hybridization._best_index``)."""
-    ok = shown & (share <= budget + 1e-12)
-    acc = np.where(ok, acc, -np.inf)
-    return np.argmax(acc >= acc.max(axis=1, keepdims=True) - _TIE, axis=1)
-
-
-def curves_at_once(mo: Moments, n: int, levels: np.ndarray) -> dict[str, np.ndarray]:
-    """What :func:`curve_band` gives for every study: per point (S, L + 1) ``shown``,
-    ``lower``/``upper``, ``gain_lower``/``gain_upper``; per study ``best`` (index) and
+def _curves(confidence: np.ndarray, a: np.ndarray, h: np.ndarray, levels: np.ndarray
+            ) -> dict[str, np.ndarray]:
+    """The dashboard's Figure 1 for every study at once — :func:`curve_bands`, the function
+    :func:`curve_band` calls for one study — laid out on the confidence levels (column j:
+    t = level j − 1, column 0: t = −∞; a level no study saw is never shown): per point
+    (S, L + 1) ``shown``, ``lower``/``upper``, ``gain_lower``/``gain_upper``; per study
     ``range`` (S, 2), the thresholds as good."""
-    j = np.arange(mo.count.shape[1])
-    shown = np.diff(mo.count, prepend=0, axis=1) > 0  # point j: level j − 1 observed
-    shown[:, 0] = True
-    ta, taa = mo.a[:, -1:], mo.aa[:, -1:]
-    sy, syy, sya = mo.h + ta - mo.a, mo.hh + taa - mo.aa, mo.ha + taa - mo.aa
-    _, lo, hi = mean_bounds(n, sy, syy)
-    _, glo, ghi = difference_bounds(n, sy, syy, ta, taa, sya)
-    acc = (mo.h + ta - mo.a) / n
-    best = _best(acc, mo.count / n, shown, 1.0)
-    b = best[:, None]
-    low, high = np.minimum(j[None, :], b), np.maximum(j[None, :], b)
-    take = lambda x, k: np.take_along_axis(x, k, axis=1)  # noqa: E731
-    syb = take(mo.hh, low) + take(mo.ha, high) - take(mo.ha, low) + taa - take(mo.aa, high)
-    _, _, diff_upper = difference_bounds(n, sy, syy, take(sy, b), take(syy, b), syb)
-    near = shown & ((diff_upper >= -_TIE) | (j[None, :] == b))
-    t = np.r_[-np.inf, levels]
-    first = np.argmax(near, axis=1)
-    last = j.size - 1 - np.argmax(near[:, ::-1], axis=1)
-    return {"shown": shown, "lower": lo, "upper": hi, "gain_lower": glo, "gain_upper": ghi,
-            "best": best, "range": np.c_[t[first], t[last]]}
+    band = curve_bands(confidence, a, h)
+    column = np.searchsorted(np.r_[-np.inf, levels], band.thresholds)
+    out = {"shown": np.zeros((confidence.shape[0], levels.size + 1), dtype=bool)}
+    out["shown"][:, column] = band.shown
+    for name in ("lower", "upper", "gain_lower", "gain_upper"):
+        out[name] = np.full(out["shown"].shape, np.nan)
+        out[name][:, column] = getattr(band, name)
+    out["range"] = band.best_threshold_interval
+    return out
 
 
 def held_out_at_once(cal_mo: Moments, ho_mo: Moments, budget: float
@@ -913,7 +919,7 @@ def held_out_at_once(cal_mo: Moments, ho_mo: Moments, budget: float
     shown = np.diff(cal_mo.count, prepend=0, axis=1) > 0
     shown[:, 0] = True
     acc = (cal_mo.h + cal_mo.a[:, -1:] - cal_mo.a) / n_cal
-    j = _best(acc, cal_mo.count / n_cal, shown, budget)
+    j = _best_index(acc, np.where(shown, cal_mo.count / n_cal, np.inf), budget)
     return j, _three(ho_mo, j, n_ho)
 
 

@@ -117,39 +117,26 @@ def kappa_tables(n: int, p: np.ndarray) -> np.ndarray:
     return np.concatenate(out).astype(float)
 
 
-def kappa_intervals(tables: np.ndarray, level: float = 0.95, *, add: float = 0.5
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """For 2 × 2 tables (rows n11, n10, n01, n00): κ̂, the default interval
-    (:func:`estimators.nodata.kappa.cohen_kappa`: add-½ Wald containing κ̂), the former
-    plain Wald interval, and ``n_minority`` — vectorised; a test checks it against
-    ``cohen_kappa``. Returns (κ̂, (lower, upper), (former lower, upper), n_minority,
-    defined)."""
+def kappa_intervals(tables: np.ndarray, level: float = 0.95
+                    ) -> tuple[np.ndarray, tuple, tuple, np.ndarray, np.ndarray]:
+    """For 2 × 2 tables (rows n11, n10, n01, n00): κ̂, the default interval, the former
+    plain Wald interval (κ̂ ± z·SE at the table itself), and ``n_minority`` — all tables at
+    once through the audit page's own :func:`estimators.nodata.kappa.kappa_of_tables` (the
+    function :func:`~estimators.nodata.kappa.cohen_kappa` calls), each table laid out as
+    ``cohen_kappa`` lays it out (label 0 first). Returns (κ̂, (lower, upper), (former lower,
+    upper), n_minority, defined)."""
     from scipy.stats import norm
 
-    n = tables.sum(axis=1)
+    from estimators.nodata.kappa import fleiss_se, kappa_of_tables
+
+    n11, n10, n01, n00 = np.asarray(tables, dtype=float).T
+    stack = np.stack([np.stack([n00, n01], -1), np.stack([n10, n11], -1)], -2)
+    got = kappa_of_tables(stack, level=level)
+    defined = got.expected < 1
+    se = fleiss_se(stack / got.n[:, None, None], got.n)
     z = float(norm.ppf(0.5 + level / 2))
-
-    def kappa_se(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        p11, p10, p01, p00 = q.T
-        r1, c1 = p11 + p10, p11 + p01
-        r0, c0 = 1 - r1, 1 - c1
-        p_e = r1 * c1 + r0 * c0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            k = (p11 + p00 - p_e) / (1 - p_e)
-            var = (p11 * (1 - (r1 + c1) * (1 - k)) ** 2 + p00 * (1 - (r0 + c0) * (1 - k)) ** 2
-                   + (1 - k) ** 2 * (p10 * (c1 + r0) ** 2 + p01 * (c0 + r1) ** 2)
-                   - (k - p_e * (1 - k)) ** 2) / (n * (1 - p_e) ** 2)
-        return k, np.sqrt(np.maximum(var, 0)), p_e
-
-    k, se, p_e = kappa_se(tables / n[:, None])
-    defined = p_e < 1
-    k_adj, se_adj, _ = kappa_se((tables + add) / (n + 4 * add)[:, None])
-    lower = np.maximum(-1, np.minimum(k, k_adj - z * se_adj))
-    upper = np.minimum(1, np.maximum(k, k_adj + z * se_adj))
-    former = (np.maximum(-1, k - z * se), np.minimum(1, k + z * se))
-    rows, cols = tables[:, 0] + tables[:, 1], tables[:, 0] + tables[:, 2]
-    minority = np.minimum(np.minimum(rows, n - rows), np.minimum(cols, n - cols))
-    return k, (lower, upper), former, minority, defined
+    former = (np.maximum(-1, got.kappa - z * se), np.minimum(1, got.kappa + z * se))
+    return got.kappa, (got.lower, got.upper), former, got.n_minority, defined
 
 
 def kappa_cell(n: int, evaluator_share: float, people_share: float, kappa: float

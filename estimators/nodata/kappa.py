@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import norm
 
 ADD = 0.5  # added to every cell for the interval (module docstring)
@@ -62,7 +63,9 @@ class Kappa:
 
 
 def cohen_kappa(a: Sequence, b: Sequence, *, level: float = 0.95) -> Kappa:
-    """κ of two equal-length label sequences (pairs with a None on either side are left out)."""
+    """κ of two equal-length label sequences (pairs with a None on either side are left out):
+    the table of counts (rows ``a``'s labels, columns ``b``'s, labels in the order of their
+    ``repr``) through :func:`kappa_of_tables`."""
     if len(a) != len(b):
         raise ValueError(f"b: {len(b)} labels for {len(a)}")
     pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
@@ -75,34 +78,78 @@ def cohen_kappa(a: Sequence, b: Sequence, *, level: float = 0.95) -> Kappa:
     table = np.zeros((len(cats), len(cats)))
     for x, y in pairs:
         table[index[x], index[y]] += 1
-    p_o, p_e, k = _kappa(table / n)
-    minority = int(min(n - table.sum(axis=1).max(), n - table.sum(axis=0).max()))
-    if p_e >= 1.0:
-        return Kappa(nan, nan, nan, nan, p_o, p_e, n, minority)
-    adjusted = (table + ADD) / (n + ADD * table.size)
+    t = kappa_of_tables(table, level=level)
+    return Kappa(float(t.kappa), float(t.lower), float(t.upper), float(t.se),
+                 float(t.observed), float(t.expected), n, int(t.n_minority))
+
+
+@dataclass(frozen=True)
+class KappaTables:
+    """:class:`Kappa`'s figures as arrays, one entry per table of a stack."""
+
+    kappa: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    se: np.ndarray
+    observed: np.ndarray
+    expected: np.ndarray
+    n: np.ndarray
+    n_minority: np.ndarray
+
+
+def kappa_of_tables(tables: ArrayLike, *, level: float = 0.95) -> KappaTables:
+    """κ, its add-½ Wald interval (module docstring) and the parts of :class:`Kappa` for
+    tables of counts (..., K, K) — rows one side's labels, columns the other's; leading
+    axes are a stack of independent tables (the coverage table's every outcome), one table
+    is what :func:`cohen_kappa` passes. Where p_e = 1 κ, the interval and the SE are NaN."""
+    table = np.asarray(tables, dtype=float)
+    if table.ndim < 2 or table.shape[-1] != table.shape[-2]:
+        raise ValueError(f"tables: need square tables on the last two axes, got {table.shape}")
+    rows, cols = _margins(table)
+    n = np.asarray(sum(rows), dtype=float)
+    p_o, p_e, k = _kappa(table / n[..., None, None])
+    minority = np.minimum(n - np.max(rows, axis=0), n - np.max(cols, axis=0))
+    adjusted = (table + ADD) / (n + ADD * table.shape[-1] ** 2)[..., None, None]
     _, _, k_adj = _kappa(adjusted)
     se = fleiss_se(adjusted, n)
     z = float(norm.ppf(0.5 + level / 2))
-    lower = max(-1.0, min(k, k_adj - z * se))
-    upper = min(1.0, max(k, k_adj + z * se))
-    return Kappa(k, lower, upper, se, p_o, p_e, n, minority)
+    undefined = p_e >= 1.0
+    lower = np.where(undefined, np.nan, np.maximum(-1.0, np.minimum(k, k_adj - z * se)))
+    upper = np.where(undefined, np.nan, np.minimum(1.0, np.maximum(k, k_adj + z * se)))
+    return KappaTables(k, lower, upper, np.where(undefined, np.nan, se), p_o, p_e, n,
+                       minority.astype(int))
 
 
-def _kappa(p: np.ndarray) -> tuple[float, float, float]:
-    """(p_o, p_e, κ) of a table of shares (κ NaN where p_e = 1)."""
-    p_o = float(np.trace(p))
-    p_e = float(p.sum(axis=1) @ p.sum(axis=0))
-    return p_o, p_e, (p_o - p_e) / (1 - p_e) if p_e < 1.0 else float("nan")
+def _margins(p: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Row and column sums of tables (..., K, K), one array per label (loops over the K
+    labels: a stack of millions of small tables is summed as fast as one)."""
+    size = p.shape[-1]
+    rows = [sum(p[..., i, j] for j in range(size)) for i in range(size)]
+    cols = [sum(p[..., i, j] for i in range(size)) for j in range(size)]
+    return rows, cols
 
 
-def fleiss_se(p: np.ndarray, n: float) -> float:
-    """√var(κ; p) of Fleiss, Cohen & Everitt at the table of shares ``p`` for ``n`` pairs
-    (module docstring)."""
-    rows, cols = p.sum(axis=1), p.sum(axis=0)
+def _kappa(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(p_o, p_e, κ) of tables of shares (..., K, K) (κ NaN where p_e = 1)."""
+    rows, cols = _margins(p)
+    size = len(rows)
+    p_o = np.asarray(sum(p[..., i, i] for i in range(size)), dtype=float)
+    p_e = np.asarray(sum(rows[i] * cols[i] for i in range(size)), dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.where(p_e < 1.0, (p_o - p_e) / (1 - p_e), np.nan)
+    return p_o, p_e, k
+
+
+def fleiss_se(p: ArrayLike, n: ArrayLike) -> np.ndarray:
+    """√var(κ; p) of Fleiss, Cohen & Everitt at tables of shares ``p`` (..., K, K) for
+    ``n`` pairs (module docstring); NaN where p_e = 1."""
+    p = np.asarray(p, dtype=float)
+    rows, cols = _margins(p)
     _, p_e, k = _kappa(p)
     size = len(rows)
-    diag = sum(p[i, i] * (1 - (rows[i] + cols[i]) * (1 - k)) ** 2 for i in range(size))
-    off = (1 - k) ** 2 * sum(p[i, j] * (cols[i] + rows[j]) ** 2
+    diag = sum(p[..., i, i] * (1 - (rows[i] + cols[i]) * (1 - k)) ** 2 for i in range(size))
+    off = (1 - k) ** 2 * sum(p[..., i, j] * (cols[i] + rows[j]) ** 2
                              for i in range(size) for j in range(size) if i != j)
-    var = (diag + off - (k - p_e * (1 - k)) ** 2) / (n * (1 - p_e) ** 2)
-    return math.sqrt(max(var, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = (diag + off - (k - p_e * (1 - k)) ** 2) / (np.asarray(n, float) * (1 - p_e) ** 2)
+    return np.sqrt(np.maximum(var, 0.0))

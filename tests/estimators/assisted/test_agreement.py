@@ -133,3 +133,86 @@ def test_agreement_with_ai_is_the_share_of_equal_values():
     assert math.isnan(agreement_with_ai([], []))
     with pytest.raises(ValueError, match="ai_value"):
         agreement_with_ai([1, 0], [1])
+
+
+def _alpha_by_pairs(units):
+    """α, D_o, D_e by the pairwise definition: ``units`` maps a unit to its list of values;
+    every ordered pair of values of different raters within a unit, weight 1/(m_u − 1)."""
+    pairable = {u: v for u, v in units.items() if len(v) >= 2}
+    values = sorted({x for v in pairable.values() for x in v})
+    o = {(c, k): 0.0 for c in values for k in values}
+    for v in pairable.values():
+        for i, j in itertools.permutations(range(len(v)), 2):
+            o[v[i], v[j]] += 1 / (len(v) - 1)
+    nc = {c: sum(o[c, k] for k in values) for c in values}
+    n = sum(nc.values())
+    d_o = sum(o[c, k] for c in values for k in values if c != k) / n
+    d_e = sum(nc[c] * nc[k] for c in values for k in values if c != k) / (n * (n - 1))
+    return (1 - d_o / d_e if d_e > 0 else math.nan), d_o, d_e
+
+
+def _brute_interval(units, level=0.95):
+    """The interval wired by hand: every possible type listed by loops, each sentence's
+    type counted, the jackknife by deleting each sentence and recomputing α pairwise,
+    Satterthwaite's ν and the t² cut-off from their formulas, then the profile bounds."""
+    from scipy import stats
+
+    from estimators.assisted.alpha_likelihood import profile_bounds
+
+    pairable = {u: v for u, v in units.items() if len(v) >= 2}
+    values = sorted({x for v in pairable.values() for x in v})
+    k = len(values)
+    ms = sorted({len(v) for v in pairable.values()})
+    types = []
+    for m in ms:
+        for split in itertools.product(range(m + 1), repeat=k):
+            if sum(split) == m:
+                types.append(split)
+    types.sort(key=lambda t: (sum(t), [-x for x in t]))
+    x = np.array([[sum(c * (c - 1) for c in t) / (sum(t) - 1), *t] for t in types], float)
+    counts = np.zeros(len(types))
+    for v in pairable.values():
+        counts[types.index(tuple(v.count(c) for c in values))] += 1
+    alpha = _alpha_by_pairs(pairable)[0]
+    jack = np.array([_alpha_by_pairs({w: v for w, v in pairable.items() if w != u})[0]
+                     for u in pairable])
+    s = len(jack)
+    e = jack.mean() - jack
+    spread = math.sqrt((s - 1) / s * float((e ** 2).sum()))
+    m2, m4 = float((e ** 2).sum()), float((e ** 4).sum())
+    nu = 2 * m2 ** 2 / (m4 - m2 ** 2 / s) if m4 - m2 ** 2 / s > 0 else s - 1
+    crit = stats.t.ppf((1 + level) / 2, min(max(nu, 1), s - 1)) ** 2
+    lo, hi = profile_bounds(x, counts[None], np.array([alpha]), np.array([spread]),
+                            np.array([crit]))
+    return float(lo[0]), float(hi[0])
+
+
+def _studies():
+    rng = np.random.default_rng(11)
+    for s, m, shares in ((30, 2, (0.6, 0.3, 0.1)), (25, 3, (0.85, 0.12, 0.03)),
+                         (40, 2, (0.5, 0.5))):
+        consensus = rng.choice(len(shares), s, p=shares)
+        noise = rng.choice(len(shares), (s, m), p=shares)
+        r = np.where(rng.random((s, m)) < 0.7, consensus[:, None], noise)
+        yield {u: list(r[u]) for u in range(s)}
+    # unequal numbers of ratings, a unit with one rating (not pairable), string values
+    rows = [["A", "A", "I"], ["A", "I"], ["C"], ["I", "I", "I", "A"], ["A", "A"],
+            ["C", "A", "A"], ["I", "A"], ["A", "A", "A"], ["I", "I"], ["A", "C"]]
+    yield dict(enumerate(rows))
+
+
+def test_single_study_results_are_the_definitions_by_brute_force():
+    # the figures the dashboard shows for one study, against loops over pairs, deleted
+    # sentences and listed types
+    for units in _studies():
+        unit = [u for u, v in units.items() for _ in v]
+        value = [x for v in units.values() for x in v]
+        got = krippendorff_alpha_nominal(unit, value, interval=True)
+        alpha, d_o, d_e = _alpha_by_pairs(units)
+        assert (got.alpha, got.observed_disagreement, got.expected_disagreement) == \
+            pytest.approx((alpha, d_o, d_e), abs=1e-12)
+        pairable = [v for v in units.values() if len(v) >= 2]
+        flat = [x for v in pairable for x in v]
+        assert got.n_minority == len(flat) - max(flat.count(c) for c in set(flat))
+        assert (got.n_units, got.n_values) == (len(pairable), len(flat))
+        assert (got.lower, got.upper) == pytest.approx(_brute_interval(units), abs=1e-9)

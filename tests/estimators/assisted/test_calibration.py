@@ -14,6 +14,7 @@ from scipy import stats
 from estimators.assisted.calibration import (
     expected_calibration_error,
     reliability_bins,
+    reliability_stack,
     wilson_interval,
 )
 from estimators.numerics.proportion import blaker
@@ -135,3 +136,88 @@ def test_ece_interval_is_the_range_of_the_ece_over_the_bins_simultaneous_interva
     with pytest.raises(ValueError, match="0/1 correctness"):
         reliability_bins(c, np.full(300, 0.5), ece_interval=True)
 
+
+
+def _brute_diagram(c, x, strategy, n_bins, level=0.95):
+    """A study's reliability diagram item by item: the edges from their definition, each
+    bin's members by a loop (``_brute_bins``), its interval from Blaker's (0/1 labels) or
+    Wilson's (fractional) for that bin alone, the ECE's interval from its formula."""
+    kept = [ci for ci, xi in zip(c, x, strict=True) if not math.isnan(xi)]
+    if strategy == "uniform":
+        edges = list(np.linspace(0, 1, n_bins + 1))
+    elif strategy == "distinct":
+        edges = [min(kept), *sorted(set(kept))]
+    else:
+        qs = sorted(set(np.quantile(kept, np.linspace(0, 1, n_bins + 1))[1:-1].tolist()))
+        edges = [min(kept), *qs, max(kept)]
+    bins = _brute_bins(c, x, edges)
+    binary = all(v in (0.0, 1.0) for v in x if not math.isnan(v))
+    lower, upper, right = [], [], []
+    for k, _, acc in bins:
+        s = round(acc * k)
+        lo, hi = (blaker(s, k, level) if binary else wilson_interval(acc * k, k, level))
+        lower.append(float(lo))
+        upper.append(float(hi))
+        right.append(s)
+    total = sum(b[0] for b in bins)
+    ece = sum(b[0] * abs(b[2] - b[1]) for b in bins) / total
+    interval = None
+    if binary:
+        lo_s, hi_s = [], []
+        for (k, _, _), s in zip(bins, right, strict=True):
+            lo, hi = blaker(s, k, level ** (1 / len(bins)))
+            lo_s.append(float(lo))
+            hi_s.append(float(hi))
+        interval = (sum(b[0] / total * max(0.0, lo - b[1], b[1] - hi)
+                        for b, lo, hi in zip(bins, lo_s, hi_s, strict=True)),
+                    sum(b[0] / total * max(abs(lo - b[1]), abs(hi - b[1]))
+                        for b, lo, hi in zip(bins, lo_s, hi_s, strict=True)))
+    return bins, lower, upper, ece, interval
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile", "distinct"])
+def test_single_study_diagram_equals_brute_force(strategy):
+    # the figures the dashboard shows for one study, bin by bin
+    rng = np.random.default_rng(13)
+    for trial in range(8):
+        n = int(rng.integers(5, 90))
+        c = rng.choice(np.arange(10, 21) / 20, n) if trial % 2 else rng.random(n)
+        binary = trial % 3 != 2
+        x = ((rng.random(n) < c).astype(float) if binary
+             else rng.choice([0.0, 1 / 3, 0.5, 1.0], n))
+        if trial % 4 == 0:
+            x[rng.random(n) < 0.15] = np.nan
+        got = reliability_bins(c, x, strategy=strategy, n_bins=6, ece_interval=binary)
+        bins, lower, upper, ece, interval = _brute_diagram(c, x, strategy, 6)
+        assert got.n.tolist() == [b[0] for b in bins]
+        np.testing.assert_allclose(got.mean_confidence, [b[1] for b in bins], rtol=0,
+                                   atol=1e-12)
+        np.testing.assert_allclose(got.accuracy, [b[2] for b in bins], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got.accuracy_lower, lower, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got.accuracy_upper, upper, rtol=0, atol=1e-12)
+        assert got.ece == pytest.approx(ece, abs=1e-12)
+        assert got.n_items == sum(b[0] for b in bins)
+        if binary:
+            assert got.ece_interval == pytest.approx(interval, abs=1e-12)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile", "distinct"])
+def test_a_stack_of_studies_is_each_study_alone(strategy):
+    # given 12 studies of 40 items (0/1 labels, some missing) binned on their own
+    rng = np.random.default_rng(14)
+    c = rng.choice(np.arange(10, 21) / 20, (12, 40))
+    c[::3] = rng.random((4, 40))
+    x = (rng.random((12, 40)) < c).astype(float)
+    x[rng.random((12, 40)) < 0.1] = np.nan
+    stack = reliability_stack(c, x, strategy=strategy, n_bins=5, ece_interval=True)
+    for i in range(12):
+        one = reliability_bins(c[i], x[i], strategy=strategy, n_bins=5, ece_interval=True)
+        k = one.n.size
+        assert (stack.n[i, k:] == 0).all()
+        for name in ("lower_edge", "upper_edge", "n", "mean_confidence", "accuracy",
+                     "accuracy_lower", "accuracy_upper"):
+            np.testing.assert_array_equal(getattr(stack, name)[i, :k], getattr(one, name))
+        assert (stack.ece[i], stack.mce[i], stack.n_items[i]) == (one.ece, one.mce,
+                                                                  one.n_items)
+        np.testing.assert_allclose([stack.ece_lower[i], stack.ece_upper[i]],
+                                   one.ece_interval, rtol=0, atol=1e-12)

@@ -19,10 +19,12 @@ from estimators.assisted.hybridization import (
     best_band_sources,
     calibration_split,
     curve_band,
+    curve_bands,
     held_out_threshold,
     threshold_curve,
 )
 from estimators.assisted.simulation import ArmBehaviour, AssistedDesign, simulate_assisted
+from estimators.numerics.units import unit_differences, unit_means
 
 
 def _brute_curve(c, a, h):
@@ -281,3 +283,77 @@ def test_new_estimators_do_not_import_django():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def _brute_band(c, a, h, budget, unlabelled):
+    """curve_band's figures column by column: the hybrid labels y(t) of every point built
+    item by item (``_brute_curve``'s routing), each column's interval from ``unit_means`` /
+    ``unit_differences`` on those labels, the best point and the thresholds as good from
+    their definitions."""
+    h = [a[i] if unlabelled == "ai" and math.isnan(h[i]) else h[i] for i in range(len(c))]
+    points = _brute_curve(c, a, h)
+    y = np.array([[h[i] if c[i] <= t else a[i] for i in range(len(c))] for t, _, _ in points]).T
+    acc = [p[1] for p in points]
+    share = [p[2] for p in points]
+    top = max(v for v, s in zip(acc, share, strict=True) if s <= budget + 1e-12)
+    best = min(j for j in range(len(points)) if share[j] <= budget + 1e-12
+               and acc[j] >= top - 1e-9)
+    means = unit_means(y)
+    gains = unit_differences(y, np.asarray(a, dtype=float))
+    versus = unit_differences(y, y[:, best])
+    near = [(d.upper >= -1e-9 and share[j] <= budget + 1e-12) or j == best
+            for j, d in enumerate(versus)]
+    t_near = [points[j][0] for j in range(len(points)) if near[j]]
+    return {"thresholds": [p[0] for p in points], "accuracy": acc, "share": share,
+            "lower": [m.lower for m in means], "upper": [m.upper for m in means],
+            "gain_lower": [g.lower for g in gains], "gain_upper": [g.upper for g in gains],
+            "best": best, "near": near, "range": (min(t_near), max(t_near))}
+
+
+@settings(max_examples=150, deadline=None)
+@given(items, st.sampled_from([0.2, 0.5, 1.0]), st.sampled_from(["truncate", "ai"]))
+def test_single_study_band_equals_brute_force(rows, budget, unlabelled):
+    # the figures the dashboard shows for one study, against every threshold's column
+    c = [r[0] for r in rows]
+    a = [float(r[1]) for r in rows]
+    h = [r[2] for r in rows]
+    got = curve_band(c, a, h, max_human_share=budget, unlabelled=unlabelled)
+    want = _brute_band(c, a, h, budget, unlabelled)
+    assert got.curve.thresholds.tolist() == want["thresholds"]
+    for name, mine in (("accuracy", got.curve.hybrid_accuracy), ("share", got.curve.human_share),
+                       ("lower", got.lower), ("upper", got.upper),
+                       ("gain_lower", got.gain_lower), ("gain_upper", got.gain_upper)):
+        np.testing.assert_allclose(mine, want[name], rtol=0, atol=1e-12, err_msg=name)
+    assert got.best.index == want["best"]
+    assert got.near_best.tolist() == want["near"]
+    assert got.best_threshold_interval == want["range"]
+
+
+@pytest.mark.parametrize(("budget", "unlabelled"), [(1.0, "truncate"), (0.3, "truncate"),
+                                                    (0.5, "ai")])
+def test_a_stack_of_studies_is_each_study_alone(budget, unlabelled):
+    # given 40 studies of 30 items, confidences on a grid some studies miss parts of,
+    # fractional and missing human labels
+    rng = np.random.default_rng(12)
+    c = rng.choice([0.5, 0.55, 0.6, 0.7, 0.8, 0.9, 1.0], (40, 30),
+                   p=[0.02, 0.08, 0.2, 0.3, 0.2, 0.15, 0.05])
+    a = (rng.random((40, 30)) < 0.75).astype(float)
+    h = rng.choice([0.0, 1 / 3, 2 / 3, 1.0], (40, 30))
+    h[rng.random((40, 30)) < 0.02] = np.nan
+    # when the coverage table computes them all at once
+    stack = curve_bands(c, a, h, max_human_share=budget, unlabelled=unlabelled)
+    # then each study's shown points are exactly its own curve_band
+    for i in range(40):
+        one = curve_band(c[i], a[i], h[i], max_human_share=budget, unlabelled=unlabelled)
+        keep = stack.shown[i]
+        assert stack.thresholds[keep].tolist() == one.curve.thresholds.tolist()
+        for mine, alone in ((stack.hybrid_accuracy, one.curve.hybrid_accuracy),
+                            (stack.human_share, one.curve.human_share),
+                            (stack.lower, one.lower), (stack.upper, one.upper),
+                            (stack.gain_lower, one.gain_lower),
+                            (stack.gain_upper, one.gain_upper),
+                            (stack.near_best, one.near_best)):
+            np.testing.assert_array_equal(mine[i, keep], alone)
+        assert stack.thresholds[stack.best[i]] == one.best.threshold
+        assert tuple(stack.best_threshold_interval[i]) == one.best_threshold_interval
+    assert not stack.shown.all()  # some studies miss some confidences

@@ -14,7 +14,7 @@ import pytest
 
 from estimators.assisted import coverage
 from estimators.assisted import sentence_coverage as sc
-from estimators.assisted.calibration import ece_bounds, reliability_bins
+from estimators.assisted.calibration import reliability_bins, reliability_stack
 from estimators.assisted.hybridization import calibration_split
 
 
@@ -65,16 +65,26 @@ def test_the_study_at_once_scores_what_the_analysis_functions_return():
 
 def test_the_ece_interval_scored_is_the_one_reliability_bins_reports():
     ai, n = sc.AI_CASES[1], 50
-    truth = sc.cell_truth(ai, 1)
     studies = sc.simulate_studies(np.random.default_rng(4), ai, n, 1, 8)
-    level = np.searchsorted(truth.levels, studies.confidence - 1e-9)
-    mo = sc.level_moments(level, studies.ai_correct, studies.ai_correct, truth.levels.size)
-    lo, hi = ece_bounds(np.diff(mo.count, axis=1), np.diff(mo.a, axis=1),
-                           np.broadcast_to(truth.levels, (8, truth.levels.size)))
+    got = reliability_stack(studies.confidence, studies.ai_correct, strategy="distinct",
+                            ece_interval=True)
     for i in range(8):
-        got = reliability_bins(studies.confidence[i], studies.ai_correct[i],
-                               strategy="distinct", ece_interval=True).ece_interval
-        assert got == pytest.approx((lo[i], hi[i]), abs=1e-12)
+        one = reliability_bins(studies.confidence[i], studies.ai_correct[i],
+                               strategy="distinct", ece_interval=True)
+        assert (got.ece_lower[i], got.ece_upper[i]) == pytest.approx(one.ece_interval,
+                                                                     abs=1e-12)
+        assert got.ece[i] == one.ece
+
+
+def test_the_bars_scored_are_the_ones_reliability_bins_draws():
+    # every outcome of a bin of k items at once, against reliability_bins one outcome at a
+    # time (a study whose k items share one confidence, s of them right)
+    for k in (1, 2, 7, 30):
+        lo, hi = sc.dashboard_bars(np.arange(k + 1), np.full(k + 1, k))
+        for s in range(k + 1):
+            d = reliability_bins(np.full(k, 0.75), np.r_[np.ones(s), np.zeros(k - s)],
+                                 strategy="distinct", n_bins=10, level=0.95)
+            assert (lo[s], hi[s]) == (d.accuracy_lower[0], d.accuracy_upper[0])
 
 
 def _pooled(tally: sc.Tally, figure: str) -> float:
@@ -155,3 +165,17 @@ def test_docs_coverage_has_both_sections_from_their_commands():
         section = text.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
         assert f".venv/bin/python manage.py coverage_tables assisted {flag}" in section
         assert "| figure |" in section or "| items in the bin |" in section
+
+
+def test_bar_coverage_is_the_shared_exact_sum_with_blakers_own_test_at_the_ends():
+    # the bars' exact coverage is proportion.exact_coverage of Blaker's interval: a truth at
+    # an end is decided by Blaker's test (one item, none right: the set [0, 0.95), since
+    # acc(p, 0) = 1 − p; so p = 0.95 is covered only when the item is right, 95 %)
+    from estimators.numerics.proportion import blaker, exact_coverage
+
+    for k in (1, 2, 3, 5, 10, 30):
+        got = sc.bin_coverage(k, sc.BIN_ACCURACIES, sc.dashboard_bars)
+        np.testing.assert_allclose(got, exact_coverage(k, sc.BIN_ACCURACIES, blaker),
+                                   rtol=0, atol=1e-12)
+    one = sc.bin_coverage(1, np.array([0.95]), sc.dashboard_bars)
+    assert one[0] == pytest.approx(0.95, abs=1e-12)

@@ -172,7 +172,13 @@ class SnapshotOutputSerializer(serializers.Serializer):
         "stratified {accuracy, se, ci_low, ci_high, approximate, weights} or null, "
         "design_effect or null, "
         "flags [few_labels_for_guarantee], labels_needed or null, reference {n, accuracy} and "
-        "strata {name: {n_ord, n_comp, ML fields, estimates per method}}."
+        "strata {name: {n_ord, n_comp, ML fields, estimates per method}}. "
+        "Studies with answers drawn by a targeted routing design also carry: uniform_part "
+        "{answers} (every figure above then reads only the answers drawn as under the "
+        "uniform design), design {answers, items, designs [{number, kind, label, epsilon, "
+        "answered}]} and, per system, design {accuracy, se, ci_low, ci_high, approximate, "
+        "uniform_answers}: the estimate from every answer, weighted by its routing design, "
+        "and the answers a uniform design would need for the same standard error."
     )
 
 

@@ -7,6 +7,7 @@ Probabilities and draws: ``estimators.partitioned.designs``."""
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils import timezone
 
 from annotations.core.errors import InvalidStudy
 from annotations.core.events import StudyEvent, study_event_kind_register
@@ -64,7 +65,10 @@ def routing_design_set(*, study: Study, kind: str, epsilon=None,
         RoutingDesign.Kind.UNIFORM, None)
     if now == (kind, eps):
         raise InvalidStudy("kind: the study already routes with this design.", field="kind")
-    leased = Query.objects.filter(study=study, status=Query.Status.LEASED).count()
+    # an expired lease is no longer being answered (it returns to its pool, with its class,
+    # when next reclaimed): only live leases hold the change back
+    leased = Query.objects.filter(study=study, status=Query.Status.LEASED,
+                                  lease_expires_at__gt=timezone.now()).count()
     if leased:
         raise InvalidStudy(
             f"{counted(leased, 'query')} {'is' if leased == 1 else 'are'} being answered right "

@@ -297,3 +297,14 @@ def test_the_api_lists_and_changes_the_design_for_researchers_only(client):
     assert done.status_code == 201
     assert [(d["number"], d["kind"], d["epsilon"]) for d in done.json()] == [
         (1, "targeted", 0.25)]  # every query was drawn again: the default drew none left
+
+
+def test_a_lease_that_ran_out_no_longer_holds_a_design_change_back():
+    study = make_study(k=3, n_items=10, systems=SYSTEMS, seed=33)
+    held = query_lease_next(study=study, user=specialist(study, 0))
+    Query.objects.filter(pk=held.pk).update(
+        lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+    routing_design_set(study=study, kind="targeted", epsilon=0.2)
+    held.refresh_from_db()
+    assert held.design_id is None  # it was handed out: it keeps its class and design
+    assert Query.objects.filter(study=study, design__kind="targeted").count() == 9

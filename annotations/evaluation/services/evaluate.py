@@ -10,7 +10,13 @@ clustered with several queries per item), at the study's interval setting.
 Protection (docs/evaluation-service.md): a rejected call names only offending entries of the
 request and releases nothing; the minimum batch counts *evaluated* items; a daily budget of
 accepted calls per token; with the Ladder on (the default) only the Ladder's score is
-released; holdout items are never scored except by a token's final report."""
+released; holdout items are never scored except by a token's final report.
+
+A study whose routing design asked some items mostly about its AI systems' picks (targeted
+answers) scores the candidate by the design-weighted estimate instead of ML, and computes the
+paper's figures on the uniform part of the answers (``services.design_scores``); the
+refusals, the minimum batch (counted in items with a 'yes'/'no' answer, as everywhere), the
+budget, the Ladder and the holdout are the same."""
 
 from __future__ import annotations
 
@@ -26,10 +32,12 @@ from annotations.core.models import Study
 from annotations.core.services.records import option_text
 from annotations.evaluation.models import EvaluationCall, EvaluationSettings, EvaluationToken
 from annotations.evaluation.selectors import budget_used
+from annotations.evaluation.services.design_scores import design_cell
 from annotations.partitioned.models import Query
 from annotations.partitioned.selectors import (
     ItemLabels,
     LabelCounts,
+    study_has_targeted_answers,
     study_submitted_items,
 )
 from annotations.partitioned.services.scope_estimates import (
@@ -44,6 +52,8 @@ from estimators.evaluation.ladder import ladder_release
 
 MAX_LISTED = 50  # offending entries listed in one rejection
 SCORE_METHOD = "ml"  # the fitness score: the ML estimate (uses both kinds of label)
+# on a study with targeted answers: the design-weighted estimate (services.design_scores)
+DESIGN_SCORE_METHOD = "design"
 RELEASED_METHODS = ("comp", "ivw", "ml")
 
 
@@ -374,12 +384,23 @@ def _evaluate(token: EvaluationToken, study_id: int, body, kind: str, started: f
             f"{token.min_batch} {scope}. Nothing was evaluated; the call counts as one "
             "evaluation of today's budget. Submit more items.", code="below_min_batch")
     k = study.classes.count()
+    designed = None
+    if study_has_targeted_answers(study=study):
+        # a targeted design asked mostly the routed systems' picks: the design-weighted
+        # estimate scores the candidate, the paper's figures read the uniform part
+        scored_pks, first = np.unique(item, return_index=True)
+        designed = design_cell(study, k, scored_pks, position[first])
+        item, label_k, yes, position = (designed.item, designed.k, designed.yes,
+                                        designed.position)
     figures = engine_figures(study, k, item, label_k, yes, position)
-    score = figures["cells"][SCORE_METHOD]["accuracy"]
+    score = (designed.design["accuracy"] if designed is not None
+             else figures["cells"][SCORE_METHOD]["accuracy"])
     released: dict = {
         "candidate": sub.candidate, "kind": kind, "items_submitted": len(pks),
         "items_used": n_used, "items_not_evaluated": len(pks) - n_used,
     }
+    if designed is not None:
+        released["score_method"] = DESIGN_SCORE_METHOD
     if token.ladder and not final:
         step = ladder_release(token.ladder_best, score, token.ladder_margin)
         token.ladder_best = step.best
@@ -387,8 +408,10 @@ def _evaluate(token: EvaluationToken, study_id: int, body, kind: str, started: f
         released.update(score=step.score, estimates=None,
                         ladder={"margin": token.ladder_margin, "improved": step.improved})
     else:
-        released.update(score=score, estimates=_released_estimates(figures, study),
-                        ladder=None)
+        estimates = _released_estimates(figures, study)
+        if designed is not None:
+            estimates["design"] = designed.design
+        released.update(score=score, estimates=estimates, ladder=None)
     released["budget"] = _budget(token, used + (0 if final else 1))
     EvaluationCall.objects.create(
         token=token, study=study, kind=kind, candidate=sub.candidate, n_items=len(pks),

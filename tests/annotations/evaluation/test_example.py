@@ -1,19 +1,28 @@
-"""The digits example runs end to end through the service and leaves no study behind."""
+"""The search example runs end to end through the service under both routing designs and
+leaves no study behind."""
 
 import pytest
 
 from annotations.core.models import Study
 from annotations.evaluation.services.example import markdown, run_seed, svg
+from annotations.partitioned.models import Query
 
 pytestmark = pytest.mark.django_db
 
 
-def test_one_seed_of_the_digits_search():
+def test_one_small_seed_of_the_search_under_both_designs():
     before = Study.objects.count()
-    result = run_seed(0, n_candidates=3)
-    assert Study.objects.count() == before
-    assert result.candidates == 3
-    for value in (result.test_service, result.test_gold, result.test_default):
-        assert 0.5 < value <= 1.0  # every candidate family beats chance (0.1) by far here
-    assert result.final_report is not None and 0 <= result.final_report <= 1
-    assert "| 0 |" in markdown([result]) and svg([result]).startswith("<svg")
+    results = run_seed(0, n_candidates=3, budgets=(200, 600))
+    assert Study.objects.count() == before and not Query.objects.exists()
+    assert [(r.design, r.answers) for r in results] == [
+        ("uniform", 200), ("uniform", 600), ("targeted", 200), ("targeted", 600)]
+    for r in results:
+        assert r.candidates == 4 and r.moves >= 1  # the default, then three candidates
+        assert 0.2 < r.test_default <= r.test_gold <= 1.0  # 5 classes: chance is 0.2
+        assert r.test_service in {r.test_default, r.test_gold} or 0.2 < r.test_service < 1
+        # 40 or 120 held-out items: below the minimum batch (100) only for the first
+        assert (r.final_report is None) == (r.answers == 200)
+    assert results[0].test_default == results[3].test_default
+    text = markdown(results)
+    assert "| uniform | 200 |" in text and "| targeted | 600 |" in text
+    assert svg(results).startswith("<svg")

@@ -7,10 +7,10 @@ classes each system picked, both recomputed exactly from what the query stores
 from __future__ import annotations
 
 import numpy as np
-from estimators.partitioned.design_estimate import DesignSteps, design_estimate
 
 from annotations.core.models import Study
 from annotations.partitioned.selectors import DesignRows, study_design_rows, study_designs
+from estimators.partitioned.design_estimate import DesignSteps, design_estimate
 from estimators.partitioned.designs import mixture_conditional
 from estimators.partitioned.likelihood import fisher_se
 

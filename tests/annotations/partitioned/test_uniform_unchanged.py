@@ -32,7 +32,29 @@ CASES = {
 }
 
 
+def _fresh_sequences() -> None:
+    """Primary keys from 1 in every empty table, as in the fresh database the references were
+    written in: the routing's draws read item ids (quality checks' order, follow-ups' queue
+    ranks), and other tests of the process advanced the sequences (PostgreSQL's are not
+    rolled back; SQLite's after a transactional test's flush)."""
+    from django.apps import apps
+
+    with connection.cursor() as cursor:
+        for model in apps.get_models():
+            table = model._meta.db_table
+            if model._meta.managed and not model.objects.exists():
+                if connection.vendor == "postgresql":
+                    cursor.execute("SELECT pg_get_serial_sequence(%s, %s)",
+                                   [table, model._meta.pk.column])
+                    sequence = cursor.fetchone()[0]
+                    if sequence:
+                        cursor.execute("SELECT setval(%s, 1, false)", [sequence])
+                else:
+                    cursor.execute("DELETE FROM sqlite_sequence WHERE name = %s", [table])
+
+
 def _payload(name: str, case: dict) -> dict:
+    _fresh_sequences()
     study = study_create(name=f"golden {name}", classes=["A", "B", "C", "D", "E"],
                          queries_per_item=case["queries_per_item"], gold_rate=case["gold_rate"],
                          seed=20261129)

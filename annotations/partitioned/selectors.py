@@ -988,16 +988,7 @@ def study_design_rows(*, study: Study, ordinals: list[int],
         rows = [r for r in rows if r[0] in wanted]
     item_ids, first, index = np.unique(np.array([r[0] for r in rows], dtype=np.int64),
                                        return_index=True, return_inverse=True)
-    column = {o: j for j, o in enumerate(ordinals)}
-    picks = np.full((len(item_ids), len(ordinals)), -1, dtype=np.int64)
-    row_of = {int(pk): i for i, pk in enumerate(item_ids)}
-    ids = item_ids.tolist() if ordinals else []
-    for start in range(0, len(ids), IN_LIST_MAX):
-        for item_id, ordinal, position in (Prediction.objects.filter(
-                item_id__in=ids[start:start + IN_LIST_MAX], system__study=study,
-                position__isnull=False).values_list("item_id", "system__ordinal", "position")):
-            if ordinal in column:
-                picks[row_of[item_id], column[ordinal]] = position
+    picks = item_picks(study=study, item_ids=item_ids.tolist(), ordinals=ordinals)
     nan = float("nan")
     return DesignRows(
         item=index.ravel().astype(np.int64),
@@ -1062,12 +1053,21 @@ def study_item_picks(*, study: Study, ordinals: list[int], limit: int = 2000) ->
                .order_by("pk").values_list("pk", flat=True))
     if len(ids) > limit:
         ids = [ids[round(i * (len(ids) - 1) / (limit - 1))] for i in range(limit)]
-    row = {pk: i for i, pk in enumerate(ids)}
+    return item_picks(study=study, item_ids=ids, ordinals=ordinals)
+
+
+def item_picks(*, study: Study, item_ids: list[int], ordinals: list[int]) -> np.ndarray:
+    """(items, systems): the class (position) each of the study's AI systems (``ordinals``
+    order) predicted for each of ``item_ids`` (rows in that order); −1 where it predicted
+    nothing parseable. No ordinals: no read, no column."""
+    picks = np.full((len(item_ids), len(ordinals)), -1, dtype=np.int64)
+    if not ordinals:
+        return picks
+    row = {int(pk): i for i, pk in enumerate(item_ids)}
     column = {o: j for j, o in enumerate(ordinals)}
-    picks = np.full((len(ids), len(ordinals)), -1, dtype=np.int64)
-    for start in range(0, len(ids), IN_LIST_MAX):
+    for start in range(0, len(item_ids), IN_LIST_MAX):
         for item_id, ordinal, position in Prediction.objects.filter(
-                item_id__in=ids[start:start + IN_LIST_MAX], system__study=study,
+                item_id__in=item_ids[start:start + IN_LIST_MAX], system__study=study,
                 position__isnull=False).values_list("item_id", "system__ordinal", "position"):
             if ordinal in column:
                 picks[row[item_id], column[ordinal]] = position

@@ -10,6 +10,7 @@ import numpy as np
 
 from annotations.core.models import Study
 from annotations.partitioned.selectors import DesignRows, study_design_rows, study_designs
+from annotations.partitioned.services.routing import counts_of
 from estimators.partitioned.design_estimate import DesignSteps, design_estimate
 from estimators.partitioned.designs import mixture_conditional
 from estimators.partitioned.likelihood import fisher_se
@@ -38,12 +39,9 @@ def chain_kept(rows: DesignRows) -> np.ndarray:
 
 
 def _row_counts(rows: DesignRows, idx: np.ndarray, k: int) -> np.ndarray:
-    """The predicted-class counts m (len(idx), K) of rows ``idx`` from ``draw_targets``."""
-    counts = np.zeros((len(idx), k))
-    for i, r in enumerate(idx):
-        for c, m in rows.targets[r] or []:
-            counts[i, int(c)] = m
-    return counts
+    """The predicted-class counts m (len(idx), K) of rows ``idx`` from ``draw_targets``
+    (``routing.counts_of``, the routing's own reading of them)."""
+    return np.array([counts_of(rows.targets[r], k) for r in idx]).reshape(len(idx), k)
 
 
 def step_probabilities(rows: DesignRows, kept: np.ndarray, k: int

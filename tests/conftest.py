@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -88,9 +89,36 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     else:
         proc.terminate()
         raise RuntimeError("the Celery worker did not answer a ping within 30 s")
+    _WORKERS.append(f"test-{os.getpid()}@{socket.gethostname()}")
     yield proc
+    _WORKERS.clear()
     proc.terminate()
     proc.wait(timeout=20)
+
+
+_WORKERS: list[str] = []  # the name of this process's real worker, once it runs
+
+
+@pytest.fixture(autouse=True)
+def _worker_idle_before_flush(request):
+    """After a test on a real database (``transaction=True``), wait (≤ 30 s) until this
+    process's real worker has finished the tasks the test set off: its flush truncates
+    every table, and a task still writing holds locks that deadlock it (PostgreSQL)."""
+    yield
+    marker = request.node.get_closest_marker("django_db")
+    if not _WORKERS or not ("transactional_db" in request.fixturenames
+                            or "live_server" in request.fixturenames
+                            or (marker and marker.kwargs.get("transaction"))):
+        return
+    from oversight_site.celery import app
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        busy = app.control.inspect(destination=_WORKERS, timeout=0.5)
+        active, reserved = busy.active() or {}, busy.reserved() or {}
+        if not any(active.values()) and not any(reserved.values()):
+            return
+        time.sleep(0.2)
 
 
 def chromium_path() -> str | None:

@@ -271,8 +271,11 @@ class RoutingDesignApi(APIView):
                    description="From now on, and for the queries no one was handed yet, "
                    "which are drawn again. Refused (400, naming the field) for an unknown "
                    "kind, ε missing or outside [0.05, 1] for a targeted design, ε given to "
-                   "the uniform design, the current design again, a closed study, or while "
-                   "any query of the study is leased (it finishes under its own design).")
+                   "the uniform or Neyman design, the current design again, a closed study, "
+                   "or while any query of the study is leased (it finishes under its own "
+                   "design); Neyman also for items in one stratum, no pilot (20 answers in a "
+                   "stratum about a system's items) or a study with targeted answers, and "
+                   "targeted for a study with answers under a Neyman allocation.")
     def post(self, request, study_id: int):
         study = study_for(request, study_id, Role.RESEARCHER)
         data = RoutingDesignInputSerializer(data=request.data)

@@ -299,6 +299,13 @@ def dashboard_context(study: Study, method: str = "ml") -> dict:
             context["headline"] = headline(
                 "Estimated accuracy (every answer, weighted by its routing design)",
                 [(s["name"], *_headline_values(s.get("design"))) for s in systems])
+        if payload.get("allocation"):
+            context["allocation"] = {**payload["allocation"],
+                                     "percent": round(100 * payload["allocation"]["ratio"])}
+            context["headline"] = headline(
+                "Estimated accuracy (strata weighted by their items: answers were allocated "
+                "across strata)",
+                [(s["name"], *_headline_values(s.get("stratified"))) for s in systems])
         context["bands"] = band_context(systems, method, k)
         context["yes_share"] = payload.get("yes_share")
         context["has_skips"] = any("skipped" in c for c in payload.get("classes", []))

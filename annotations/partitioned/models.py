@@ -12,14 +12,17 @@ from annotations.core.task_models import LeasedTask, TaskEvent
 
 
 class RoutingDesign(models.Model):
-    """How a partitioned study draws the classes it asks about its items, from this design's
-    start until the next one (``services.designs.routing_design_set``). Every query keeps
-    the design it was drawn under (``Query.design``); no design row = the uniform design
-    (the paper's, and the default). Probabilities: ``estimators.partitioned.designs``."""
+    """How a partitioned study draws the classes it asks about its items, and in which order
+    it asks its items, from this design's start until the next one
+    (``services.designs.routing_design_set``). Every query keeps the design it was drawn
+    under (``Query.design``); no design row = the uniform design (the paper's, and the
+    default). Class probabilities: ``estimators.partitioned.designs``; Neyman's order of
+    items across strata: ``estimators.partitioned.allocation``."""
 
     class Kind(models.TextChoices):
         UNIFORM = "uniform", "Uniform (every class equally often; the paper's)"
         TARGETED = "targeted", "Targeted (mostly the classes the AI systems picked)"
+        NEYMAN = "neyman", "Neyman (strata whose answers vary more asked more; classes uniform)"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="routing_designs")
     number = models.PositiveIntegerField(help_text="1 = the study's first design change.")
@@ -28,6 +31,10 @@ class RoutingDesign(models.Model):
         null=True, blank=True,
         help_text="Targeted: the share of items asked as under the uniform design (every "
         "class keeps a probability of at least ε/K).")
+    allocation = models.JSONField(
+        null=True, blank=True,
+        help_text="Neyman: each stratum's answering rate relative to the fastest (a share "
+        "of its items; the pilot's spread, at least 0.1), and what it came from.")
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
@@ -36,15 +43,21 @@ class RoutingDesign(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["study", "number"], name="design_unique_number"),
             models.CheckConstraint(
-                condition=Q(kind="uniform", epsilon__isnull=True)
+                condition=Q(kind__in=["uniform", "neyman"], epsilon__isnull=True)
                 | Q(kind="targeted", epsilon__gt=0, epsilon__lte=1),
                 name="design_epsilon_iff_targeted"),
+            models.CheckConstraint(
+                condition=Q(kind="neyman", allocation__isnull=False)
+                | ~Q(kind="neyman") & Q(allocation__isnull=True),
+                name="design_allocation_iff_neyman"),
         ]
         ordering = ["study", "number"]
 
     def __str__(self) -> str:
         if self.kind == self.Kind.TARGETED:
             return f"Design {self.number}: targeted, ε = {self.epsilon:g}"
+        if self.kind == self.Kind.NEYMAN:
+            return f"Design {self.number}: Neyman allocation across strata"
         return f"Design {self.number}: uniform"
 
 

@@ -968,6 +968,18 @@ def study_has_targeted_answers(*, study: Study) -> bool:
                                 is_quality_check=False, draw_uniform=False).exists()
 
 
+def study_has_allocated_answers(*, study: Study) -> bool:
+    """Whether an answered routed query of the study was asked under a Neyman allocation
+    (items ordered by stratum): then the study's strata are answered at unequal rates and
+    its figures for the whole study are the stratified ones. The designs' table first, as
+    :func:`study_has_targeted_answers` does."""
+    if not RoutingDesign.objects.filter(study=study, kind=RoutingDesign.Kind.NEYMAN).exists():
+        return False
+    return Query.objects.filter(study=study, status=Query.Status.ANSWERED,
+                                is_quality_check=False,
+                                design__kind=RoutingDesign.Kind.NEYMAN).exists()
+
+
 def study_design_rows(*, study: Study, ordinals: list[int],
                       item_ids: list[int] | np.ndarray | None = None) -> DesignRows:
     """The study's answered routed queries with their draws and the items' AI picks
@@ -1019,6 +1031,7 @@ class DesignRow:
     created_by: str
     answered: int
     pending: int
+    allocation: dict | None = None  # Neyman: rates, spreads, weights, ratio, pilot
 
 
 def study_designs(*, study: Study) -> list[DesignRow]:
@@ -1041,7 +1054,7 @@ def study_designs(*, study: Study) -> list[DesignRow]:
         t = tallies.get(d.pk, {})
         rows.append(DesignRow(d.number, d.kind, d.get_kind_display(), d.epsilon,
                               d.created_at, str(d.created_by or ""),
-                              t.get("answered", 0), t.get("pending", 0)))
+                              t.get("answered", 0), t.get("pending", 0), d.allocation))
     return rows
 
 

@@ -248,8 +248,10 @@ class ImportJobInputSerializer(serializers.Serializer):
 
 
 class RoutingDesignInputSerializer(serializers.Serializer):
-    kind = serializers.CharField(help_text="uniform (every class equally often; the default) "
-                                 "or targeted (mostly the classes the AI systems picked).")
+    kind = serializers.CharField(help_text="uniform (every class equally often; the default), "
+                                 "targeted (mostly the classes the AI systems picked) or "
+                                 "neyman (strata whose answers vary more asked more, from "
+                                 "the pilot's per-stratum estimates; classes uniform).")
     epsilon = serializers.FloatField(
         required=False, allow_null=True,
         help_text="Targeted only: the share of items asked as under the uniform design, "
@@ -265,3 +267,9 @@ class RoutingDesignOutputSerializer(serializers.Serializer):
     answered = serializers.IntegerField(help_text="Answered routed queries drawn under it.")
     pending = serializers.IntegerField(help_text="Routed queries drawn under it, waiting or "
                                        "held.")
+    allocation = serializers.JSONField(
+        allow_null=True, help_text="Neyman only: {rates: {stratum: r}} each stratum's "
+        "answering rate relative to the fastest (a share of its items), spreads (S_h, the "
+        "pilot's per-answer standard deviation), weights (W_h, its share of the items), "
+        "ratio (the share of a uniform design's answers it needs for the same precision) "
+        "and pilot (the answers it was estimated from).")

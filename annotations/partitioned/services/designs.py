@@ -1,11 +1,13 @@
 """Routing designs: a researcher picks how the study draws the classes it asks (uniform, the
-default; targeted: mostly the classes the AI systems picked), and may change it between
+default; targeted: mostly the classes the AI systems picked) or the order in which it asks
+its strata (Neyman: strata whose answers vary more asked more), and may change it between
 waves. Every query keeps the design it was drawn under; queries never handed to anyone are
 drawn again under the new one (``queries_redraw``), since no one has seen their class.
 Probabilities and draws: ``estimators.partitioned.designs``."""
 
 from __future__ import annotations
 
+import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
@@ -15,7 +17,17 @@ from annotations.core.models import Item, Study, User
 from annotations.core.services.bulk import rows_update
 from annotations.core.words import counted
 from annotations.partitioned.models import Query, RoutingDesign
+from annotations.partitioned.selectors import (
+    study_has_allocated_answers,
+    study_has_targeted_answers,
+)
 from annotations.partitioned.services.routing import routing_draw, study_design
+from estimators.partitioned.allocation import (
+    PILOT_MIN,
+    allocation_ratio,
+    neyman_rates,
+    stratum_spreads,
+)
 from estimators.partitioned.designs import EPSILON_MIN, check_epsilon
 
 DESIGN_CHANGED = study_event_kind_register("design_changed", "Routing design changed")
@@ -26,10 +38,11 @@ def _checked(kind: str, epsilon) -> float | None:
     if kind not in RoutingDesign.Kind.values:
         raise InvalidStudy(f"kind: unknown routing design '{kind}' (one of "
                            f"{', '.join(RoutingDesign.Kind.values)}).", field="kind")
-    if kind == RoutingDesign.Kind.UNIFORM:
+    if kind != RoutingDesign.Kind.TARGETED:
         if epsilon not in (None, ""):
-            raise InvalidStudy("epsilon: only a targeted design has one; leave it empty for "
-                               "the uniform design.", field="epsilon")
+            raise InvalidStudy(f"epsilon: only a targeted design has one; leave it empty for "
+                               f"the {RoutingDesign.Kind(kind).name.lower()} design.",
+                               field="epsilon")
         return None
     if epsilon in (None, ""):
         raise InvalidStudy(f"epsilon: a targeted design needs ε, the share of items asked "
@@ -63,8 +76,18 @@ def routing_design_set(*, study: Study, kind: str, epsilon=None,
     current = study_design(study)
     now = (current.kind, current.epsilon) if current is not None else (
         RoutingDesign.Kind.UNIFORM, None)
-    if now == (kind, eps):
+    allocation = None
+    if kind == RoutingDesign.Kind.NEYMAN:
+        if study_has_targeted_answers(study=study):
+            raise InvalidStudy(MIXED, field="kind")
+        allocation = neyman_allocation(study)
+        if now == (kind, eps) and current.allocation["rates"] == allocation["rates"]:
+            raise InvalidStudy("kind: the study already routes with this allocation (its "
+                               "pilot has not changed it).", field="kind")
+    elif now == (kind, eps):
         raise InvalidStudy("kind: the study already routes with this design.", field="kind")
+    elif kind == RoutingDesign.Kind.TARGETED and study_has_allocated_answers(study=study):
+        raise InvalidStudy(MIXED, field="kind")
     # an expired lease is no longer being answered (it returns to its pool, with its class,
     # when next reclaimed): only live leases hold the change back
     leased = Query.objects.filter(study=study, status=Query.Status.LEASED,
@@ -76,11 +99,56 @@ def routing_design_set(*, study: Study, kind: str, epsilon=None,
             "(leases end when answered or after the study's lease time).", field="kind")
     number = (current.number + 1) if current is not None else 1
     design = RoutingDesign.objects.create(study=study, number=number, kind=kind, epsilon=eps,
-                                          created_by=by)
+                                          allocation=allocation, created_by=by)
     redrawn = queries_redraw(study=study) if study.status == Study.Status.OPEN else 0
     StudyEvent.objects.create(study=study, kind=DESIGN_CHANGED, actor=by, detail={
-        "design": number, "kind": kind, "epsilon": eps, "redrawn": redrawn})
+        "design": number, "kind": kind, "epsilon": eps, "redrawn": redrawn,
+        **({"rates": allocation["rates"]} if allocation else {})})
     return design
+
+
+MIXED = ("kind: a Neyman allocation (items asked by stratum, read through the stratified "
+         "estimate) and a targeted design (classes asked by the AI picks, read through the "
+         "design-weighted estimate, which weighs every answered item alike) do not combine: "
+         "this study has answers under the other one.")
+
+
+def neyman_allocation(study: Study) -> dict:
+    """The Neyman allocation of ``study``'s answers across its strata, from its latest
+    estimates as the pilot (``estimators.partitioned.allocation``): each stratum's spread
+    S_h from its per-stratum standard errors, the rates r_h, the strata's shares W_h and the
+    share of a uniform design's answers it needs (``ratio``). Refused (InvalidStudy) for a
+    study whose items are in one stratum, or without pilot answers in any stratum."""
+    from annotations.core.selectors import study_latest_snapshot
+    from annotations.partitioned.selectors import study_population
+
+    population = {h: n for h, n in study_population(study=study).items() if n > 0}
+    if len(population) < 2:
+        raise InvalidStudy("kind: Neyman allocation shares the answers among strata, and this "
+                           "study's items are in one (give items a stratum when importing "
+                           "them).", field="kind")
+    strata = sorted(population)
+    snapshot = study_latest_snapshot(study=study)
+    cells = [[((row.get("strata") or {}).get(h) or {}) for row in snapshot.payload.get(
+        "systems") or []] for h in strata] if snapshot is not None else [[] for _ in strata]
+    se = np.array([[c.get("se") if c.get("se") is not None else np.nan for c in row]
+                   for row in cells], float).reshape(len(strata), -1)
+    answers = np.array([[(c.get("n_ord") or 0) + (c.get("n_comp") or 0) for c in row]
+                        for row in cells], float).reshape(len(strata), -1)
+    spreads = stratum_spreads(se, answers) if se.size else np.full(len(strata), np.nan)
+    if not np.isfinite(spreads).all() or spreads.max() <= 0:
+        raise InvalidStudy(
+            f"kind: Neyman allocation needs a pilot: at least {PILOT_MIN} answers in a stratum "
+            "about an AI system's items, to estimate how much that stratum's answers vary "
+            "(collect them under the current design, then choose Neyman).", field="kind")
+    rates = neyman_rates(spreads)
+    weights = np.array([population[h] for h in strata], float)
+    return {"rates": {h: round(float(r), 4) for h, r in zip(strata, rates, strict=True)},
+            "spreads": {h: float(v) for h, v in zip(strata, spreads, strict=True)},
+            "weights": {h: float(w) for h, w in zip(strata, weights / weights.sum(),
+                                                    strict=True)},
+            "ratio": allocation_ratio(weights, spreads, rates),
+            "pilot": int(snapshot.n_answered)}
 
 
 def queries_redraw(*, study: Study, item_ids: list[int] | None = None) -> int:
@@ -93,16 +161,18 @@ def queries_redraw(*, study: Study, item_ids: list[int] | None = None) -> int:
                                  status=Query.Status.PENDING, times_issued=0)
     if item_ids is not None:
         first = first.filter(item_id__in=item_ids)
-    rows = list(first.order_by("item_id").values_list("pk", "item_id"))
+    rows = list(first.order_by("item_id").values_list("pk", "item_id", "stratum"))
     if not rows:
         return 0
-    draws = routing_draw(study=study, item_ids=[item for _, item in rows])
-    rows_update(Item, ["class_order"], [(item, order) for (_, item), order
+    draws = routing_draw(study=study, item_ids=[item for _, item, _ in rows],
+                         strata=[stratum for _, _, stratum in rows])
+    rows_update(Item, ["class_order"], [(item, order) for (_, item, _), order
                                         in zip(rows, draws.orders, strict=True)])
-    fields = ["k", "design_id", "draw_uniform", "draw_p", "draw_targets"]
+    fields = ["k", "rank", "design_id", "draw_uniform", "draw_p", "draw_targets"]
     rows_update(Query, fields, [
-        (pk, order[0], *(f.get(name) for name in fields[1:]))
-        for (pk, _), order, f in zip(rows, draws.orders, draws.fields, strict=True)])
+        (pk, order[0], rank, *(f.get(name) for name in fields[2:]))
+        for (pk, _, _), order, rank, f in zip(rows, draws.orders, draws.ranks, draws.fields,
+                                               strict=True)])
     return len(rows)
 
 

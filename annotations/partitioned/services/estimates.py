@@ -14,13 +14,14 @@ from django.db.models import Count
 from scipy import stats
 
 from annotations.core.models import EstimateSnapshot, Study
-from annotations.partitioned.models import Query
+from annotations.partitioned.models import Query, RoutingDesign
 from annotations.partitioned.selectors import (
     UNIFORM_PART,
     ItemLabels,
     estimated_queries,
     study_class_progress,
     study_first_query_answers,
+    study_has_allocated_answers,
     study_has_targeted_answers,
     study_item_labels,
     study_label_counts,
@@ -228,12 +229,27 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
         payload["design"] = {key: v for key, v in design.items() if key != "cells"}
         for row, cell in zip(payload["systems"], design["cells"], strict=False):
             row["design"] = cell
+    if study_has_allocated_answers(study=study):
+        payload["allocation"] = _allocation_payload(study)
     duration_ms = (time.perf_counter() - started) * 1000
     with transaction.atomic():
         return EstimateSnapshot.objects.create(
             study=study, n_answered=payload["n_answered"], duration_ms=duration_ms,
             payload=payload,
         )
+
+
+def _allocation_payload(study: Study) -> dict:
+    """A study answered under a Neyman allocation: its strata answered at unequal rates, so
+    its figures for the whole study are the stratified ones (payload ``allocation``: the
+    latest Neyman design's number, rates and ratio, and the answers drawn under one)."""
+    design = RoutingDesign.objects.filter(study=study, kind=RoutingDesign.Kind.NEYMAN
+                                          ).order_by("-number").first()
+    answers = Query.objects.filter(study=study, status=Query.Status.ANSWERED,
+                                   is_quality_check=False,
+                                   design__kind=RoutingDesign.Kind.NEYMAN).count()
+    return {"design": design.number, "rates": design.allocation["rates"],
+            "ratio": design.allocation["ratio"], "answers": answers}
 
 
 def _paper_payload(study: Study, *, first_queries_only: bool) -> tuple[dict, list]:

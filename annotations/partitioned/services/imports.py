@@ -295,7 +295,8 @@ def _items_create(study: Study, records: list[dict]) -> tuple[int, int]:
         study=study, routed_at__isnull=True, is_quality_check=False).exists())
     if route_now:
         # rows are inserted in this order, so primary-key order = the order of the draws
-        draws = routing_draw(study=study, n=len(to_route))
+        draws = routing_draw(study=study, n=len(to_route),
+                             strata=[row.get("stratum", "") for row in to_route])
         now = timezone.now()
         for row, order in zip(to_route, draws.orders, strict=True):
             row["class_order"], row["routed_at"] = order, now

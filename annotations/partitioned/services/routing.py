@@ -29,6 +29,7 @@ from annotations.core.models import Item, ItemFlag, Study, StudyMembership, User
 from annotations.core.services.bulk import rows_insert, rows_update
 from annotations.core.task_models import new_public_id
 from annotations.partitioned.models import Query, QueryEvent, QuerySkip, RoutingDesign
+from estimators.partitioned.allocation import stretched_ranks
 from estimators.partitioned.designs import (
     mixture_conditional,
     mixture_orders_draw,
@@ -67,7 +68,8 @@ def items_route(*, study: Study, items: Iterable[Item] | None = None) -> int:
     pending = list(qs.order_by("pk").values_list("pk", "stratum"))
     if not pending:
         return 0
-    draws = routing_draw(study=study, item_ids=[pk for pk, _ in pending])
+    draws = routing_draw(study=study, item_ids=[pk for pk, _ in pending],
+                         strata=[stratum for _, stratum in pending])
     now = timezone.now()
     # bulk writes (PostgreSQL: COPY): bulk_update and bulk_create took over a minute for
     # 200 000 items
@@ -115,13 +117,24 @@ def predicted_counts(*, study: Study, item_ids: list[int] | None, n: int, k: int
     return counts
 
 
-def routing_draw(*, study: Study, n: int | None = None,
-                 item_ids: list[int] | None = None) -> RoutingDraws:
+def allocation_rates(design: RoutingDesign, strata: list[str]) -> tuple[np.ndarray, float]:
+    """A Neyman design's rate of each item's stratum (``strata``; a stratum the design has
+    no rate for — items imported after it was set — at the full rate 1) and the design's
+    smallest rate (``estimators.partitioned.allocation.stretched_ranks``)."""
+    rates = design.allocation["rates"]
+    r_min = min([*rates.values(), 1.0])
+    return np.array([rates.get(h, 1.0) for h in strata], float), r_min
+
+
+def routing_draw(*, study: Study, n: int | None = None, item_ids: list[int] | None = None,
+                 strata: list[str] | None = None) -> RoutingDraws:
     """The draws of one routing batch of items (``item_ids`` in primary-key order, or ``n``
-    items not inserted yet): each item's class order, queue rank and design fields, under
-    the study's current design. Each batch has its own stream (study seed, 1, batch number);
-    the uniform design draws exactly what it always drew. Call under the study's row lock
-    (``items_route``, ``queries_redraw``, or an import that routes the items it inserts)."""
+    items not inserted yet; ``strata``: each item's stratum, which a Neyman design reads):
+    each item's class order, queue rank and design fields, under the study's current
+    design. Each batch has its own stream (study seed, 1, batch number); the uniform design
+    draws exactly what it always drew, and a Neyman design the same classes, with each
+    rank stretched by its stratum's rate. Call under the study's row lock (``items_route``,
+    ``queries_redraw``, or an import that routes the items it inserts)."""
     n = len(item_ids) if item_ids is not None else int(n or 0)
     Study.objects.filter(pk=study.pk).update(routing_batches=F("routing_batches") + 1)
     study.refresh_from_db(fields=["routing_batches"])
@@ -129,9 +142,11 @@ def routing_draw(*, study: Study, n: int | None = None,
     rng = study_rng(study, 1, study.routing_batches)
     depth = min(study.queries_per_item, k)
     design = study_design(study)
-    if design is None or design.kind == RoutingDesign.Kind.UNIFORM:
+    if design is None or design.kind != RoutingDesign.Kind.TARGETED:
         class_orders = uniform_orders_draw(rng, n, k, depth)
         ranks = rng.integers(0, RANK_MAX, size=n)
+        if design is not None and design.kind == RoutingDesign.Kind.NEYMAN:
+            ranks = stretched_ranks(ranks, *allocation_rates(design, strata or [""] * n))
         fields = ([{}] * n if design is None else
                   [{"design_id": design.pk, "draw_uniform": True, "draw_p": 1.0 / k}] * n)
         return RoutingDraws(class_orders.tolist(), ranks.tolist(), fields)

@@ -63,7 +63,11 @@ from annotations.core.views import study_add_links, study_page_url
 from annotations.core.words import counted
 from annotations.partitioned.models import Query, RoutingDesign
 from annotations.partitioned.selectors import study_designs, study_setup_checklist
-from annotations.partitioned.services.designs import design_recommendation, routing_design_set
+from annotations.partitioned.services.designs import (
+    design_recommendation,
+    neyman_allocation,
+    routing_design_set,
+)
 from annotations.partitioned.services.exports import labels_export
 from annotations.partitioned.services.imports import item_create, item_update
 from annotations.partitioned.services.predictions import prediction_set, predictions_delete
@@ -274,6 +278,7 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                           f"Routing design of “{study.name}”", designs=designs,
                           current=designs[-1] if designs else None, error=error,
                           plan=design_recommendation(study=study),
+                          neyman=_neyman_preview(study),
                           values=values, kinds=RoutingDesign.Kind.choices)
 
     def _status_view(self, request, study_id: int, *, opening: bool) -> HttpResponse:
@@ -548,3 +553,12 @@ class ConfidenceBandsAdmin(ResearcherScopedAdmin):
                                  edges=obj.edges)
         except DomainError as exc:
             raise ValidationError(exc.message) from exc
+
+
+def _neyman_preview(study) -> dict:
+    """What a Neyman allocation chosen now would be (its rates and ratio), or why it cannot
+    be chosen yet (``{"refused": message}``) — the Routing design page's advice."""
+    try:
+        return neyman_allocation(study)
+    except DomainError as exc:
+        return {"refused": exc.message.removeprefix("kind: ")}

@@ -131,3 +131,26 @@ def test_what_neyman_allocation_refuses_changes_nothing():
     with pytest.raises(InvalidStudy, match="do not combine"):
         routing_design_set(study=three, kind="targeted", epsilon=0.2)
     assert RoutingDesign.objects.filter(study=three).count() == 1
+
+
+def test_the_routing_design_page_and_the_api_offer_neyman_allocation(client):
+    from tests.factories import role_user
+    study = _study(seed=12)
+    client.force_login(role_user(study, "researcher"))
+    page_url = reverse("admin:annotations_study_routing_design", args=[study.pk])
+    api_url = f"/api/studies/{study.pk}/routing-designs/"
+    page = client.get(page_url).content.decode()
+    assert "Not yet: Neyman allocation needs a pilot" in page
+    refused = client.post(api_url, {"kind": "neyman"}, content_type="application/json")
+    assert refused.status_code == 400 and refused.json()["field"] == "kind"
+    study_simulate(study=study, answers=300, recompute_every=0)
+    study_recompute(study_id=study.pk)
+    preview = client.get(page_url).content.decode().split('data-testid="neyman-preview">')[1]
+    assert preview.startswith("From the 300 answers so far") and "s1 1.00" in preview
+    done = client.post(api_url, {"kind": "neyman"}, content_type="application/json")
+    assert done.status_code == 201
+    current = done.json()[-1]
+    assert current["kind"] == "neyman" and current["allocation"]["rates"]["s1"] == 1.0
+    assert set(current["allocation"]) == {"rates", "spreads", "weights", "ratio", "pilot"}
+    history = client.get(page_url).content.decode()
+    assert "Neyman allocation: s0 " in history

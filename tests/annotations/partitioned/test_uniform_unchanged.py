@@ -53,29 +53,34 @@ def _floats_pinned() -> None:
         f"OpenBLAS kernels: {blas}")
 
 
-def _fresh_sequences() -> None:
-    """Primary keys from 1 in every empty table, as in the fresh database the references were
-    written in: the routing's draws read item ids (quality checks' order, follow-ups' queue
-    ranks), and other tests of the process advanced the sequences (PostgreSQL's are not
-    rolled back; SQLite's after a transactional test's flush)."""
+def _fresh_database() -> None:
+    """An empty database with primary keys from 1, as in the fresh database the references
+    were written in: the routing's draws read item ids (quality checks' order, follow-ups'
+    queue ranks) and the lease order reads user ids. Other tests of the process leave rows
+    (module fixtures build studies outside the per-test transaction) and advance the
+    sequences (PostgreSQL's are not rolled back; SQLite's after a transactional test's
+    flush). The rows are deleted inside this test's transaction, so they are back after
+    it (foreign keys are checked at commit, which never comes)."""
     from django.apps import apps
 
     with connection.cursor() as cursor:
-        for model in apps.get_models():
+        for model in apps.get_models(include_auto_created=True):
+            if not model._meta.managed or model._meta.proxy:
+                continue
             table = model._meta.db_table
-            if model._meta.managed and not model.objects.exists():
-                if connection.vendor == "postgresql":
-                    cursor.execute("SELECT pg_get_serial_sequence(%s, %s)",
-                                   [table, model._meta.pk.column])
-                    sequence = cursor.fetchone()[0]
-                    if sequence:
-                        cursor.execute("SELECT setval(%s, 1, false)", [sequence])
-                else:
-                    cursor.execute("DELETE FROM sqlite_sequence WHERE name = %s", [table])
+            cursor.execute(f"DELETE FROM {connection.ops.quote_name(table)}")
+            if connection.vendor == "postgresql":
+                cursor.execute("SELECT pg_get_serial_sequence(%s, %s)",
+                               [table, model._meta.pk.column])
+                sequence = cursor.fetchone()[0]
+                if sequence:
+                    cursor.execute("SELECT setval(%s, 1, false)", [sequence])
+            else:
+                cursor.execute("DELETE FROM sqlite_sequence WHERE name = %s", [table])
 
 
 def _payload(name: str, case: dict) -> dict:
-    _fresh_sequences()
+    _fresh_database()
     study = study_create(name=f"golden {name}", classes=["A", "B", "C", "D", "E"],
                          queries_per_item=case["queries_per_item"], gold_rate=case["gold_rate"],
                          seed=20261129)

@@ -154,3 +154,22 @@ def test_the_routing_design_page_and_the_api_offer_neyman_allocation(client):
     assert set(current["allocation"]) == {"rates", "spreads", "weights", "ratio", "pilot"}
     history = client.get(page_url).content.decode()
     assert "Neyman allocation: s0 " in history
+
+
+def test_several_queries_per_item_keep_working_under_neyman_allocation():
+    study = make_study(k=K, n_items=300, strata=2, queries_per_item=2, seed=13,
+                       systems={"a": 0.8, "b": 0.6})
+    study_simulate(study=study, answers=200, recompute_every=0)
+    study_recompute(study_id=study.pk)
+    design = routing_design_set(study=study, kind="neyman")
+    study_simulate(study=study, answers=200, seed=1, recompute_every=0)
+    follow_ups = Query.objects.filter(study=study, design=design, sequence=1)
+    assert follow_ups.exists()
+    # a follow-up's class is uniform over the classes not asked yet
+    assert set(follow_ups.values_list("draw_uniform", "draw_p")) == {(True, 1 / (K - 1))}
+    for q in follow_ups.select_related("item")[:50]:
+        first = Query.objects.get(item=q.item, sequence=0)
+        assert q.k != first.k and q.k == q.item.class_order[1]
+    payload = study_recompute(study_id=study.pk).payload
+    assert payload["allocation"]["answers"] > 0
+    assert all(row["stratified"]["accuracy"] is not None for row in payload["systems"])

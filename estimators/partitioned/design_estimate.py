@@ -21,18 +21,48 @@ c = 1{ŷ = y}. Every answered step j contributes
 * after a "yes" at step j < depth − 1, c is known (c = 1{k_j = ŷ}): the steps j+1 … depth−1
   are **virtual** exact steps x = c, D = 0.
 
-An "unsure" answer tells nothing: it and every later step of the item are dropped (a later
-step's E(x | history) = c needs y ∉ the classes asked before). Steps not yet answered are
-absent. Per item i, X_i and D_i (3 columns) are the means over its available steps (answered
-and virtual); an item with none (its first step unsure) drops out.
+An "unsure" answer tells nothing: it and every later step of the item are unavailable (a
+later step's E(x | history) = c needs y ∉ the classes asked before). A **pending** step
+(asked after a "no" but not answered yet: −1 in :func:`design_steps`, or no row) is
+missing the same way. Without missing steps, every item has D = depth available steps
+(answered + virtual) whose terms Z_0 … Z_{D−1} each have conditional mean c_i given the
+item's history (a virtual step equals c_i), so X_i = (1/D) Σ_j Z_j has E[X_i] = c_i and
+E[D_i] = 0 **exactly**, for any fixed coefficients b: E[X_i − b·D_i] = c_i, whatever the
+AI's errors.
 
-With every step of an item answered (no pending or unsure step), X_i is the mean of depth
-terms Z_0 … Z_{depth−1} each of conditional mean c_i given the item's history (a virtual
-step equals c_i), so E[X_i] = c_i and E[D_i] = 0 **exactly**, for any fixed coefficients b:
-E[X_i − b·D_i] = c_i, whatever the AI's errors. (A pending or unsure step makes an item's
-number of available steps depend on its answers — a "yes" makes the later steps available
-at once, a "no" leaves them to be answered — and then the mean over available steps is
-biased; docs/estimators.md quantifies it.)
+**Missing steps (unsure or pending).** Assumption (missing completely at random): whether
+the step asked at position l is missing does not depend on the item, its class order or
+its answers, with rate u_l per position. Fix an item's latent path (y, the class order,
+hence J = the position of the true class, or D − 1). In the complete path steps 0 … J
+are asked and J + 1 … D − 1 virtual. Step j is available (R_j = 1) iff no asked step up
+to j is missing: the asked ones are l = 0 … min(j, J) (a virtual step inherits the
+availability of the "yes" before it), so
+
+    P(R_j = 1 | path) = Π_{l ≤ min(j, J)} (1 − u_l) =: ρ_j,
+
+known whenever R_j = 1. Hence, with the fixed denominator D,
+
+    X_i = (1/D) Σ_j R_j Z_j / ρ_j,     D_i = (1/D) Σ_j R_j D_ij / ρ_j,
+
+E[X_i | path] = (1/D) Σ_j Z_j and E[X_i] = c_i, E[D_i] = 0, again exactly for any fixed b.
+The old mean over the available steps is biased: a "yes" makes the later (virtual) steps
+available at once, after a "no" they wait for answers that may be missing, so the number
+of available steps depends on the answers. An item whose first step is unsure stays in
+the sample with X_i = 0, D_i = 0; the sample is the items whose first step was answered
+(any answer), n counts them. Without a missing step every ρ_j = 1 and X_i is the mean
+of the D steps, bit for bit as before.
+
+The rates are plug-in estimates from the same data, per study of the stack
+(:func:`missing_rates`): û_l = the share of the steps asked at position l that are
+missing, position 0 being asked for every item in the sample and position l ≥ 1 where
+steps 0 … l − 1 were all "no" (``rates=`` passes known ones). With û_0 the estimate
+equals the mean over the items with a decisive first step (ratio estimation, bias
+O(1/n)). The SE accounts for the estimated rates by linearisation: each item's term
+gets Σ_l n T̄_l (m_il − û_l a_il)/((1 − û_l) N_l) (a_il / m_il: position l asked /
+missing, N_l = Σ_i a_il, T_il = the part of the item's term whose weight holds 1/(1 −
+u_l), T̄_l its mean), which has mean 0 over the items: it changes the residuals, not Â
+(without a missing step it is 0). Measured: docs/estimators.md, "Unsure and pending
+steps".
 
 The coefficients (``coefficients=``):
 
@@ -49,8 +79,9 @@ The coefficients (``coefficients=``):
   spans a direction): exactly unbiased, but as prone to rare events.
 * a fixed b (3,) or (B, S, 3): b = 0 is the plain inverse-probability mean.
 
-With item terms Z_i (x − b·D averaged over the item's steps), Â = mean Z_i and SE² =
-Σ_i (Z_i − Â)²/(n(n − 1)) (items are the clusters). The interval (``interval_method=``) is
+With item terms Z_i (x − b·D summed over the item's available steps with the weights
+1/(Dρ_j) above), Â = mean Z_i and SE² = Σ_i (Z_i − Â)²/(n(n − 1)) (items are the clusters;
+Z_i plus the rates' linearised share when steps are missing). The interval (``interval_method=``) is
 binomial at the effective count n_eff = ã(1 − ã)/SE² (ã = Â clipped to [1/(2n),
 1 − 1/(2n)]), capped at the detectable items Σ_i min(1, Σ_j r_ij), r_ij = π_j(ŷ) +
 1{k_j ≠ ŷ}π_j(k_j)/(1 − π_j(ŷ)) (an exact step: 1) — the items whose errors the design
@@ -185,7 +216,14 @@ class _Steps:
     key: np.ndarray  # study · M + item, per step
     b: int  # studies
     m: int  # item slots per study
-    weight: np.ndarray  # 1 per available step + its virtual steps (0: dropped)
+    depth: int  # D: the fixed denominator of X_i
+    weight: np.ndarray  # (steps,) 1/Π_{l ≤ j}(1 − u_l) on an available step (0: unavailable)
+    has: np.ndarray  # (B·M,) the item is in the sample: its first step answered
+    rates: np.ndarray  # (B, P) u_l per study and step position
+    asked: np.ndarray  # (B·M, P) position l asked
+    missing: np.ndarray  # (B·M, P) position l asked and missing (unsure or pending)
+    estimated: bool  # u_l estimated from these data (else known)
+    step: np.ndarray  # (steps,) position j
     x: np.ndarray  # (steps, S) x plus the virtual steps' c
     x_ipw: np.ndarray  # (steps, S) x alone
     detect: np.ndarray  # (steps, S) the step's chance to reveal an error (1: exact step)
@@ -203,8 +241,74 @@ class _Steps:
                         for j in range(flat.shape[1])], axis=-1)
         return out.reshape(self.b * self.m, *values.shape[1:])
 
+    def rate_correction(self, values):
+        """(steps, …, S) → (B·M, …, S): each item's linearised share of the estimation of
+        û_l (0 with known rates), Σ_l n T̄_l (m_il − û_l a_il)/((1 − û_l) N_l), T_il =
+        (1/D) Σ_{j ≥ l} w_j values_ij (the part of the item mean whose weight holds
+        1/(1 − u_l)), T̄_l its mean over the n items, a_il / m_il: position l asked /
+        missing, N_l = Σ_i a_il. Its mean over the items is 0: it moves the residuals (the
+        SE), not the estimate."""
+        out = np.zeros((self.b * self.m, *values.shape[1:]))
+        if not self.estimated or not self.missing.any():
+            return out
+        npos = self.rates.shape[1]
+        flat = (values * self.weight.reshape(-1, *([1] * (values.ndim - 1)))).reshape(
+            values.shape[0], -1)
+        cell = self.key * npos + np.minimum(self.step, npos - 1)
+        per = np.stack([np.bincount(cell, weights=flat[:, j], minlength=self.b * self.m * npos)
+                        for j in range(flat.shape[1])], axis=-1)  # (B·M·P, F)
+        per = per.reshape(self.b, self.m, npos, -1)
+        tail = np.flip(np.cumsum(np.flip(per, axis=2), axis=2), axis=2) / self.depth
+        has = self.has.reshape(self.b, self.m, 1, 1)
+        n = has.sum(axis=1, keepdims=True)
+        tbar = (tail * has).sum(axis=1, keepdims=True) / np.maximum(n, 1)
+        u = self.rates[:, None, :, None]
+        a = self.asked.reshape(self.b, self.m, npos, 1)
+        mi = self.missing.reshape(self.b, self.m, npos, 1)
+        big_n = a.sum(axis=1, keepdims=True)
+        ok = (big_n > 0) & (u < 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = np.where(ok, n * tbar * (mi - u * a) / np.where(ok, (1 - u) * big_n, 1.0), 0.0)
+        return (c.sum(axis=2) * has[:, :, 0]).reshape(self.b * self.m, *values.shape[1:])
 
-def _step_terms(steps: DesignSteps) -> _Steps:
+    def item_mean(self, values):
+        """(steps, …, S) → (B·M, …, S): Σ_j w_j values_j / D per item (module docstring)."""
+        w = self.weight.reshape(-1, *([1] * (values.ndim - 1)))
+        return self.per_item(values * w) / self.depth
+
+
+def missing_rates(steps: DesignSteps) -> np.ndarray:
+    """û_l (…, P) per study of the stack and step position l (P = max(depth, steps)): the
+    share of the steps **asked** at position l that are missing — "unsure", or not answered
+    (a pending step: −1, or no row, after a "no"). Position 0 is asked for every item whose
+    first step was answered; position l ≥ 1 for every item whose steps 0 … l − 1 were all
+    decisive "no" (after a "yes" the later steps are virtual, never asked). 0 where no step
+    was asked at l."""
+    t = _step_terms(steps)
+    return t.rates.reshape(*steps.stack_shape, -1)
+
+
+def _positions(key, step, valid, unsure, yes, bm, p):
+    """Per item (B·M, P): the step positions available (steps 0 … l answered, decisive, no
+    "yes" before l) and asked (position 0 if the first step was answered; l ≥ 1 if step
+    l − 1 was available and "no"), and whether its first step was answered (B·M,)."""
+    dec = np.zeros((bm, p), dtype=bool)
+    yes_at = np.zeros((bm, p), dtype=bool)
+    first = np.zeros(bm, dtype=bool)
+    ok = valid & (step < p)
+    dec[key[ok & ~unsure], step[ok & ~unsure]] = True
+    yes_at[key[ok & yes], step[ok & yes]] = True
+    first[key[ok & (step == 0)]] = True
+    cont = dec.copy()
+    cont[:, 1:] &= ~yes_at[:, :-1]
+    avail = np.logical_and.accumulate(cont, axis=1)
+    asked = np.empty_like(avail)
+    asked[:, 0] = first
+    asked[:, 1:] = avail[:, :-1] & ~yes_at[:, :-1]
+    return avail, asked, first
+
+
+def _step_terms(steps: DesignSteps, rates=None) -> _Steps:
     st = steps
     n = st.item.shape[-1]
     b = int(np.prod(st.stack_shape, dtype=np.int64))
@@ -214,10 +318,24 @@ def _step_terms(steps: DesignSteps) -> _Steps:
     m = int(item[valid].max()) + 1 if valid.any() else 1
     key = (np.arange(b)[:, None] * m + np.where(valid, item, 0)).ravel()
     step = st.step.reshape(-1)
-    unsure = st.unsure.reshape(-1) & valid.ravel()
-    first_unsure = np.full(b * m, np.iinfo(np.int64).max)
-    np.minimum.at(first_unsure, key[unsure], step[unsure])
-    avail = valid.ravel() & (step < first_unsure[key])
+    vflat = valid.ravel()
+    npos = max(st.depth, int(step[vflat].max()) + 1 if vflat.any() else 1)
+    pos_avail, asked, first = _positions(key, step, vflat, st.unsure.reshape(-1),
+                                         st.yes.reshape(-1), b * m, npos)
+    if rates is None:  # û_l: the share of asked steps at position l that are missing
+        n_asked = asked.reshape(b, m, npos).sum(axis=1)
+        n_miss = (asked & ~pos_avail).reshape(b, m, npos).sum(axis=1)
+        u = n_miss / np.where(n_asked > 0, n_asked, 1)
+    else:  # known rates (..., P') or (P',), padded with 0 to P positions
+        r = np.asarray(rates, dtype=float)
+        r = np.broadcast_to(r, (*st.stack_shape, r.shape[-1])).reshape(b, -1)
+        u = np.zeros((b, npos))
+        u[:, :min(npos, r.shape[1])] = r[:, :npos]
+    surv = np.cumprod(1 - u, axis=1)  # P(step j available | its path) = Π_{l ≤ j}(1 − u_l)
+    w_pos = np.where(surv > 0, 1 / np.where(surv > 0, surv, 1.0), 0.0)
+    spos = np.minimum(step, npos - 1)
+    avail = vflat & pos_avail[key, spos]
+    weight = np.where(avail, w_pos[np.repeat(np.arange(b), n), spos], 0.0)
     yes = st.yes.reshape(-1) & avail
     own = st.own.reshape(-1, s)
     p_own = st.p_own.reshape(-1, s)
@@ -235,24 +353,33 @@ def _step_terms(steps: DesignSteps) -> _Steps:
     with np.errstate(divide="ignore", invalid="ignore"):
         other = np.where(ipw & ~own & (safe_own < 1), p_asked[:, None] / (1 - safe_own), 0.0)
     detect = np.where(ipw, np.where(ipw, p_own, 0.0) + other, avail[:, None] * 1.0)
-    return _Steps(key=key, b=b, m=m, weight=avail + virtual, x=x_all, x_ipw=x, detect=detect,
+    return _Steps(key=key, b=b, m=m, depth=st.depth, weight=weight, has=first, rates=u,
+                  asked=asked, missing=asked & ~pos_avail, estimated=rates is None, step=step,
+                  x=x_all, x_ipw=x, detect=detect,
                   d=np.stack([d1, du, dv], axis=1), ipw=ipw, p_own=safe_own,
                   remaining=remaining,
                   rest=None if st.rest is None else st.rest.reshape(-1),
                   inv_total=None if st.inv_total is None else st.inv_total.reshape(-1))
 
 
-def item_terms(steps: DesignSteps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per item: X (B, M, S), D (B, M, 3, S) and the mask of items with data (B, M), the
-    stack flattened to B studies and M = the largest item index + 1 (module docstring)."""
-    t = _step_terms(steps)
-    s = steps.systems
-    count = np.bincount(t.key, weights=t.weight, minlength=t.b * t.m)
-    has = count > 0
-    denom = np.where(has, count, 1.0)
-    big_x = t.per_item(t.x) / denom[:, None]
-    big_d = t.per_item(t.d) / denom[:, None, None]
-    return (big_x.reshape(t.b, t.m, s), big_d.reshape(t.b, t.m, 3, s), has.reshape(t.b, t.m))
+def item_terms(steps: DesignSteps, rates=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item: X (B, M, S), D (B, M, 3, S) and the mask of items in the sample (B, M), the
+    stack flattened to B studies and M = the largest item index + 1 (module docstring):
+    X_i = (1/D) Σ_j R_ij x_ij / Π_{l ≤ j}(1 − u_l), the same weights for D_i. ``rates``:
+    known u_l, (P,) or (…, P) (default: :func:`missing_rates` from the same data)."""
+    return _item_terms(_step_terms(steps, rates), steps.systems)[:3]
+
+
+def _item_terms(t: _Steps, s: int):
+    """item_terms' (X, D, mask) and the rate corrections of X and D (:meth:`_Steps.
+    rate_correction`)."""
+    has = t.has
+    cx = t.rate_correction(t.x).reshape(t.b, t.m, s)
+    cd = t.rate_correction(t.d).reshape(t.b, t.m, 3, s)
+    big_x = t.item_mean(t.x)
+    big_d = t.item_mean(t.d)
+    return (big_x.reshape(t.b, t.m, s), big_d.reshape(t.b, t.m, 3, s), has.reshape(t.b, t.m),
+            cx, cd)
 
 
 def working_coefficients(alpha, p_own, remaining, rest, inv_total) -> np.ndarray:
@@ -326,8 +453,9 @@ class _WorkingModel:
 CHUNK = 1 << 15  # steps per block of the working-coefficient arithmetic (stays in cache)
 
 
-def _model_terms(steps: DesignSteps, prior: float = 1.0, clip: float = 0.01):
-    """Per item (B, M, S) the terms Z_i = mean over its steps of x − b_j·D, b_j the working
+def _model_terms(steps: DesignSteps, prior: float = 1.0, clip: float = 0.01, rates=None):
+    """Per item (B, M, S) the terms Z_i = (1/D) Σ_j R_j (x − b_j·D)/ρ_j (module docstring),
+    b_j the working
     coefficients (:func:`working_coefficients`) at the pilot α_(−i) = the other items'
     ordinary ratio (Σ_{l≠i} X_l + ½·prior)/(Σ_{l≠i} (1 + U_l) + prior) — the share of
     "yes" among their steps that asked ŷ, weighted by 1/π_j(ŷ), pulled towards ½ by
@@ -336,14 +464,12 @@ def _model_terms(steps: DesignSteps, prior: float = 1.0, clip: float = 0.01):
     if steps.rest is None or steps.inv_total is None:
         raise ValueError("coefficients='model' needs DesignSteps.rest and .inv_total "
                          "(design_steps fills them)")
-    t = _step_terms(steps)
+    t = _step_terms(steps, rates)
     s = steps.systems
-    count = np.bincount(t.key, weights=t.weight, minlength=t.b * t.m)
-    has = count > 0
-    denom = np.where(has, count, 1.0)[:, None]
+    has = t.has
     w = has.reshape(t.b, t.m, 1)
-    xs = (t.per_item(t.x_ipw) / denom).reshape(t.b, t.m, s) * w
-    us = (t.per_item(np.where(t.ipw, t.d[:, 1] + 1, 0.0)) / denom).reshape(t.b, t.m, s) * w
+    xs = t.item_mean(t.x_ipw).reshape(t.b, t.m, s) * w
+    us = t.item_mean(np.where(t.ipw, t.d[:, 1] + 1, 0.0)).reshape(t.b, t.m, s) * w
     num = xs.sum(axis=1, keepdims=True) - xs + 0.5 * prior
     den = us.sum(axis=1, keepdims=True) - us + prior
     alpha = np.clip(num / den, clip, 1 - clip).reshape(t.b * t.m, s)[t.key]
@@ -358,8 +484,8 @@ def _model_terms(steps: DesignSteps, prior: float = 1.0, clip: float = 0.01):
                                     t.inv_total[r])
         shift[lo:lo + CHUNK] = (coef * t.d[r, :, c]).sum(axis=-1)  # (q, 3) each
     z[idx] -= shift
-    return ((t.per_item(z) / denom).reshape(t.b, t.m, s), has.reshape(t.b, t.m),
-            _detectable(t))
+    return (t.item_mean(z).reshape(t.b, t.m, s), has.reshape(t.b, t.m), _detectable(t),
+            t.rate_correction(z).reshape(t.b, t.m, s))
 
 
 def _detectable(t: _Steps) -> np.ndarray:
@@ -382,7 +508,7 @@ def _pinv(gram):
     return (vecs * inv_vals[..., None, :]) @ np.swapaxes(vecs, -1, -2), keep.sum(axis=-1)
 
 
-def _fit(x, d, mask, coefficients="loo"):
+def _fit(x, d, mask, coefficients="loo", correction=None):
     """Â, SE, n, p, each item's term minus Â (B, M, S; 0 off the mask) and b̂ (B, S, 3)
     from item terms (module docstring)."""
     w = mask.astype(float)[..., None]  # (B, M, 1)
@@ -425,6 +551,9 @@ def _fit(x, d, mask, coefficients="loo"):
         coef = np.broadcast_to(np.asarray(coefficients, float), (x.shape[0], x.shape[2], 3))
         terms = x - (d * np.moveaxis(coef, 1, 2)[:, None]).sum(axis=2)
     acc = (terms * w).sum(axis=1) / safe_n
+    cx, cd = correction if correction is not None else (None, None)
+    if cx is not None and (cx.any() or cd.any()):  # the estimated rates' share (residuals)
+        terms = terms + cx - (cd * np.moveaxis(coef, 1, 2)[:, None]).sum(axis=2)
     resid = (terms - acc[:, None]) * w
     ss = (resid**2).sum(axis=1)
     pooled = isinstance(coefficients, str) and coefficients == "pooled"
@@ -499,22 +628,25 @@ def approximate(resid, n, se, acc) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def design_estimates(steps: DesignSteps, confidence: float = 0.95,
                      interval_methods=INTERVALS, coefficients="model",
-                     diagnostics: bool = False):
+                     diagnostics: bool = False, rates=None):
     """:func:`design_estimate` for several interval methods from one fit: {method:
     Estimate} (the coverage tables compare them on the same draws); with ``diagnostics``
     also {"events", "share", "cap", "n"} arrays (..., S): the decisive events, the largest
-    item's share of the residual sum of squares, the detectable items, the items."""
+    item's share of the residual sum of squares, the detectable items, the items.
+    ``rates``: known missing rates u_l, (P,) or (…, P) (default: estimated,
+    :func:`missing_rates`)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence: must be in (0, 1), got {confidence}")
     if isinstance(coefficients, str) and coefficients == "model":
-        z, mask, cap = _model_terms(steps)
-        acc, se, n, p, resid, coef = _fit(z, np.zeros((*z.shape[:2], 3, z.shape[2])), mask,
-                                          np.zeros(3))
+        z, mask, cap, cz = _model_terms(steps, rates=rates)
+        zero_d = np.zeros((*z.shape[:2], 3, z.shape[2]))
+        acc, se, n, p, resid, coef = _fit(z, zero_d, mask, np.zeros(3), (cz, zero_d))
         coef = np.full(coef.shape, np.nan)  # per step: no single b̂
     else:
-        x, d, mask = item_terms(steps)
-        acc, se, n, p, resid, coef = _fit(x, d, mask, coefficients)
-        cap = _detectable(_step_terms(steps))
+        t = _step_terms(steps, rates)
+        x, d, mask, cx, cd = _item_terms(t, steps.systems)
+        acc, se, n, p, resid, coef = _fit(x, d, mask, coefficients, (cx, cd))
+        cap = _detectable(t)
     cap = np.minimum(cap, n)
     flag, events, share = approximate(resid, cap, se, acc)
     no_data = n <= 0
@@ -542,7 +674,8 @@ def design_estimates(steps: DesignSteps, confidence: float = 0.95,
 
 
 def design_estimate(steps: DesignSteps, confidence: float = 0.95,
-                    interval_method: str = "clopper_pearson", coefficients="model") -> Estimate:
+                    interval_method: str = "clopper_pearson", coefficients="model",
+                    rates=None) -> Estimate:
     """Each system's accuracy from the answered steps of a routing design (module
     docstring): ``Estimate`` (method "design") with arrays of shape (..., S) over the
     stack. ``coefficients``: "loo" (default: each item's b̂ fitted without it, so E[Â] =
@@ -550,11 +683,12 @@ def design_estimate(steps: DesignSteps, confidence: float = 0.95,
     b, (3,) or (B, S, 3) (b = 0: the plain inverse-probability mean). A system with no
     item gets the no-data convention (0.5, √(1/12), [0, 1]); ``weight`` holds b̂ (..., S,
     3) (NaN for "model": its b is per step), ``events`` the decisive events and
-    ``approximate`` the flag of :func:`approximate`; ``k`` is K."""
-    return design_estimates(steps, confidence, (interval_method,), coefficients)[
-        interval_method]
+    ``approximate`` the flag of :func:`approximate`; ``k`` is K. ``rates``: known
+    missing rates u_l (default: estimated, :func:`missing_rates`)."""
+    return design_estimates(steps, confidence, (interval_method,), coefficients,
+                            rates=rates)[interval_method]
 
 
 __all__ = ["INTERVALS", "NO", "UNSURE", "YES", "DesignSteps", "approximate", "design_estimate",
            "design_estimates", "design_steps", "effective_count", "interval", "item_terms",
-           "working_coefficients"]
+           "missing_rates", "working_coefficients"]

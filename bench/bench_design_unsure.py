@@ -2,7 +2,7 @@
 interval (Clopper–Pearson, default coefficients) before and after the inverse-probability
 weighting of the available steps (docs/estimators.md, "Unsure and pending steps").
 
-    .venv/bin/python tests/estimators/partitioned/bench_design_unsure.py [--reps 4000]
+    .venv/bin/python bench/bench_design_unsure.py [--reps 4000]
 
 "Before" is design_estimate.py at commit 3a1e378 (read with ``git show``); "after" the
 working tree's. Targeted ε = 0.2, K = 4, three agreeing systems at A = 0.6, 0.9, 0.97,
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from estimators.partitioned.design_estimate import design_estimate  # noqa: E402
 from estimators.partitioned.routing_simulation import simulate  # noqa: E402

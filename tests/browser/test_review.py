@@ -35,6 +35,7 @@ def test_a_reviewer_rejects_undoes_and_accepts_by_keys(page, live_server, shots)
     cards = page.get_by_test_id("answer")
     expect(cards.first).to_be_visible()
     first_id = int(cards.first.get_attribute("data-answer"))
+    page.wait_for_load_state("load")  # review.js's keys listen from then on (loaded CI)
 
     page.keyboard.press("j")
     expect(cards.first).to_be_focused()
@@ -135,6 +136,7 @@ def test_a_reviewer_settles_a_disagreement_on_the_items_page(page, live_server, 
     expect(page.get_by_test_id("item-context")).to_be_visible()
     cards = page.get_by_test_id("answer")
     assert cards.count() >= 2  # every answer of the item, side by side
+    page.wait_for_load_state("load")  # review.js's keys listen from then on
     page.keyboard.press("j")
     expect(cards.first).to_be_focused()
     answer_id = int(cards.first.get_attribute("data-answer"))

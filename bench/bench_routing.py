@@ -1,6 +1,7 @@
 """Next query + answer through the REST API behind gunicorn, many specialists at once.
 
     .venv/bin/python bench/bench_routing.py --items 100000 --specialists 20 --seconds 20
+        [--think 200 --baseline 5]
 
 Seeds a K-class study with ``--items`` items (real import and routing services) in a scratch
 PostgreSQL database, starts gunicorn on it and runs ``--specialists`` client threads, each a
@@ -16,6 +17,7 @@ double assignments.
 from __future__ import annotations
 
 import argparse
+import http.client
 import io
 import json
 import random
@@ -26,11 +28,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _scratch import (  # noqa: E402
+    PORT,
     LoopClient,
+    api_call,
     clients_gather,
     clients_run,
+    latency_print,
     load_arguments,
     loop_client_run,
+    percentile,
     scratch_database,
 )
 
@@ -84,6 +90,30 @@ class Specialist(LoopClient):
         return {"answer": rng.choice(["yes", "no", "no", "no", "unsure"])}
 
 
+@dataclass
+class Reader(Specialist):
+    """The baseline: a trivial authenticated read (GET the study, what any member may),
+    paced by the specialists' think time, alongside them on the same server (``--baseline``
+    clients), so both see the same load."""
+
+    def run(self) -> Reader:
+        conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+        rng = random.Random(self.token)
+        done = 0
+        while time.monotonic() < self.stop_at:
+            if self.think and done:  # paced as a specialist between two calls
+                time.sleep(self.think * rng.uniform(0.5, 1.5))
+            status, body, ms = api_call(conn, "GET", f"/api/studies/{self.study_id}/",
+                                        self.token)
+            done += 1
+            if status != 200:
+                self.errors.append(f"read {status}: {body}")
+                break
+            if done > self.warmup:
+                self.next_ms.append(ms)
+        return self
+
+
 def run_mode(mode: str, url: str, study_id: int, tokens: list[str], args) -> None:
     from django.db import connection
 
@@ -92,11 +122,13 @@ def run_mode(mode: str, url: str, study_id: int, tokens: list[str], args) -> Non
     def specialists() -> list[Specialist]:
         stop_at = time.monotonic() + args.seconds
         return [Specialist(t, study_id, stop_at, args.think / 1000, args.warmup)
-                for t in tokens]
+                for t in tokens] + [Reader(t, study_id, stop_at, args.think / 1000,
+                                           args.warmup) for t in tokens[:args.baseline]]
 
     clients = clients_run(url, specialists, loop_client_run, workers=args.workers,
                           threads=args.threads, broker=broker)
-    got = clients_gather(clients)
+    readers = [c for c in clients if isinstance(c, Reader)]
+    got = clients_gather([c for c in clients if not isinstance(c, Reader)])
     sent, doubles, errors = got.sent, got.doubles, got.errors
     with connection.cursor() as cur:
         cur.execute("SELECT count(*) FROM annotations_query WHERE public_id = ANY(%s) "
@@ -113,6 +145,13 @@ def run_mode(mode: str, url: str, study_id: int, tokens: list[str], args) -> Non
           f"double assignments {doubles}; answers sent {len(sent)} (distinct "
           f"{len(set(sent))}), stored {stored}, audit rows {events}; errors {len(errors)}")
     got.errors_print()
+    if readers:  # the baseline, under the same load
+        reads = clients_gather(readers)
+        latency_print(f"read ×{len(readers)}", reads.next_ms)
+        reads.errors_print()
+        print(f"  next-query p95 / read p95 = {percentile(got.next_ms, 95):.1f} / "
+              f"{percentile(reads.next_ms, 95):.1f} ms = "
+              f"{percentile(got.next_ms, 95) / percentile(reads.next_ms, 95):.2f}×")
 
 
 def main() -> None:
@@ -124,6 +163,10 @@ def main() -> None:
     parser.add_argument("--specialists", type=int, default=20)
     load_arguments(parser, think=0, modes="eager,worker", broker="redis://127.0.0.1:6379/14")
     parser.add_argument("--db", default="oversight_bench_routing")
+    parser.add_argument("--baseline", type=int, default=0, metavar="N",
+                        help="N more clients (members' tokens) doing a trivial authenticated "
+                        "read (GET the study) at the same pace during each run; prints "
+                        "next-query p95 / read p95")
     args = parser.parse_args()
     with scratch_database(args.db) as url:
         study_id, tokens = seed(args)

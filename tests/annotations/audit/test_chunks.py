@@ -234,9 +234,12 @@ def test_a_real_worker_runs_an_audit_chunk_by_chunk_from_the_audits_queue(settin
     import sys
     import time
 
-    from tests.conftest import celery_env
+    from oversight_site.celery import app
+    from tests.conftest import _WORKERS, celery_env
 
     settings.CELERY_TASK_ALWAYS_EAGER = False
+    if _WORKERS:  # this process's session worker consumes 'audits' too, in longer chunks
+        app.control.cancel_consumer("audits", destination=_WORKERS, reply=True)
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "oversight_site", "worker", "-Q", "audits",
          "-c", "1", "--loglevel", "WARNING", "-n", f"audits-{os.getpid()}@%h"],
@@ -263,3 +266,5 @@ def test_a_real_worker_runs_an_audit_chunk_by_chunk_from_the_audits_queue(settin
     finally:
         worker.terminate()
         worker.wait(timeout=20)
+        if _WORKERS:
+            app.control.add_consumer("audits", destination=_WORKERS, reply=True)

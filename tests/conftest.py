@@ -73,9 +73,10 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     if not WITH_BROKER:
         pytest.skip("needs CELERY_BROKER_URL")
     env = celery_env()
+    name = f"test-{os.getpid()}@{socket.gethostname()}"  # what %h would expand to
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "oversight_site", "worker", "-Q",
-         "default,estimates,audits", "-c", "2", "--loglevel", "WARNING", "-n", f"test-{os.getpid()}@%h"],
+         "default,estimates,audits", "-c", "2", "--loglevel", "WARNING", "-n", name],
         cwd=ROOT, env=env,
     )
     from oversight_site.celery import app
@@ -89,7 +90,7 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     else:
         proc.terminate()
         raise RuntimeError("the Celery worker did not answer a ping within 30 s")
-    _WORKERS.append(f"test-{os.getpid()}@{socket.gethostname()}")
+    _WORKERS.append(name)
     yield proc
     _WORKERS.clear()
     proc.terminate()

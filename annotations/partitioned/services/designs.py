@@ -152,11 +152,12 @@ def neyman_allocation(study: Study) -> dict:
 
 
 def queries_redraw(*, study: Study, item_ids: list[int] | None = None) -> int:
-    """Draw again, under the study's current design, the class order of routed items whose
-    only query was never handed to anyone (pending, never issued; of ``item_ids`` if given)
-    — a design change, or predictions that arrived after the items were routed. A query
-    once shown keeps its class (what a specialist did with it could depend on the truth).
-    Call under the study's row lock. Returns the number of items drawn again."""
+    """Draw again, under the study's current design, the class order and queue rank of
+    routed items whose only query was never handed to anyone (pending, never issued; of
+    ``item_ids`` if given) — a design change, or predictions that arrived after the items
+    were routed. A query once shown keeps its class (what a specialist did with it could
+    depend on the truth). Call under the study's row lock. Returns the number of items
+    drawn again."""
     first = Query.objects.filter(study=study, sequence=0, is_quality_check=False,
                                  status=Query.Status.PENDING, times_issued=0)
     if item_ids is not None:

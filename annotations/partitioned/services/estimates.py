@@ -21,7 +21,6 @@ from annotations.partitioned.selectors import (
     estimated_queries,
     study_class_progress,
     study_first_query_answers,
-    study_has_allocated_answers,
     study_has_targeted_answers,
     study_item_labels,
     study_label_counts,
@@ -229,8 +228,9 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
         payload["design"] = {key: v for key, v in design.items() if key != "cells"}
         for row, cell in zip(payload["systems"], design["cells"], strict=False):
             row["design"] = cell
-    if study_has_allocated_answers(study=study):
-        payload["allocation"] = _allocation_payload(study)
+    allocation = _allocation_payload(study)
+    if allocation:
+        payload["allocation"] = allocation
     duration_ms = (time.perf_counter() - started) * 1000
     with transaction.atomic():
         return EstimateSnapshot.objects.create(
@@ -239,15 +239,21 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
         )
 
 
-def _allocation_payload(study: Study) -> dict:
+def _allocation_payload(study: Study) -> dict | None:
     """A study answered under a Neyman allocation: its strata answered at unequal rates, so
     its figures for the whole study are the stratified ones (payload ``allocation``: the
-    latest Neyman design's number, rates and ratio, and the answers drawn under one)."""
+    latest Neyman design's number, rates and ratio, and the answers drawn under one). None
+    when no answer was (a study that never had a Neyman design: one read of the designs'
+    table, as ``selectors.study_has_allocated_answers`` probes it)."""
     design = RoutingDesign.objects.filter(study=study, kind=RoutingDesign.Kind.NEYMAN
                                           ).order_by("-number").first()
+    if design is None:
+        return None
     answers = Query.objects.filter(study=study, status=Query.Status.ANSWERED,
                                    is_quality_check=False,
                                    design__kind=RoutingDesign.Kind.NEYMAN).count()
+    if not answers:
+        return None
     return {"design": design.number, "rates": design.allocation["rates"],
             "ratio": design.allocation["ratio"], "answers": answers}
 

@@ -50,7 +50,15 @@ from annotations.evaluation.models import (
     EvaluationSettings,
     EvaluationToken,
 )
-from annotations.partitioned.models import Query, QueryEvent, QuerySkip, RoutingDesign
+from annotations.partitioned.models import (
+    Query,
+    QueryEvent,
+    QuerySkip,
+    RoutingDesign,
+    TallyEntry,
+    TallyGroup,
+    TallyState,
+)
 
 __all__ = [
     "EvaluationCall", "EvaluationSettings", "EvaluationToken",
@@ -61,7 +69,7 @@ __all__ = [
     "RoutingChange", "Sentence",
     "AnswerReview", "EstimateSnapshot", "ImportJob", "ImportJobFile", "Item", "ItemFlag",
     "LeasedTask", "Query",
-    "QueryEvent", "QuerySkip", "RoutingDesign",
+    "QueryEvent", "QuerySkip", "RoutingDesign", "TallyEntry", "TallyGroup", "TallyState",
     "RecomputeState", "Study", "StudyClass", "StudyEvent", "StudyMembership", "TaskEvent",
     "User", "_new_seed", "new_public_id", "study_event_kind_register",
 ]

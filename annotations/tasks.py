@@ -11,9 +11,10 @@ from annotations.core.tasks import (
     study_recompute_task,
 )
 from annotations.critique.tasks import critique_run_task
+from annotations.partitioned.tasks import tallies_check_task
 
 __all__ = [
     "audit_run_task", "audits_sweep_task",
     "critique_run_task", "import_job_task", "leases_reclaim_task", "recomputes_catch_up_task",
-    "sample_sentence_task", "study_recompute_task",
+    "sample_sentence_task", "study_recompute_task", "tallies_check_task",
 ]

@@ -1,11 +1,12 @@
-"""/healthz: database, broker, worker and live-recompute status as JSON (503 when something
-required is down).
+"""/healthz: database, broker, worker and live-recompute status, and the estimates'
+consistency check (``estimates``), as JSON (503 when something required is down).
 
 Anonymous callers get the status only (no error strings, worker names, versions or study
 names); staff see the details, and of the stale studies only those they research (a
-superuser: all), so no researcher learns another study's name or error. Stale studies
-make the status "degraded" (still 200: the web process is fine, and a container health
-check must not restart it for that)."""
+superuser: all), so no researcher learns another study's name or error. Stale studies, and
+studies whose statistics differed from the full recompute, make the status "degraded"
+(still 200: the web process is fine, and a container health check must not restart it for
+that)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,23 @@ def _recompute(detailed: bool, user=None) -> dict:
     return body
 
 
+def _estimates(detailed: bool, user=None) -> dict:
+    """Partitioned studies whose maintained statistics differed from the full recompute at
+    their last consistency check (``annotations.partitioned.services.consistency``)."""
+    from annotations.core.selectors import researched_study_ids
+    from annotations.partitioned.services.consistency import mismatched_studies
+
+    try:
+        differed = mismatched_studies()
+    except Exception as exc:  # noqa: BLE001 - the database check reports the cause
+        return {"ok": False, "error": short_error(exc)} if detailed else {"ok": False}
+    body: dict = {"ok": not differed, "mismatched_studies": len(differed)}
+    if detailed:
+        mine = researched_study_ids(user=user)
+        body["studies"] = [pk for pk in differed if mine is None or pk in mine]
+    return body
+
+
 PUBLIC_KEYS = {"ok", "mode", "count"}
 
 
@@ -81,13 +99,16 @@ def healthz(request: HttpRequest) -> JsonResponse:
     database = _database()
     broker, workers = _broker_and_workers()
     recompute = _recompute(detailed, request.user if detailed else None)
+    estimates = _estimates(detailed, request.user if detailed else None)
     ok = database["ok"] and broker["ok"] and workers["ok"]
     parts = {"database": database, "broker": broker, "workers": workers}
     if not detailed:
         parts = {name: {k: v for k, v in part.items() if k in PUBLIC_KEYS}
                  for name, part in parts.items()}
-    status = "down" if not ok else ("degraded" if not recompute["ok"] else "ok")
-    return JsonResponse({"ok": ok, "status": status, **parts, "recompute": recompute},
+    status = ("down" if not ok else
+              "degraded" if not (recompute["ok"] and estimates["ok"]) else "ok")
+    return JsonResponse({"ok": ok, "status": status, **parts, "recompute": recompute,
+                         "estimates": estimates},
                         status=200 if ok else 503)
 
 

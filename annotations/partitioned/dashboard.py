@@ -16,7 +16,7 @@ from annotations.core.charts import (
     xy_chart,
 )
 from annotations.core.models import Study
-from annotations.partitioned.selectors import quality_check_summary
+from annotations.partitioned.selectors import quality_check_summary, study_consistency_failure
 from estimators.partitioned.design_estimate import APPROXIMATE_EVENTS, MAX_SHARE
 from estimators.partitioned.intervals import APPROXIMATE_BELOW, APPROXIMATE_COVERAGE
 
@@ -270,7 +270,8 @@ def dashboard_context(study: Study, method: str = "ml") -> dict:
     health = selectors.study_recompute_health(study=study)
     context: dict = {"study": study, "snapshot": snapshot, "method": method,
                      "method_label": methods[method], "choices": ESTIMATOR_CHOICES,
-                     "health": health}
+                     "health": health,
+                     "consistency": study_consistency_failure(study=study)}
     if snapshot is not None:
         payload = snapshot.payload
         k = payload.get("k")

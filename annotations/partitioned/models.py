@@ -178,3 +178,82 @@ class QuerySkip(models.Model):
             models.UniqueConstraint(fields=["user", "query"], name="skip_unique_user_query"),
         ]
         indexes = [models.Index(fields=["study", "k"], name="skip_study_class")]
+
+
+# --- maintained sufficient statistics (services/tallies.py) --------------------------------
+class TallyKey(models.Model):
+    """What every figure of a partitioned study's estimates is counted by: one routed query's
+    place — its class ``k`` and ``stratum``; ``state`` — "open" (pending or leased), its
+    answer ("yes", "no", "unsure") once answered, or "skip" (a hand-back, counted by class
+    alone); ``first`` (the item's first query), ``uniform`` (the uniform part of the draws:
+    ``Query.draw_uniform`` NULL or true), ``neyman`` (drawn under a Neyman design),
+    ``rejected`` (a review rejected its answer) and ``withdrawn`` (its item was withdrawn)."""
+
+    stratum = models.CharField(max_length=120, blank=True, default="")
+    k = models.PositiveSmallIntegerField()
+    state = models.CharField(max_length=10)
+    first = models.BooleanField(default=False)
+    uniform = models.BooleanField(default=True)
+    neyman = models.BooleanField(default=False)
+    rejected = models.BooleanField(default=False)
+    withdrawn = models.BooleanField(default=False)
+
+    KEY = ("stratum", "k", "state", "first", "uniform", "neyman", "rejected", "withdrawn")
+
+    class Meta:
+        abstract = True
+
+
+class TallyEntry(TallyKey):
+    """The log of changes to the statistics: one signed row per query whose counted place
+    changed, written by database triggers in the transaction of the change (migration
+    0035: on queries, skips, flags and reviews) — an answer is +1 at its answer and −1 at
+    "open", an undo or a withdrawal the compensating pair. Never updated; folded into
+    :class:`TallyGroup` and deleted by ``services.tallies.tallies_fold``. ``study_id`` is no
+    foreign key: rows written while a study is being deleted must not block it (the fold
+    drops the entries of studies that are gone)."""
+
+    id = models.BigAutoField(primary_key=True)
+    study_id = models.BigIntegerField()
+    sign = models.SmallIntegerField()
+    # answered queries: the AI systems' bits at the answer (Query's columns; 0 otherwise)
+    match_mask = models.BigIntegerField(default=0)
+    present_mask = models.BigIntegerField(default=0)
+    band_bit0 = models.BigIntegerField(default=0)
+    band_bit1 = models.BigIntegerField(default=0)
+    band_bit2 = models.BigIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["study_id", "id"], name="tally_entry_study")]
+
+
+class TallyGroup(TallyKey):
+    """The folded statistics: per study and :class:`TallyKey`, ``n`` queries, and per AI
+    system (by ordinal) how many of them carry each 5-bit code present | match << 1 |
+    band << 2 (``selectors.CODE_COLUMNS``): ``codes`` = {"ordinal": {"code": n}}, nonzero
+    counts only (code 0 is ``n`` less the others)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="tally_groups")
+    n = models.BigIntegerField(default=0)
+    codes = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", *TallyKey.KEY],
+                                               name="tally_group_unique_key")]
+
+
+class TallyState(models.Model):
+    """One row per study whose statistics are kept: the fold's lock (folds of a study run
+    one at a time, ``select_for_update``), what the folds did, and the last consistency
+    check against the full recompute (``services.tallies.tallies_check``). No row: the
+    statistics were never built (the next fold builds them from the queries)."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, primary_key=True,
+                                 related_name="tally_state")
+    built_at = models.DateTimeField(null=True, blank=True)
+    folded_at = models.DateTimeField(null=True, blank=True)
+    entries_folded = models.BigIntegerField(default=0)
+    checked_at = models.DateTimeField(null=True, blank=True)
+    check_ok = models.BooleanField(null=True, blank=True)
+    check_difference = models.FloatField(null=True, blank=True)
+    check_detail = models.TextField(blank=True, default="")

@@ -18,7 +18,7 @@ from django.db.models.expressions import RawSQL
 from annotations.core.models import AnswerReview, Item, ItemFlag, Study, StudyMembership, User
 from annotations.core.selectors import row_id_possible, study_classes
 from annotations.core.services.bulk import IN_LIST_MAX
-from annotations.partitioned.models import Query, QuerySkip, RoutingDesign
+from annotations.partitioned.models import Query, QuerySkip, RoutingDesign, TallyState
 from assistants.models import Prediction
 
 Role = StudyMembership.Role
@@ -418,12 +418,22 @@ def _band_tallies(group: np.ndarray, n_groups: int, codes: np.ndarray, banded: l
     offset = group.astype(np.int64) * 32
     for j in range(codes.shape[1]):
         tally[j] = np.bincount(offset + codes[:, j], minlength=n_groups * 32).reshape(-1, 32)
+    return (n, *counts_of_codes(tally, banded, n_bands))
+
+
+def counts_of_codes(tally: np.ndarray, banded: list[int], n_bands: int
+                    ) -> tuple[np.ndarray, ...]:
+    """(match, present, band_n, band_match, band_present) as floats, shaped like
+    :class:`LabelCounts` / :class:`BandCounts`, from ``tally[j, g, c]``: the queries of group
+    g whose code for system column j is c (:class:`AnsweredColumns`; ``banded``: the
+    columns with bands)."""
+    n_groups = tally.shape[1]
     code = np.arange(32)
     match = tally[:, :, (code >> 1 & 1) == 1].sum(axis=2).T
     present = tally[:, :, (code & 1) == 1].sum(axis=2).T
     per_band = tally[banded].reshape(len(banded), n_groups, 8, 4)  # band, then match/present
     band = per_band[:, :, 1:n_bands + 1].transpose(1, 2, 0, 3)  # (groups, bands, banded, 4)
-    return (n, match, present, band.sum(axis=3), band[..., 2:].sum(axis=3),
+    return (match, present, band.sum(axis=3), band[..., 2:].sum(axis=3),
             band[..., 1::2].sum(axis=3))
 
 
@@ -479,15 +489,33 @@ def study_answered_columns(*, study: Study, ordinals: list[int]) -> AnsweredColu
 def _answered_fetched(study: Study, ordinals: list[int]) -> Answered:
     """:data:`Answered` read row by row (SQLite)."""
     q = connection.ops.quote_name
-    select = ", ".join([q("stratum"), q("k"), q("answer"),
-                        *(f"COALESCE({q(c)}, 0)" for c in CODE_COLUMNS)])
-    rows = _banded_query(f"SELECT {select} {_answered_sql()} ORDER BY 1, 2, 3",
+    return codes_fetched(f"{q('stratum')}, {q('k')}, {q('answer')}", _answered_sql(),
                          [study.pk, Query.Status.ANSWERED])
-    sizes: dict[tuple[str, int, str], int] = {}
+
+
+def codes_fetched(keys: str, from_where: str, params: list) -> Answered:
+    """:data:`Answered` grouped by the SQL expressions ``keys`` (``from_where``: the FROM …
+    WHERE of the rows), read row by row."""
+    q = connection.ops.quote_name
+    select = ", ".join([keys, *(f"COALESCE({q(c)}, 0)" for c in CODE_COLUMNS)])
+    positions = ", ".join(str(i + 1) for i in range(_key_count(keys)))
+    rows = _banded_query(f"SELECT {select} {from_where} ORDER BY {positions}", params)
+    width = len(rows[0]) - len(CODE_COLUMNS) if rows else 0
+    sizes: dict[tuple, int] = {}
     for r in rows:
-        sizes[r[:3]] = sizes.get(r[:3], 0) + 1
-    columns = np.array([r[3:] for r in rows], dtype=np.int64).reshape(-1, len(CODE_COLUMNS))
+        sizes[r[:width]] = sizes.get(r[:width], 0) + 1
+    columns = np.array([r[width:] for r in rows], dtype=np.int64).reshape(-1, len(CODE_COLUMNS))
     return list(sizes), list(sizes.values()), columns.view(np.uint64)
+
+
+def _key_count(keys: str) -> int:
+    """The number of top-level comma-separated expressions in ``keys``."""
+    depth, count = 0, 1
+    for ch in keys:
+        depth += ch == "("
+        depth -= ch == ")"
+        count += ch == "," and depth == 0
+    return count
 
 
 def _packing(widths: list[int]) -> list[tuple[int, int]]:
@@ -502,11 +530,20 @@ def _packing(widths: list[int]) -> list[tuple[int, int]]:
 
 
 def _answered_copied(study: Study, ordinals: list[int]) -> Answered:
-    """:data:`Answered` from one statement: per (stratum, k, answer) group, the low bits of
-    :data:`CODE_COLUMNS` that hold ``ordinals``, packed by the server into as few int8 per
-    query as fit (:func:`_packing`; two for 20 systems) and concatenated into one bytea
-    (``string_agg``: under 1 GB a group), sent by binary COPY — a COPY row per query would
-    cost psycopg microseconds a row."""
+    """:data:`Answered` from one statement (:func:`codes_copied`)."""
+    q = connection.ops.quote_name
+    return codes_copied(f"{q('stratum')}, {q('k')}, {q('answer')}", "tit", _answered_sql(),
+                        [study.pk, Query.Status.ANSWERED], ordinals)
+
+
+def codes_copied(keys: str, kinds: str, from_where: str, params: list,
+                 ordinals: list[int]) -> Answered:
+    """:data:`Answered` grouped by the SQL expressions ``keys`` (their types in ``kinds``:
+    t text, i integer, b boolean) over the rows of ``from_where``, from one statement: per
+    group, the low bits of :data:`CODE_COLUMNS` that hold ``ordinals``, packed by the server
+    into as few int8 per row as fit (:func:`_packing`; two for 20 systems) and concatenated
+    into one bytea (``string_agg``: under 1 GB a group), sent by binary COPY — a COPY row per
+    query would cost psycopg microseconds a row (PostgreSQL)."""
     q = connection.ops.quote_name
     width = max(ordinals, default=0) + 1
     layout = _packing([width] * len(CODE_COLUMNS))
@@ -515,23 +552,25 @@ def _answered_copied(study: Study, ordinals: list[int]) -> Answered:
     for column, (word, shift) in zip(CODE_COLUMNS, layout, strict=True):
         words[word].append(f"((COALESCE({q(column)}, 0) & {mask}) << {shift})")
     record = " || ".join(f"int8send({' | '.join(terms)})" for terms in words)  # (| & << alike)
-    sql = (f"COPY (SELECT {q('stratum')}, {q('k')}, {q('answer')}, "
-           f"string_agg({record}, ''::bytea) {_answered_sql()} GROUP BY 1, 2, 3 "
-           "ORDER BY 1, 2, 3) TO STDOUT (FORMAT BINARY)")
+    positions = ", ".join(str(i + 1) for i in range(len(kinds)))
+    sql = (f"COPY (SELECT {keys}, string_agg({record}, ''::bytea) {from_where} "
+           f"GROUP BY {positions} ORDER BY {positions}) TO STDOUT (FORMAT BINARY)")
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL jit = off")
-        with cursor.cursor.copy(sql, [study.pk, Query.Status.ANSWERED]) as copy:
+        with cursor.cursor.copy(sql, params) as copy:
             raw = b"".join(copy)
-    keys, sizes, chunks = [], [], []
-    for stratum, k, answer, packed in _copy_tuples(raw):
-        keys.append((bytes(stratum).decode(), int.from_bytes(k, "big", signed=True),
-                     bytes(answer).decode()))
+    decode = {"t": lambda v: bytes(v).decode(),
+              "i": lambda v: int.from_bytes(v, "big", signed=True),
+              "b": lambda v: bytes(v) == b"\x01"}
+    keys_out, sizes, chunks = [], [], []
+    for *fields, packed in _copy_tuples(raw):
+        keys_out.append(tuple(decode[kind](v) for kind, v in zip(kinds, fields, strict=True)))
         sizes.append(len(packed) // (8 * len(words)))
         chunks.append(packed)
     data = np.frombuffer(b"".join(chunks), dtype=">u8").astype(np.uint64).reshape(-1, len(words))
     columns = np.column_stack([data[:, word] >> np.uint64(shift) & np.uint64(mask % (1 << 64))
                                for word, shift in layout]).reshape(-1, len(CODE_COLUMNS))
-    return keys, sizes, columns
+    return keys_out, sizes, columns
 
 
 COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
@@ -791,13 +830,28 @@ class ClassProgress:
         return self.skipped / decided if decided else None
 
 
-def study_class_progress(*, study: Study) -> list[ClassProgress]:
-    """Per class: ordinary (yes), complementary (no), abstained, pending and leased queries,
-    and skips (quality checks and withdrawn items excluded throughout, as in the
-    estimates)."""
+def study_class_progress_shell(*, study: Study) -> dict[int, ClassProgress]:
+    """Per class index: its :class:`ClassProgress` with its specialists counted (members;
+    the rest zero), for the counts to fill in."""
     classes = {
         c.index: ClassProgress(index=c.index, name=c.name) for c in study_classes(study=study)
     }
+    for row in (
+        StudyMembership.objects.filter(study=study, role=Role.SPECIALIST)
+        .values("study_class__index")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
+        classes[row["study_class__index"]].specialists = row["n"]
+    return classes
+
+
+def study_class_progress(*, study: Study) -> list[ClassProgress]:
+    """Per class: ordinary (yes), complementary (no), abstained, pending and leased queries,
+    and skips (quality checks and withdrawn items excluded throughout, as in the
+    estimates), counted over the queries (the reference ``tally_counts.Tallies.
+    class_progress`` is checked against)."""
+    classes = study_class_progress_shell(study=study)
     rows = (
         Query.objects.filter(study=study, is_quality_check=False)
         .exclude(item_id__in=ItemFlag.withdrawn_ids(study))
@@ -813,13 +867,6 @@ def study_class_progress(*, study: Study) -> list[ClassProgress]:
             setattr(cp, row["answer"], getattr(cp, row["answer"]) + row["n"])
         else:
             setattr(cp, row["status"], getattr(cp, row["status"]) + row["n"])
-    for row in (
-        StudyMembership.objects.filter(study=study, role=Role.SPECIALIST)
-        .values("study_class__index")
-        .annotate(n=Count("id"))
-        .order_by()
-    ):
-        classes[row["study_class__index"]].specialists = row["n"]
     for row in (
         QuerySkip.objects.filter(study=study, is_quality_check=False)
         .values("k").annotate(n=Count("id")).order_by()
@@ -1085,3 +1132,9 @@ def item_picks(*, study: Study, item_ids: list[int], ordinals: list[int]) -> np.
             if ordinal in column:
                 picks[row[item_id], column[ordinal]] = position
     return picks
+
+
+def study_consistency_failure(*, study: Study) -> TallyState | None:
+    """The study's statistics state when its last consistency check found a difference
+    from the full recompute (``services.consistency``), else None (the dashboard's alert)."""
+    return TallyState.objects.filter(study=study, check_ok=False).first()

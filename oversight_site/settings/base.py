@@ -180,6 +180,7 @@ CELERY_WORKER_CONSUMER = "oversight_site.worker:Consumer"
 CELERY_TASK_DEFAULT_QUEUE = "default"
 # audits run on their own queue, chunk by chunk: a recompute never waits behind one
 CELERY_TASK_ROUTES = {"annotations.tasks.study_recompute_task": {"queue": "estimates"},
+                      "annotations.tasks.tallies_check_task": {"queue": "estimates"},
                       "annotations.audit_tasks.audit_run_task": {"queue": "audits"}}
 CELERY_BEAT_SCHEDULE = {
     "reclaim-expired-leases": {
@@ -196,6 +197,13 @@ CELERY_BEAT_SCHEDULE = {
     "fail-stopped-audits": {
         "task": "annotations.tasks.audits_sweep_task",
         "schedule": schedule(run_every=60.0),
+    },
+    # partitioned studies' maintained statistics held to the full recompute
+    # (annotations.partitioned.services.consistency; /healthz reports a difference)
+    "check-estimates": {
+        "task": "annotations.tasks.tallies_check_task",
+        "schedule": schedule(run_every=float(os.environ.get("OVERSIGHT_CHECK_ESTIMATES_SECONDS",
+                                                            "3600"))),
     },
 }
 # an audit works this long per Celery task (well within CELERY_TASK_SOFT_TIME_LIMIT), then

@@ -13,9 +13,11 @@ pytestmark = pytest.mark.django_db
 def test_healthz_reports_each_part():
     response = Client().get("/healthz")
     body = response.json()
-    assert set(body) == {"ok", "status", "database", "broker", "workers", "recompute"}
+    assert set(body) == {"ok", "status", "database", "broker", "workers", "recompute",
+                         "estimates"}
     assert body["database"] == {"ok": True}  # anonymous: status only
     assert body["recompute"] == {"ok": True, "stale_studies": 0, "failed_studies": 0}
+    assert body["estimates"] == {"ok": True, "mismatched_studies": 0}
     if body["broker"].get("mode", "").startswith("in-process"):
         assert response.status_code == 200 and body["ok"] is True and body["status"] == "ok"
 
@@ -97,3 +99,29 @@ def test_favicon_redirects_to_the_static_icon(client):
     assert response.status_code == 301
     assert response["Location"].endswith("img/favicon.svg")
     assert 'rel="icon"' in client.get("/accounts/login/").content.decode()
+
+
+def test_healthz_reports_studies_whose_statistics_differed_from_the_full_recompute(settings):
+    from annotations.models import TallyGroup
+    from annotations.partitioned.services.consistency import tallies_check
+    from annotations.partitioned.services.labels import label_submit
+    from annotations.partitioned.services.routing import query_lease_next
+    from tests.factories import specialist
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    study = make_study(k=3, n_items=9, seed=403, name="checked-study")
+    user = specialist(study, 0)
+    label_submit(user=user, answer="yes",
+                 query_id=query_lease_next(study=study, user=user).pk)
+    assert tallies_check(study_id=study.pk).ok
+    TallyGroup.objects.filter(study=study, state="yes").update(n=7)  # corrupted
+    assert not tallies_check(study_id=study.pk, repair=False).ok
+    body = Client().get("/healthz").json()
+    assert body["status"] == "degraded"
+    assert body["estimates"] == {"ok": False, "mismatched_studies": 1}
+    client = Client()
+    client.force_login(role_user(study, "researcher"))
+    assert client.get("/healthz").json()["estimates"]["studies"] == [study.pk]
+    assert tallies_check(study_id=study.pk).ok is False  # reported, then rebuilt
+    assert tallies_check(study_id=study.pk).ok
+    assert Client().get("/healthz").json()["estimates"]["ok"] is True

@@ -16,7 +16,6 @@ from scipy import stats
 from annotations.core.models import EstimateSnapshot, Study
 from annotations.partitioned.models import Query, RoutingDesign
 from annotations.partitioned.selectors import (
-    UNIFORM_PART,
     ItemLabels,
     estimated_queries,
     study_class_progress,
@@ -47,6 +46,8 @@ from annotations.partitioned.services.scope_estimates import (
     label_clusters,
     system_counts,
 )
+from annotations.partitioned.services.tallies import tallies_current
+from annotations.partitioned.tally_counts import Tallies
 from assistants.models import AISystem
 from estimators.partitioned.accuracy import estimate
 from estimators.partitioned.adjust import (
@@ -157,18 +158,21 @@ def _system_flags(overall: dict, j: int) -> list[str]:
     return []
 
 
-def _yes_share(study: Study, progress, k: int, first_queries_only: bool = False) -> dict:
+def _yes_share(study: Study, progress, k: int, first_queries_only: bool = False,
+               tallies: Tallies | None = None) -> dict:
     """The yes-share check (estimators.partitioned.checks) on answered first queries (not
     rejected, as in the estimates), as contract 1 of issue 8 lays it out. With one query
     per item every query is a first one, so the class counts are reused (less the rejected
     answers); otherwise one more count over first queries."""
     first_only = study.queries_per_item > 1 or first_queries_only
     if first_only:
-        first = study_first_query_answers(study=study)
+        first = (study_first_query_answers(study=study) if tallies is None
+                 else tallies.first_query_answers())
         yes = [first.get(cp.index, {}).get(Query.Answer.YES, 0) for cp in progress]
         no = [first.get(cp.index, {}).get(Query.Answer.NO, 0) for cp in progress]
     else:  # the progress counts every answer given: less the rejected ones (reviews)
-        rejected = study_rejected_answers(study=study)
+        rejected = (study_rejected_answers(study=study) if tallies is None
+                    else tallies.rejected_answers())
         yes = [cp.yes - rejected.get(cp.index, {}).get(Query.Answer.YES, 0) for cp in progress]
         no = [cp.no - rejected.get(cp.index, {}).get(Query.Answer.NO, 0) for cp in progress]
     answered = [y + n for y, n in zip(yes, no, strict=True)]
@@ -207,7 +211,8 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
     """Compute every AI system's Â_ord, Â_comp, IVW and ML (with SE, 95 % interval and
     finite-sample bound), overall and per stratum, and store them as a snapshot. With
     several queries per item every variance is clustered by item (estimators.partitioned.clustered).
-    Cells without data are null (no figure is invented).
+    Cells without data are null (no figure is invented). The counts come from the study's
+    maintained statistics (``services.tallies``: the log folded first), not its answers.
 
     A study with answers drawn by a targeted design's targeted component: those figures
     and checks come from the uniform part of the draws (``uniform_part_only``; payload
@@ -216,21 +221,7 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
     ``design``). A uniform study's payload is what it always was, bit for bit."""
     started = time.perf_counter()
     study = Study.objects.get(pk=study_id)
-    targeted = study_has_targeted_answers(study=study)
-    with uniform_part_only() if targeted else nullcontext():
-        payload, systems = _paper_payload(study, first_queries_only=targeted)
-    if targeted:
-        payload["uniform_part"] = {"answers": estimated_queries(study, Query.objects.filter(
-            study=study, status=Query.Status.ANSWERED, is_quality_check=False)
-            .filter(UNIFORM_PART)).count()}
-        design = design_payload(study=study, systems=systems, k=payload["k"],
-                                confidence=CONFIDENCE)
-        payload["design"] = {key: v for key, v in design.items() if key != "cells"}
-        for row, cell in zip(payload["systems"], design["cells"], strict=False):
-            row["design"] = cell
-    allocation = _allocation_payload(study)
-    if allocation:
-        payload["allocation"] = allocation
+    payload = recompute_payload(study, tallies_current(study_id=study.pk))
     duration_ms = (time.perf_counter() - started) * 1000
     with transaction.atomic():
         return EstimateSnapshot.objects.create(
@@ -239,7 +230,34 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
         )
 
 
-def _allocation_payload(study: Study) -> dict | None:
+def recompute_payload(study: Study, tallies: Tallies | None) -> dict:
+    """A snapshot's payload: the counts from ``tallies`` (the maintained statistics), or,
+    with None, from the queries themselves — the full recompute, the reference
+    ``services.tallies.tallies_check`` holds the statistics to."""
+    if tallies is None:
+        targeted = study_has_targeted_answers(study=study)
+    else:
+        targeted = tallies.answers(uniform=False) > 0
+    with uniform_part_only() if targeted else nullcontext():
+        payload, systems = _paper_payload(study, first_queries_only=targeted, tallies=tallies)
+    if targeted:
+        with uniform_part_only():
+            payload["uniform_part"] = {"answers": (
+                estimated_queries(study, Query.objects.filter(
+                    study=study, status=Query.Status.ANSWERED, is_quality_check=False))
+                .count() if tallies is None else tallies.estimated_answers())}
+        design = design_payload(study=study, systems=systems, k=payload["k"],
+                                confidence=CONFIDENCE)
+        payload["design"] = {key: v for key, v in design.items() if key != "cells"}
+        for row, cell in zip(payload["systems"], design["cells"], strict=False):
+            row["design"] = cell
+    allocation = _allocation_payload(study, tallies)
+    if allocation:
+        payload["allocation"] = allocation
+    return payload
+
+
+def _allocation_payload(study: Study, tallies: Tallies | None) -> dict | None:
     """A study answered under a Neyman allocation: its strata answered at unequal rates, so
     its figures for the whole study are the stratified ones (payload ``allocation``: the
     latest Neyman design's number, rates and ratio, and the answers drawn under one). None
@@ -249,30 +267,36 @@ def _allocation_payload(study: Study) -> dict | None:
                                           ).order_by("-number").first()
     if design is None:
         return None
-    answers = Query.objects.filter(study=study, status=Query.Status.ANSWERED,
-                                   is_quality_check=False,
-                                   design__kind=RoutingDesign.Kind.NEYMAN).count()
+    answers = (tallies.answers(neyman=True) if tallies is not None else
+               Query.objects.filter(study=study, status=Query.Status.ANSWERED,
+                                    is_quality_check=False,
+                                    design__kind=RoutingDesign.Kind.NEYMAN).count())
     if not answers:
         return None
     return {"design": design.number, "rates": design.allocation["rates"],
             "ratio": design.allocation["ratio"], "answers": answers}
 
 
-def _paper_payload(study: Study, *, first_queries_only: bool) -> tuple[dict, list]:
+def _paper_payload(study: Study, *, first_queries_only: bool,
+                   tallies: Tallies | None = None) -> tuple[dict, list]:
     """The paper's figures and the checks (every method, overall, per stratum and band,
     IPW, the plan) and the study's AI systems; under :func:`uniform_part_only` those of the
     uniform part. ``first_queries_only``: the yes-share check reads first queries even with
-    one query per item (a targeted study's class counts mix both parts)."""
-    progress = study_class_progress(study=study)
+    one query per item (a targeted study's class counts mix both parts). Counts from
+    ``tallies`` (None: from the queries)."""
+    progress = (study_class_progress(study=study) if tallies is None
+                else tallies.class_progress(study))
     k = len(progress)
     systems = list(AISystem.objects.filter(study=study).order_by("ordinal"))
     ordinals = [s.ordinal for s in systems]
     n_bands = n_bands_of(systems)
     band_counts = None
-    if n_bands:  # confidences: the per-band counts come out of the same aggregation
+    banded = [systems[j].ordinal for j in banded_systems(systems)] if n_bands else None
+    if tallies is not None:
+        counts, band_counts = tallies.label_counts(ordinals, banded, n_bands)
+    elif n_bands:  # confidences: the per-band counts come out of the same aggregation
         counts, band_counts = study_label_counts_banded(
-            study=study, ordinals=ordinals, n_bands=n_bands,
-            banded=[systems[j].ordinal for j in banded_systems(systems)])
+            study=study, ordinals=ordinals, n_bands=n_bands, banded=banded)
     else:
         counts = study_label_counts(study=study, ordinals=ordinals)
     per_group = system_counts(counts, k)
@@ -308,7 +332,7 @@ def _paper_payload(study: Study, *, first_queries_only: bool) -> tuple[dict, lis
         or bool(rates and min(rates) == 0 and max(rates) > 0),
     }
     payload["assumptions"] = _assumption_flags(progress, payload["completion_imbalance"])
-    payload["yes_share"] = (_yes_share(study, progress, k, first_queries_only)
+    payload["yes_share"] = (_yes_share(study, progress, k, first_queries_only, tallies)
                             if k >= 2 else None)
     if payload["yes_share"] is not None:
         flag = _yes_share_flag(payload["yes_share"])

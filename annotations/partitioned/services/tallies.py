@@ -1,0 +1,271 @@
+"""A partitioned study's maintained statistics: the log the database triggers write
+(``models.TallyEntry``, migration 0036) folded into per-group counts (``models.TallyGroup``),
+so a recompute reads a few hundred groups instead of every answer.
+
+Contract:
+
+* **Fold** (:func:`tallies_fold`): under the study's ``TallyState`` row lock, take the
+  study's visible entries out of the log (``DELETE … RETURNING``: exactly the rows that
+  statement sees, in one statement, so an entry committed meanwhile stays for the next
+  fold), add their signed counts to the groups, commit. One transaction per batch: a worker
+  killed mid-fold rolls back — the entries are still in the log, the groups as they were —
+  and the next fold redoes it. Cost: the new entries, not the study.
+* **Build** (:func:`tallies_build`): the groups from the queries themselves (one grouped
+  read, ``selectors.codes_copied`` on PostgreSQL), replacing the study's groups and
+  dropping exactly the entries that read already includes (PostgreSQL: REPEATABLE READ —
+  the read and the delete see one snapshot). Runs when a study has no ``TallyState`` (new,
+  migrated, bulk-seeded with the triggers off) and after a failed consistency check.
+* **Check** (:func:`tallies_check`): the estimates from the groups against the full
+  recompute from the queries (``services.estimates``), every number to 1e-9; a difference
+  is logged and recorded (``TallyState.check_*``: /healthz and the dashboard report it),
+  then the groups are rebuilt — with the log line, never silently.
+
+Why a log folded by a worker rather than counts updated in the answer's transaction: a
+count row per group would be one hot row that every concurrent answer of the group must
+lock until it commits (200 specialists, a handful of groups); an insert into the log takes
+no lock another answer waits for."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+from django.db import OperationalError, connection, transaction
+from django.utils import timezone
+
+from annotations.core.models import Study
+from annotations.partitioned.models import Query, TallyEntry, TallyGroup, TallyKey, TallyState
+from annotations.partitioned.selectors import (
+    CODE_COLUMNS,
+    _system_codes,
+    codes_copied,
+    codes_fetched,
+)
+from annotations.partitioned.tally_counts import ANSWERS, CODES, Tallies
+from assistants.models import AISystem
+
+log = logging.getLogger(__name__)
+
+FOLD_BATCH = 200_000  # entries per transaction
+CHECK_TOLERANCE = 1e-9
+BOOLEAN_KEYS = ("first", "uniform", "neyman", "rejected", "withdrawn")
+
+
+def _ordinals(study_id: int) -> list[int]:
+    """The systems whose codes are kept: ordinals 0 … the study's highest."""
+    top = (AISystem.objects.filter(study_id=study_id).order_by("-ordinal")
+           .values_list("ordinal", flat=True).first())
+    return list(range(top + 1)) if top is not None else []
+
+
+def _key(raw: tuple) -> tuple:
+    """A ``TallyKey`` tuple with Python types (SQLite gives 0/1 for booleans)."""
+    stratum, k, state, *flags = raw
+    return (stratum, int(k), state, *(bool(f) for f in flags))
+
+
+def _lock(study_id: int) -> TallyState:
+    """The study's ``TallyState`` row, locked for this transaction (an UPDATE: on SQLite it
+    takes the write lock at once, so no writer commits between this fold's reads)."""
+    TallyState.objects.get_or_create(study_id=study_id)
+    TallyState.objects.filter(study_id=study_id).update(folded_at=timezone.now())
+    return TallyState.objects.get(study_id=study_id)
+
+
+# --- fold ----------------------------------------------------------------------------------
+def tallies_fold(*, study_id: int) -> int:
+    """Fold the study's logged entries into its groups (building them first if they never
+    were); returns the entries folded."""
+    folded = 0
+    while True:
+        with transaction.atomic():
+            state = _lock(study_id)
+            if state.built_at is None:
+                break
+            taken = _entries_taken(study_id)
+            if taken:
+                _groups_add(study_id, taken)
+                TallyState.objects.filter(study_id=study_id).update(
+                    entries_folded=state.entries_folded + len(taken))
+        folded += len(taken)
+        if len(taken) < FOLD_BATCH:
+            return folded
+    tallies_build(study_id=study_id)
+    return folded
+
+
+def _entries_taken(study_id: int) -> list[tuple]:
+    """Up to :data:`FOLD_BATCH` of the study's entries, deleted from the log in the same
+    statement that reads them."""
+    table = TallyEntry._meta.db_table
+    columns = ", ".join([*TallyKey.KEY, "sign", *CODE_COLUMNS])
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE "
+                       f"study_id = %s ORDER BY id LIMIT %s) RETURNING {columns}",
+                       [study_id, FOLD_BATCH])
+        return cursor.fetchall()
+
+
+def _groups_add(study_id: int, taken: list[tuple]) -> None:
+    """Add the signed entries ``taken`` to the study's groups."""
+    width = len(TallyKey.KEY)
+    keys = [_key(row[:width]) for row in taken]
+    distinct = list(dict.fromkeys(keys))
+    index = {key: g for g, key in enumerate(distinct)}
+    group = np.array([index[key] for key in keys], dtype=np.int64)
+    sign = np.array([row[width] for row in taken], dtype=np.int64)
+    n = np.bincount(group, weights=sign, minlength=len(distinct)).astype(np.int64)
+    ordinals = _ordinals(study_id)
+    codes = np.zeros((len(distinct), len(ordinals), CODES), dtype=np.int64)
+    if ordinals:
+        columns = np.array([row[width + 1:] for row in taken], dtype=np.int64)
+        per = _system_codes(columns.view(np.uint64), ordinals).astype(np.int64)
+        flat = (group[:, None] * len(ordinals) + np.arange(len(ordinals))) * CODES + per
+        codes = np.bincount(flat.ravel(), weights=np.repeat(sign, len(ordinals)),
+                            minlength=codes.size).astype(np.int64).reshape(codes.shape)
+    _groups_merge(study_id, distinct, n, codes, ordinals)
+
+
+def _groups_merge(study_id: int, keys: list[tuple], n: np.ndarray, codes: np.ndarray,
+                  ordinals: list[int], *, replace: bool = False) -> None:
+    """Add (``replace``: set) the counts of ``keys`` to the study's stored groups; a group
+    left with no query is deleted."""
+    stored = {} if replace else {
+        _key(row[:-3]): row[-3:] for row in TallyGroup.objects.filter(study_id=study_id)
+        .values_list(*TallyKey.KEY, "id", "n", "codes")}
+    if replace:
+        TallyGroup.objects.filter(study_id=study_id).delete()
+    create, update, delete = [], [], []
+    for g, key in enumerate(keys):
+        pk, total, by_system = stored.get(key, (None, 0, {}))
+        total += int(n[g])
+        by_system = {o: dict(c) for o, c in by_system.items()}
+        for j, ordinal in enumerate(ordinals):
+            if key[2] not in ANSWERS:
+                break  # open queries and skips carry no codes
+            for code in np.flatnonzero(codes[g, j, 1:]) + 1:
+                slot = by_system.setdefault(str(ordinal), {})
+                slot[str(code)] = slot.get(str(code), 0) + int(codes[g, j, code])
+                if slot[str(code)] == 0:
+                    del slot[str(code)]
+            if not by_system.get(str(ordinal), True):
+                del by_system[str(ordinal)]
+        if pk is not None and total == 0 and not by_system:
+            delete.append(pk)
+        elif pk is not None:
+            update.append(TallyGroup(pk=pk, n=total, codes=by_system))
+        elif total or by_system:
+            create.append(TallyGroup(study_id=study_id, n=total, codes=by_system,
+                                     **dict(zip(TallyKey.KEY, key, strict=True))))
+    TallyGroup.objects.filter(pk__in=delete).delete()
+    TallyGroup.objects.bulk_update(update, ["n", "codes"])
+    TallyGroup.objects.bulk_create(create)
+
+
+# --- build ---------------------------------------------------------------------------------
+def _key_sql(study_id: int) -> tuple[str, str]:
+    """The ``TallyKey`` of a row of the study's queries as SQL expressions, and their kinds
+    (``selectors.codes_copied``) — what the triggers of migration 0036 write, with each
+    membership test a hashed set of the study's few designs, rejections and withdrawals
+    (the triggers' per-row EXISTS would probe an index per query)."""
+    q = connection.ops.quote_name
+    t = Query._meta.db_table
+    sid = int(study_id)
+
+    def member(column: str, subquery: str) -> str:
+        return f"COALESCE({t}.{q(column)} IN ({subquery}), FALSE)"
+
+    exprs = [
+        f"{t}.{q('stratum')}", f"{t}.{q('k')}",
+        f"CASE WHEN {t}.{q('status')} = 'answered' THEN {t}.{q('answer')} ELSE 'open' END",
+        f"{t}.{q('sequence')} = 0",
+        f"({t}.{q('draw_uniform')} IS NULL OR {t}.{q('draw_uniform')})",
+        member("design_id", "SELECT d.id FROM annotations_routingdesign d WHERE d.study_id = "
+               f"{sid} AND d.kind = 'neyman'"),
+        member("id", "SELECT v.answer_id FROM annotations_answerreview v JOIN "
+               "django_content_type c ON c.id = v.answer_type_id WHERE v.study_id = "
+               f"{sid} AND c.app_label = 'annotations' AND c.model = 'query' AND v.state = "
+               "'rejected'"),
+        member("item_id", "SELECT f.item_id FROM annotations_itemflag f WHERE f.study_id = "
+               f"{sid} AND f.resolution = 'withdrawn'"),
+    ]
+    return ", ".join(exprs), "titbbbbb"
+
+
+def tallies_build(*, study_id: int) -> None:
+    """Replace the study's groups with counts from its queries and skips, and drop the
+    log entries that read includes (module docstring)."""
+    for attempt in range(5):
+        try:
+            outermost = not connection.in_atomic_block
+            with transaction.atomic():
+                if connection.vendor == "postgresql" and outermost:
+                    with connection.cursor() as cursor:
+                        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                _lock(study_id)
+                _build(study_id)
+            return
+        except OperationalError as exc:  # a fold committed after this snapshot: again
+            if attempt == 4 or "serializ" not in str(exc).lower():
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
+def _build(study_id: int) -> None:
+    keys_sql, kinds = _key_sql(study_id)
+    q = connection.ops.quote_name
+    where = (f"FROM {Query._meta.db_table} WHERE {q('study_id')} = %s AND NOT "
+             f"{q('is_quality_check')}")
+    ordinals = _ordinals(study_id)
+    if connection.vendor == "postgresql":
+        raw_keys, sizes, columns = codes_copied(keys_sql, kinds, where, [study_id],
+                                                ordinals or [0])
+    else:
+        raw_keys, sizes, columns = codes_fetched(keys_sql, where, [study_id])
+    keys = [_key(k) for k in raw_keys]
+    group = np.repeat(np.arange(len(keys)), sizes).astype(np.int64)
+    codes = np.zeros((len(keys), len(ordinals), CODES), dtype=np.int64)
+    if ordinals and len(group):
+        per = _system_codes(columns, ordinals).astype(np.int64)
+        flat = (group[:, None] * len(ordinals) + np.arange(len(ordinals))) * CODES + per
+        codes = np.bincount(flat.ravel(), minlength=codes.size).reshape(codes.shape)
+    n = np.asarray(sizes, dtype=np.int64)
+    skips = [(("", k, "skip", False, True, False, False, False), count) for k, count in
+             _skip_counts(study_id)]
+    keys += [key for key, _ in skips]
+    n = np.concatenate([n, np.array([c for _, c in skips], dtype=np.int64)])
+    codes = np.concatenate([codes, np.zeros((len(skips), *codes.shape[1:]), np.int64)])
+    _groups_merge(study_id, keys, n, codes, ordinals, replace=True)
+    TallyEntry.objects.filter(study_id=study_id).delete()
+    TallyState.objects.filter(study_id=study_id).update(built_at=timezone.now())
+
+
+def _skip_counts(study_id: int) -> list[tuple[int, int]]:
+    from django.db.models import Count
+
+    from annotations.partitioned.models import QuerySkip
+
+    return list(QuerySkip.objects.filter(study_id=study_id, is_quality_check=False)
+                .values("k").annotate(n=Count("id")).values_list("k", "n").order_by())
+
+
+# --- read ----------------------------------------------------------------------------------
+def tallies_current(*, study_id: int) -> Tallies:
+    """The study's statistics, current: the log folded, then the groups read under the same
+    lock (no fold can move entries between the two)."""
+    tallies_fold(study_id=study_id)
+    with transaction.atomic():
+        _lock(study_id)
+        taken = _entries_taken(study_id)  # what arrived since: small
+        if taken:
+            _groups_add(study_id, taken)
+        rows = list(TallyGroup.objects.filter(study_id=study_id)
+                    .values_list(*TallyKey.KEY, "n", "codes"))
+    return Tallies.of_rows([(*_key(r[:len(TallyKey.KEY)]), *r[len(TallyKey.KEY):])
+                            for r in rows])
+
+
+def orphan_entries_drop() -> int:
+    """Delete log entries of studies that no longer exist (written while one was deleted)."""
+    return TallyEntry.objects.exclude(study_id__in=Study.objects.values("pk")).delete()[0]

@@ -1,0 +1,276 @@
+"""Estimates from maintained statistics: time that grows with the new answers, not the study.
+
+    .venv/bin/python bench/bench_tallies.py                       # 100 000 vs 10 000 000
+    .venv/bin/python bench/bench_tallies.py --big 2000000 --keep  # smaller, kept for reuse
+
+On a scratch PostgreSQL database (``BENCH_DATABASE_URL`` overrides the default), seeds with
+bulk SQL (the triggers off while seeding, ``session_replication_role = replica``, as a bulk
+load would) three partitioned studies of 20 AI systems, K = 5, one query per item: "small"
+(``--small`` answers), "big" (``--big``) and "rebuild" (``--rebuild`` answers), each with
+spare pending queries. Then, in one run, prints:
+
+* **refresh after new answers**: ``--new`` pending queries answered in one statement (the
+  triggers write their entries), then ``study_recompute`` (fold + read + estimates +
+  snapshot) timed, median of ``--reps``; for small and big, and their ratio (budget ≤ 1.2);
+* **full rebuild** of the "rebuild" study's statistics from its queries
+  (``tallies_build``) against the bare ``GROUP BY stratum, k, answer`` count of the same
+  rows, median of 3 (budget ≤ 2×), and the full recompute from the answers for reference;
+* **answer → snapshot** on the big study through a real Celery worker process (Redis
+  ``--broker``; the default debounce): a specialist's answer (``label_submit``) until the
+  snapshot that counts it exists, median of ``--reps`` (budget: ≤ 2 s to the dashboard,
+  which polls every second);
+* disk (the queries' table, the log, the groups) and memory (this process's and the
+  worker's peak resident set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _scratch import ROOT, scratch_database  # noqa: E402
+
+SYSTEMS = 20
+K = 5
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--small", type=int, default=100_000)
+    parser.add_argument("--big", type=int, default=10_000_000)
+    parser.add_argument("--rebuild", type=int, default=1_000_000)
+    parser.add_argument("--new", type=int, default=1000, help="answers per refresh")
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--db", default="oversight_bench_tallies")
+    parser.add_argument("--broker", default="redis://127.0.0.1:6379/12")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the scratch database and reuse its seeded studies")
+    args = parser.parse_args()
+    os.environ["CELERY_BROKER_URL"] = args.broker  # answers queue their recompute, as live
+    with scratch_database(args.db, keep=args.keep, reuse=args.keep) as url:
+        run(args, url)
+
+
+def _seed(name: str, answers: int, spare: int):
+    """A study of ``answers`` answered queries and ``spare`` pending ones (bulk SQL, the
+    tally triggers off), with a specialist per class."""
+    from django.db import connection
+
+    from annotations.core.services.studies import membership_add, study_create
+    from annotations.models import Study, StudyMembership, User
+    from annotations.partitioned.services.imports import study_stratum_sizes_refresh
+    from annotations.partitioned.services.predictions import system_create
+
+    study = Study.objects.filter(name=name).first()
+    if study is not None:
+        print(f"reusing '{name}'")
+        return study
+    started = time.perf_counter()
+    study = study_create(name=name, classes=[f"C{i}" for i in range(K)])
+    for s in range(SYSTEMS):
+        system_create(study=study, name=f"system-{s}")
+    for c in range(K):
+        user = User.objects.create_user(f"{study.pk}-spec{c}", password="pw")
+        membership_add(study=study, user=user, role=StudyMembership.Role.SPECIALIST,
+                       class_index=c)
+    Study.objects.filter(pk=study.pk).update(status="open")
+    n = answers + spare
+    full = (1 << SYSTEMS) - 1
+    with connection.cursor() as cur:
+        cur.execute("SET session_replication_role = replica")  # no triggers: a bulk load
+        cur.execute(
+            """INSERT INTO annotations_item (study_id, external_id, text, options, option_order,
+                   class_order, metadata, stratum, is_quality_check, created_at)
+               SELECT %s, 'i' || g, 'item', '[]', '[0,1,2,3,4]', '[0]', '{}',
+                      's' || (g %% 4), false, now()
+               FROM generate_series(1, %s) g""", [study.pk, n])
+        cur.execute(
+            """INSERT INTO annotations_query (study_id, public_id, item_id, k, sequence, rank,
+                   stratum, is_quality_check, status, answer, answered_at, times_issued,
+                   match_mask, present_mask)
+               SELECT i.study_id, substr(md5(random()::text || i.id::text), 1, 16), i.id,
+                      floor(random() * 5)::int, 0, (random() * 1e15)::bigint, i.stratum,
+                      false, s.status, s.answer, s.at, s.issued, s.match, s.present
+               FROM (SELECT id, study_id, stratum, row_number() OVER (ORDER BY id) AS r
+                     FROM annotations_item WHERE study_id = %s) i
+               CROSS JOIN LATERAL (SELECT
+                   CASE WHEN i.r <= %s THEN 'answered' ELSE 'pending' END AS status,
+                   CASE WHEN i.r > %s THEN '' WHEN random() < 0.25 THEN 'yes'
+                        WHEN random() < 0.05 THEN 'unsure' ELSE 'no' END AS answer,
+                   CASE WHEN i.r <= %s THEN now() END AS at,
+                   CASE WHEN i.r <= %s THEN 1 ELSE 0 END AS issued,
+                   (random() * 9.2e18)::bigint & %s AS match,
+                   %s & ~((random() * 9.2e18)::bigint & (random() * 9.2e18)::bigint
+                          & (random() * 9.2e18)::bigint & (random() * 9.2e18)::bigint
+                          & (random() * 9.2e18)::bigint) AS present
+                   WHERE i.id > 0) s""",
+            [study.pk, answers, answers, answers, answers, full, full])
+        cur.execute("UPDATE annotations_query SET match_mask = match_mask & present_mask "
+                    "WHERE study_id = %s AND match_mask & ~present_mask <> 0", [study.pk])
+        cur.execute("SET session_replication_role = DEFAULT")
+        cur.execute("VACUUM ANALYZE annotations_query")
+        cur.execute("VACUUM ANALYZE annotations_item")
+    study_stratum_sizes_refresh(study=study)
+    print(f"seeded '{name}': {answers:,} answered + {spare:,} pending queries × {SYSTEMS} "
+          f"systems in {time.perf_counter() - started:.1f} s")
+    return study
+
+
+def _answer_pending(study, n: int) -> None:
+    """``n`` pending queries answered in one statement (the triggers log them)."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            """UPDATE annotations_query SET status = 'answered', answered_at = now(),
+                   times_issued = 1,
+                   answer = CASE WHEN random() < 0.25 THEN 'yes' ELSE 'no' END
+               WHERE id IN (SELECT id FROM annotations_query WHERE study_id = %s
+                            AND status = 'pending' ORDER BY id LIMIT %s)""", [study.pk, n])
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.0f} ms"
+
+
+def _refresh(study, args) -> float:
+    from annotations.partitioned.services.estimates import study_recompute
+
+    study_recompute(study_id=study.pk)  # built and folded: the steady state
+    times = []
+    for _ in range(args.reps):
+        _answer_pending(study, args.new)
+        t0 = time.perf_counter()
+        snapshot = study_recompute(study_id=study.pk)
+        times.append(time.perf_counter() - t0)
+    print(f"  {study.name}: refresh after {args.new:,} new answers {_ms(_median(times))} "
+          f"(median of {args.reps}; {snapshot.n_answered:,} answered)")
+    return _median(times)
+
+
+def _rebuild(study) -> None:
+    from django.db import connection
+
+    from annotations.partitioned.services.estimates import recompute_payload
+    from annotations.partitioned.services.tallies import tallies_build
+
+    bare, build, full = [], [], []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        with connection.cursor() as cur:
+            cur.execute("SELECT stratum, k, answer, count(*) FROM annotations_query WHERE "
+                        "study_id = %s AND status = 'answered' AND NOT is_quality_check "
+                        "GROUP BY 1, 2, 3", [study.pk])
+            cur.fetchall()
+        bare.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        tallies_build(study_id=study.pk)
+        build.append(time.perf_counter() - t0)
+    for _ in range(2):
+        t0 = time.perf_counter()
+        recompute_payload(study, None)
+        full.append(time.perf_counter() - t0)
+    print(f"  bare GROUP BY {_ms(_median(bare))}; full rebuild of the statistics "
+          f"{_ms(_median(build))} = {_median(build) / _median(bare):.2f}× (budget ≤ 2×); "
+          f"the estimates counted from the answers (the reference) {_ms(_median(full))}")
+
+
+def _worker(url: str, broker: str) -> subprocess.Popen:
+    env = {**os.environ, "DATABASE_URL": url, "CELERY_BROKER_URL": broker,
+           "DJANGO_SETTINGS_MODULE": "oversight_site.settings.local"}
+    proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "oversight_site", "worker",
+                             "-Q", "default,estimates", "-c", "1", "--loglevel", "WARNING",
+                             "-n", f"bench-tallies-{os.getpid()}@%h"], cwd=ROOT, env=env)
+    from oversight_site.celery import app
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not app.control.ping(timeout=0.5):
+        pass
+    return proc
+
+
+def _answer_to_snapshot(study, args, url: str) -> None:
+    from django.db import transaction
+
+    from annotations.models import EstimateSnapshot, User
+    from annotations.partitioned.services.labels import label_submit
+    from annotations.partitioned.services.routing import query_lease_next
+
+    worker = _worker(url, args.broker)
+    try:
+        from annotations.partitioned.services.estimates import study_recompute
+
+        study_recompute(study_id=study.pk)
+        user = User.objects.get(username=f"{study.pk}-spec0")
+        times = []
+        for _ in range(args.reps):
+            before = EstimateSnapshot.objects.filter(study=study).latest().n_answered
+            query = query_lease_next(study=study, user=user)
+            t0 = time.perf_counter()
+            with transaction.atomic():
+                label_submit(user=user, answer="yes", query_id=query.pk)
+            while not EstimateSnapshot.objects.filter(study=study,
+                                                      n_answered__gt=before).exists():
+                if time.perf_counter() - t0 > 60:
+                    raise SystemExit("no snapshot counted the answer within 60 s")
+                time.sleep(0.01)
+            times.append(time.perf_counter() - t0)
+            time.sleep(0.5)
+        print(f"  answer → snapshot at {before + 1:,} answers: {_ms(_median(times))} median, "
+              f"{_ms(max(times))} worst of {args.reps} (a real worker; the dashboard polls "
+              "every second, so ≤ this + 1 s to the screen; budget 2 s)")
+        rss = subprocess.run(["ps", "-o", "rss=", "--ppid", str(worker.pid), "-p",
+                              str(worker.pid)], capture_output=True, text=True).stdout.split()
+        print(f"  worker resident memory: {max(int(r) for r in rss) / 1024:,.0f} MB")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+
+
+def _disk() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        for table in ("annotations_query", "annotations_item", "annotations_tallyentry",
+                      "annotations_tallygroup"):
+            cur.execute("SELECT pg_total_relation_size(%s)", [table])
+            print(f"  {table}: {cur.fetchone()[0] / 2**20:,.0f} MB")
+
+
+def run(args: argparse.Namespace, url: str) -> None:
+    spare = args.new * (args.reps + 1) + 100
+    small = _seed(f"bench tallies small {args.small}", args.small, spare)
+    big = _seed(f"bench tallies big {args.big}", args.big, spare)
+    rebuild = _seed(f"bench tallies rebuild {args.rebuild}", args.rebuild, 0)
+    print("[refresh after new answers]")
+    t0 = time.perf_counter()
+    from annotations.partitioned.services.tallies import tallies_fold
+
+    tallies_fold(study_id=big.pk)  # the first fold of a bulk-loaded study builds it
+    print(f"  first build of the big study's statistics: {_ms(time.perf_counter() - t0)}")
+    t_small = _refresh(small, args)
+    t_big = _refresh(big, args)
+    print(f"  ratio big / small: {t_big / t_small:.2f} (budget ≤ 1.2)")
+    print(f"[full rebuild at {args.rebuild:,} answers]")
+    _rebuild(rebuild)
+    print("[answer → snapshot]")
+    _answer_to_snapshot(big, args, url)
+    print("[disk]")
+    _disk()
+    print(f"[memory] this process's peak resident set: "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

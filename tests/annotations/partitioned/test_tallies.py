@@ -1,0 +1,239 @@
+"""The maintained statistics (services/tallies.py, the triggers of migration 0036) against
+the full recompute: random sequences of answers, undos, skips, withdrawals and their
+reversal, rejections and their undo, item re-imports, prediction imports and design
+changes, with the estimates from the statistics equal to those counted from the queries
+after every step (hypothesis; this module runs on SQLite and again on PostgreSQL in CI's
+second pass). Also: a build from the queries equals the folded groups exactly, a fold
+takes only the new entries, and a check reports and repairs a difference."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from annotations.core.reviews.services import answer_rejection_undo, answer_review
+from annotations.core.services.flags import flag_resolve
+from annotations.models import Item, ItemFlag, Query, TallyEntry, TallyGroup, TallyState
+from annotations.partitioned.models import TallyKey
+from annotations.partitioned.services.consistency import payload_difference, tallies_check
+from annotations.partitioned.services.designs import routing_design_set
+from annotations.partitioned.services.estimates import recompute_payload
+from annotations.partitioned.services.labels import label_submit, label_undo
+from annotations.partitioned.services.predictions import prediction_set
+from annotations.partitioned.services.routing import query_lease_next, query_skip
+from annotations.partitioned.services.tallies import (
+    tallies_build,
+    tallies_current,
+    tallies_fold,
+)
+from assistants.models import AISystem
+from tests.factories import make_study, role_user, specialist
+
+pytestmark = pytest.mark.django_db
+
+K = 3
+
+
+class Rollback(Exception):
+    """Ends an example: its writes are undone with the savepoint."""
+
+
+def _groups(study) -> dict:
+    return {tuple(r[:len(TallyKey.KEY)]): (r[-2], r[-1]) for r in TallyGroup.objects.filter(
+        study=study).values_list(*TallyKey.KEY, "n", "codes")}
+
+
+def _agree(study) -> None:
+    from_tallies = recompute_payload(study, tallies_current(study_id=study.pk))
+    reference = recompute_payload(study, None)
+    difference, detail = payload_difference(from_tallies, reference)
+    assert not detail, detail
+    assert difference <= 1e-9
+
+
+# --- the operations ------------------------------------------------------------------------
+def answer(study, c: int, value: str) -> None:
+    user = specialist(study, c)
+    query = query_lease_next(study=study, user=user)
+    if query is not None:
+        label_submit(user=user, answer=value, query_id=query.pk)
+
+
+def undo(study, c: int, _value) -> None:
+    with contextlib.suppress(Exception), transaction.atomic():
+        label_undo(study=study, user=specialist(study, c))
+
+
+def skip(study, c: int, _value) -> None:
+    user = specialist(study, c)
+    query = query_lease_next(study=study, user=user)
+    if query is not None:
+        query_skip(user=user, query_id=query.pk)
+
+
+def _item(study, i: int) -> Item:
+    items = list(Item.objects.filter(study=study, is_quality_check=False).order_by("pk"))
+    return items[i % len(items)]
+
+
+def withdraw(study, i: int, _value) -> None:
+    item = _item(study, i)
+    researcher = role_user(study, "researcher")
+    ItemFlag.objects.get_or_create(study=study, item_id=item.pk, user=researcher,
+                                   defaults={"reason": ItemFlag.Reason.BROKEN})
+    flag_resolve(study=study, item_id=item.pk, resolution=ItemFlag.Resolution.WITHDRAWN,
+                 user=researcher)
+
+
+def restore(study, i: int, _value) -> None:
+    """A withdrawal taken back (the flags of the item dismissed)."""
+    ItemFlag.objects.filter(study=study, item_id=_item(study, i).pk).update(
+        resolution=ItemFlag.Resolution.DISMISSED, resolved_at=timezone.now())
+
+
+def reject(study, i: int, accept: bool) -> None:
+    answered = list(Query.objects.filter(study=study, status=Query.Status.ANSWERED,
+                                         is_quality_check=False).order_by("pk"))
+    if not answered:
+        return
+    query = answered[i % len(answered)]
+    researcher = role_user(study, "researcher")
+    if accept is None:
+        with contextlib.suppress(Exception), transaction.atomic():
+            answer_rejection_undo(study=study, answer_id=query.pk, by=researcher)
+        return
+    answer_review(study=study, answer_id=query.pk, accept=accept, reason="checked",
+                  by=researcher)
+
+
+def restratify(study, i: int, stratum: str) -> None:
+    """An item re-imported into another stratum (what an update import writes)."""
+    item = _item(study, i)
+    Item.objects.filter(pk=item.pk).update(stratum=stratum)
+    Query.objects.filter(item=item).update(stratum=stratum)
+
+
+def predict(study, i: int, option) -> None:
+    system = AISystem.objects.filter(study=study).order_by("ordinal")[i % 2]
+    prediction_set(system=system, item=_item(study, i), option=option)
+
+
+def design(study, _i: int, epsilon) -> None:
+    Query.objects.filter(study=study, status=Query.Status.LEASED).update(
+        status=Query.Status.PENDING, holder=None, lease_expires_at=None)
+    with contextlib.suppress(Exception), transaction.atomic():
+        routing_design_set(study=study, kind="uniform" if epsilon is None else "targeted",
+                           epsilon=epsilon)
+
+
+STEPS = st.one_of(
+    st.tuples(st.just(answer), st.integers(0, K - 1),
+              st.sampled_from(["yes", "no", "no", "unsure"])),
+    st.tuples(st.just(undo), st.integers(0, K - 1), st.none()),
+    st.tuples(st.just(skip), st.integers(0, K - 1), st.none()),
+    st.tuples(st.just(withdraw), st.integers(0, 20), st.none()),
+    st.tuples(st.just(restore), st.integers(0, 20), st.none()),
+    st.tuples(st.just(reject), st.integers(0, 20), st.sampled_from([False, True, None])),
+    st.tuples(st.just(restratify), st.integers(0, 20), st.sampled_from(["s0", "s1", "s2"])),
+    st.tuples(st.just(predict), st.integers(0, 20), st.sampled_from([None, 0, 1, 2])),
+    st.tuples(st.just(design), st.integers(0, 1), st.sampled_from([None, 0.3, 1.0])),
+)
+
+
+@pytest.fixture
+def base_study(db):
+    return make_study(k=K, n_items=8, queries_per_item=2, systems={"a": 0.8, "b": 0.5},
+                      strata=2, seed=3)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow])
+@given(steps=st.lists(STEPS, min_size=1, max_size=14))
+def test_estimates_from_the_statistics_equal_the_full_recompute_after_every_step(
+        base_study, steps):
+    study = base_study
+    with contextlib.suppress(Rollback), transaction.atomic():
+        tallies_fold(study_id=study.pk)
+        for operation, where, value in steps:
+            operation(study, where, value)
+            _agree(study)
+        folded = _groups(study)
+        tallies_build(study_id=study.pk)
+        assert _groups(study) == folded  # the folds add up to a build from the queries
+        raise Rollback
+
+
+def test_a_fold_takes_only_the_new_entries(base_study):
+    study = base_study
+    tallies_fold(study_id=study.pk)
+    assert TallyState.objects.get(study=study).built_at is not None
+    assert not TallyEntry.objects.filter(study_id=study.pk).exists()
+    answer(study, 0, "yes")
+    answer(study, 1, "yes")
+    # an answer writes two entries (−1 at "open", +1 at its answer)
+    assert TallyEntry.objects.filter(study_id=study.pk).count() == 4
+    answer(study, 2, "no")  # and a "no" routes a follow-up query: +1 at "open"
+    assert tallies_fold(study_id=study.pk) == 7
+    assert not TallyEntry.objects.filter(study_id=study.pk).exists()
+    _agree(study)
+
+
+def test_a_lease_writes_no_entry(base_study):
+    study = base_study
+    tallies_fold(study_id=study.pk)
+    assert query_lease_next(study=study, user=specialist(study, 0)) is not None
+    assert not TallyEntry.objects.filter(study_id=study.pk).exists()
+
+
+def test_a_check_reports_a_difference_and_rebuilds_with_a_log_line(base_study, caplog):
+    study = base_study
+    answer(study, 0, "yes")
+    assert tallies_check(study_id=study.pk).ok
+    group = TallyGroup.objects.filter(study=study, state="yes").first()
+    TallyGroup.objects.filter(pk=group.pk).update(n=group.n + 5)  # a corrupted count
+    check = tallies_check(study_id=study.pk)
+    assert not check.ok and "n_answered" in check.detail or "classes" in check.detail
+    state = TallyState.objects.get(study=study)
+    assert state.check_ok is False and state.check_detail == check.detail[:2000]
+    assert "differ from the full recompute" in caplog.text
+    assert tallies_check(study_id=study.pk).ok  # rebuilt
+
+
+def test_entries_of_a_deleted_study_are_dropped(base_study):
+    from annotations.partitioned.services.tallies import orphan_entries_drop
+
+    study_id = base_study.pk
+    base_study.delete()
+    assert TallyEntry.objects.filter(study_id=study_id).exists()  # its queries' −1 entries
+    assert orphan_entries_drop() > 0
+    assert not TallyEntry.objects.filter(study_id=study_id).exists()
+
+
+def test_the_check_command_reports_each_study_and_fails_on_a_difference(base_study):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    study = base_study
+    answer(study, 0, "yes")
+    out = StringIO()
+    call_command("check_estimates", str(study.pk), stdout=out)
+    assert f"study {study.pk}: same" in out.getvalue()
+    TallyGroup.objects.filter(study=study, state="yes").update(n=99)
+    out = StringIO()
+    with pytest.raises(CommandError, match=str(study.pk)):
+        call_command("check_estimates", str(study.pk), "--no-repair", stdout=out)
+    assert "DIFFERENT" in out.getvalue()
+    assert TallyGroup.objects.filter(study=study, state="yes", n=99).exists()  # not repaired
+    with pytest.raises(CommandError):
+        call_command("check_estimates", str(study.pk), stdout=StringIO())  # repairs
+    out = StringIO()
+    call_command("check_estimates", str(study.pk), stdout=out)
+    assert "1 studies checked, 0 differed" in out.getvalue()

@@ -163,15 +163,24 @@ def netns_add(name: str, ip: str) -> str:
 # ------------------------------------------------------------------ configs
 
 
-def haproxy_cfg(webs: list[tuple[str, str]], *, port: int = PORT) -> str:
+def haproxy_cfg(webs: list[tuple[str, str]], *, port: int = PORT, maxconn: int = 8) -> str:
     """HTTP on 127.0.0.1:``port`` balanced over ``webs`` ((name, ip) pairs) by least
-    connections. Health: GET /healthz every 2 s (it takes about 1 s: it pings the Celery
-    workers for 1 s), 4 s to answer; two failures take a host out, two successes put it
-    back. /healthz answers 503 when something every host shares is down
+    connections, at most ``maxconn`` requests at once on each host (its gunicorn workers ×
+    threads): the others wait in HAProxy's queue, not in gunicorn's backlog, so a health
+    check never waits behind a host's whole backlog — an overloaded host is slow, not dead
+    (without the limit, the one web host left after a kill failed its checks under the
+    load of both, and HAProxy had no host at all). Health: GET /healthz every 2 s (about
+    1 s: it pings the Celery workers for 1 s), 5 s to answer; three failures take a host
+    out, two successes put it back. Server connections close after each response
+    (``http-server-close``): a request in flight on a host that dies then ends in a logged
+    502, and no idle server connection closing under a client's keep-alive makes HAProxy
+    close that client's connection. /healthz answers 503 when something every host shares is down
     (database, broker, all workers): that is no reason to take one web host out, so any
     HTTP answer counts as alive; a refused or timed-out check as dead. A refused connection
     is retried on the other host (``redispatch``): only requests in flight on a host that
-    dies fail (502). One log line per request on stdout: accept time, server, status."""
+    dies fail (502). One log line per request on stdout: the connection's accept time
+    (epoch s.ms), handshake and idle time (ms; the request came after both), server,
+    status, total time (ms), method, path, termination state."""
     servers = "\n".join(f"    server {name} {ip}:{WEB_PORT} check" for name, ip in webs)
     return f"""global
     maxconn 4000
@@ -181,9 +190,11 @@ def haproxy_cfg(webs: list[tuple[str, str]], *, port: int = PORT) -> str:
 defaults
     mode http
     log global
-    log-format "%Ts.%ms %s %ST %Ta %HM %HU"
+    log-format "%Ts.%ms %Th %Ti %s %ST %Ta %HM %HU %tsc"
     option forwardfor
+    option http-server-close
     timeout connect 2s
+    timeout queue 60s
     timeout client 120s
     timeout server 120s
     timeout http-keep-alive 60s
@@ -199,8 +210,8 @@ backend webs
     option httpchk
     http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host 127.0.0.1
     http-check expect rstatus ^(200|503)$
-    timeout check 4s
-    default-server inter 2s fall 2 rise 2
+    timeout check 5s
+    default-server inter 2s fall 3 rise 2 maxconn {maxconn}
 {servers}
 """
 
@@ -417,7 +428,8 @@ class Cluster:
         (STATE / "pgbouncer.ini").write_text(pgbouncer_ini(pool_size=self.pool_size))
         self._daemon("pgbouncer-run", ["pgbouncer", "-u", "postgres", f"{STATE}/pgbouncer.ini"])
         webs = [(n, ip) for n, ip in names if n.startswith("web")]
-        (STATE / "haproxy.cfg").write_text(haproxy_cfg(webs))
+        (STATE / "haproxy.cfg").write_text(haproxy_cfg(webs,
+                                                       maxconn=self.web_workers * self.threads))
         self._daemon("haproxy", ["haproxy", "-db", "-f", f"{STATE}/haproxy.cfg"])
         if not (_port_open(GATEWAY, REDIS_PORT) and _port_open(GATEWAY, PGBOUNCER_PORT)):
             raise SystemExit(f"Redis or PgBouncer did not come up (logs in {STATE})")

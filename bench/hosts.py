@@ -169,18 +169,25 @@ def haproxy_cfg(webs: list[tuple[str, str]], *, port: int = PORT, maxconn: int =
     threads): the others wait in HAProxy's queue, not in gunicorn's backlog, so a health
     check never waits behind a host's whole backlog — an overloaded host is slow, not dead
     (without the limit, the one web host left after a kill failed its checks under the
-    load of both, and HAProxy had no host at all). Health: GET /healthz every 2 s (about
-    1 s: it pings the Celery workers for 1 s), 5 s to answer; three failures take a host
-    out, two successes put it back. Server connections close after each response
-    (``http-server-close``): a request in flight on a host that dies then ends in a logged
-    502, and no idle server connection closing under a client's keep-alive makes HAProxy
-    close that client's connection. /healthz answers 503 when something every host shares is down
-    (database, broker, all workers): that is no reason to take one web host out, so any
-    HTTP answer counts as alive; a refused or timed-out check as dead. A refused connection
-    is retried on the other host (``redispatch``): only requests in flight on a host that
-    dies fail (502). One log line per request on stdout: the connection's accept time
-    (epoch s.ms), handshake and idle time (ms; the request came after both), server,
-    status, total time (ms), method, path, termination state."""
+    load of both, and HAProxy had no host at all).
+
+    Health: GET /healthz every 2 s (about 1 s: it pings the Celery workers for 1 s), 5 s
+    to answer; three failures take a host out, two successes put it back. /healthz answers
+    503 when something every host shares is down (database, broker, all workers): that is
+    no reason to take one web host out, so any HTTP answer counts as alive.
+
+    A refused connection is retried on the other host (``retry-on conn-failure``,
+    ``redispatch``; the request is buffered whole first, which a retry needs) and marks
+    the host down at once (``observe layer4``, ``on-error mark-down``): without that,
+    least connections sent most requests to the dead host — it had none — until its
+    checks failed, each answered 503. Server connections close after each response
+    (``http-server-close``): a request in flight on a host that dies ends in a logged 502,
+    and no idle server connection closing under a client's keep-alive closes that client's
+    connection. So only requests in flight on a host that dies fail.
+
+    One log line per request on stdout: the connection's accept time (epoch s.ms),
+    handshake and idle time (ms; the request came after both), server, status, total time
+    (ms), method, path, termination state."""
     servers = "\n".join(f"    server {name} {ip}:{WEB_PORT} check" for name, ip in webs)
     return f"""global
     maxconn 4000
@@ -193,6 +200,8 @@ defaults
     log-format "%Ts.%ms %Th %Ti %s %ST %Ta %HM %HU %tsc"
     option forwardfor
     option http-server-close
+    option http-buffer-request
+    retry-on conn-failure
     timeout connect 2s
     timeout queue 60s
     timeout client 120s
@@ -211,7 +220,8 @@ backend webs
     http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host 127.0.0.1
     http-check expect rstatus ^(200|503)$
     timeout check 5s
-    default-server inter 2s fall 3 rise 2 maxconn {maxconn}
+    default-server inter 2s fall 3 rise 2 maxconn {maxconn} \
+        observe layer4 error-limit 1 on-error mark-down
 {servers}
 """
 

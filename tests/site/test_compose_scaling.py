@@ -117,3 +117,16 @@ def test_pgbouncer_settings(flag, cursors, prepare):
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True,
                          capture_output=True, text=True).stdout
     assert json.loads(out) == {"cursors": cursors, "prepare": prepare}
+
+
+def test_haproxy_accepts_its_config(compose):
+    """``haproxy -c`` where HAProxy is installed (CI installs Debian's for the soak)."""
+    import shutil
+
+    haproxy = shutil.which("haproxy", path="/usr/sbin:/usr/bin:/usr/local/sbin")
+    if haproxy is None:
+        pytest.skip("HAProxy is not installed")
+    source = compose["services"]["haproxy"]["volumes"][0].split(":")[0]
+    result = subprocess.run([haproxy, "-c", "-f", str(ROOT / source)], capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

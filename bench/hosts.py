@@ -181,9 +181,10 @@ def haproxy_cfg(webs: list[tuple[str, str]], *, port: int = PORT, maxconn: int =
     the host down at once (``observe layer4``, ``on-error mark-down``): without that,
     least connections sent most requests to the dead host — it had none — until its
     checks failed, each answered 503. Server connections close after each response
-    (``http-server-close``): a request in flight on a host that dies ends in a logged 502,
-    and no idle server connection closing under a client's keep-alive closes that client's
-    connection. So only requests in flight on a host that dies fail.
+    (``http-server-close``): no idle server connection closing under a client's keep-alive
+    closes that client's connection (with keep-alive to the servers, clients saw such
+    closes at random times). So only requests in flight on a host that dies fail — HAProxy
+    closes their clients' connections without an answer (and without a log line).
 
     One log line per request on stdout: the connection's accept time (epoch s.ms),
     handshake and idle time (ms; the request came after both), server, status, total time

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.utils.module_loading import import_string
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +35,17 @@ class Sweep:
 
 
 def beat_sweeps() -> list[Sweep]:
-    """The beat schedule's tasks, each called in-process (errors propagate)."""
+    """The beat schedule's tasks, each called in-process (errors propagate). An entry's
+    ``task`` is the name the task is registered under, as beat sends it to the workers."""
+    import annotations.tasks  # noqa: F401 - registers every task with the Celery app
+    from oversight_site.celery import app
+
     sweeps = []
     for name, entry in settings.CELERY_BEAT_SCHEDULE.items():
         every = entry["schedule"]
         every = every.total_seconds() if isinstance(every, dt.timedelta) else (
             every.run_every.total_seconds() if hasattr(every, "run_every") else float(every))
-        sweeps.append(Sweep(name, import_string(entry["task"]), every))
+        sweeps.append(Sweep(name, app.tasks[entry["task"]], every))
     return sweeps
 
 

@@ -8,11 +8,10 @@ from dataclasses import asdict
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers, status
-from rest_framework.response import Response
+from rest_framework import serializers
 from rest_framework.views import APIView
 
-from annotations.core.api import leased, skip_api, undo_api
+from annotations.core.api import answered, leased, skip_api, undo_api
 from annotations.core.models import Study
 from annotations.critique.services.answers import (
     CritiqueAnswer,
@@ -98,17 +97,19 @@ class CritiqueTaskNextApi(APIView):
 
 class CritiqueTaskAnswerApi(APIView):
     @extend_schema(request=CritiqueAnswerInputSerializer,
-                   responses={201: CritiqueAnswerOutputSerializer},
-                   summary="Answer the critique task you hold (409 when the lease ended)")
+                   responses={201: CritiqueAnswerOutputSerializer,
+                              200: CritiqueAnswerOutputSerializer},
+                   summary="Answer the critique task you hold (idempotent: the same answer "
+                           "again is 200; 409 when the lease ended)")
     def post(self, request, task_id: str):
         data = CritiqueAnswerInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         output = critique_answer(public_id=task_id, user=request.user,
                                  answer=CritiqueAnswer(**data.validated_data))
-        return Response(CritiqueAnswerOutputSerializer({
+        return answered(CritiqueAnswerOutputSerializer({
             "task": task_id, "level": output.level, "final": output.final,
             "choice": output.choice, "confidence": output.confidence,
-            "time_on_task_ms": output.time_ms}).data, status=status.HTTP_201_CREATED)
+            "time_on_task_ms": output.time_ms}).data, created=not output.repeated)
 
 
 def _undo(request, study_id: int) -> dict:

@@ -125,6 +125,14 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         timeout=20, init_command="PRAGMA journal_mode=WAL;", transaction_mode="IMMEDIATE")
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+# Behind PgBouncer in transaction pooling (docs/scaling.md): consecutive transactions of one
+# Django connection may run on different server connections, so nothing may outlive a
+# transaction — no server-side cursors (``.iterator()`` declares one WITH HOLD outside a
+# transaction) and no prepared statements (psycopg 3 prepares a query it has run 5 times).
+DATABASE_PGBOUNCER = env_bool("DATABASE_PGBOUNCER")
+if DATABASE_PGBOUNCER and DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "annotations.User"
 # Django's defaults, then the one for passwords researchers hand out (random, signing in
@@ -193,9 +201,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "annotations.tasks.recomputes_catch_up_task",
         "schedule": schedule(run_every=float(os.environ.get("OVERSIGHT_CATCH_UP_SECONDS", "15"))),
     },
-    # audits whose worker died mid-chunk (annotations.audit.services.runs.audits_sweep)
+    # audits whose worker died mid-chunk (annotations.audit.services.runs.audits_sweep).
+    # "task" is the name a task is registered under (what beat sends), not its import path.
     "fail-stopped-audits": {
-        "task": "annotations.tasks.audits_sweep_task",
+        "task": "annotations.audit_tasks.audits_sweep_task",
         "schedule": schedule(run_every=60.0),
     },
     # partitioned studies' maintained statistics held to the full recompute

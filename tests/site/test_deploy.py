@@ -116,5 +116,7 @@ def test_docker_compose_matches_the_documented_env():
     expected = "${DJANGO_SETTINGS_MODULE:-" + module + "}"
     assert web["environment"]["DJANGO_SETTINGS_MODULE"] == expected
     assert "--timeout $${GUNICORN_TIMEOUT:-120}" in web["command"]
-    assert web["ports"] == ["127.0.0.1:8000:8000"]  # reachable only through the proxy
+    # reachable only through haproxy, itself only through the TLS proxy
+    assert "ports" not in web
+    assert compose["services"]["haproxy"]["ports"] == ["127.0.0.1:8000:8000"]
     assert f"DJANGO_SETTINGS_MODULE={module}" in (ROOT / "Dockerfile").read_text()

@@ -88,6 +88,20 @@ def _question_lock(public_id: str) -> CritiqueQuestion | None:
     return CritiqueQuestion.objects.select_for_update().filter(pk=Subquery(task)).first()
 
 
+def _repeated(public_id: str, user: User, answer: CritiqueAnswer) -> CritiqueOutput | None:
+    """The output ``user`` stored for the task when it is this same answer (its task
+    answered by them), marked ``repeated``; None otherwise."""
+    output = (CritiqueOutput.objects.filter(task__public_id=public_id, author=user,
+                                            task__status=CritiqueTask.Status.ANSWERED,
+                                            task__answered_by=user).first())
+    if output is None or (output.reasoning, output.final, output.confidence, output.choice) != (
+            (answer.reasoning or "").strip(), answer.final, answer.confidence,
+            answer.choice if output.level else ""):
+        return None
+    output.repeated = True
+    return output
+
+
 def _block_siblings(task: CritiqueTask, user: User) -> None:
     """One statement: ``user`` may not receive the other unanswered tasks of the task's
     level of its question (one output per person per sibling group)."""
@@ -117,12 +131,18 @@ def _next_level(task: CritiqueTask) -> None:
 def critique_answer(*, public_id: str, user: User, answer: CritiqueAnswer,
                     now: dt.datetime | None = None, time_on_task_ms: int | None = None,
                     recompute: bool = True) -> CritiqueOutput:
-    """Store ``user``'s answer to the task they hold (module docstring). Raises the
-    engine's lease errors, AnsweredTooSoon, or InvalidCritiqueAnswer (nothing changes).
+    """Store ``user``'s answer to the task they hold (module docstring). Idempotent: the
+    same answer again to a task ``user`` answered returns the stored output with
+    ``repeated`` True (a retried request whose response was lost); a different one is
+    refused as answered. Raises the engine's lease errors, AnsweredTooSoon, or
+    InvalidCritiqueAnswer (nothing changes). The new output has ``repeated`` False.
     ``now``, ``time_on_task_ms`` and ``recompute=False`` are for simulations (the
     simulated time on task; one recompute at the end instead of one per answer)."""
     now = now or timezone.now()
     question = _question_lock(public_id)
+    repeated = _repeated(public_id, user, answer)
+    if repeated is not None:
+        return repeated
     task = task_for_holder(public_id=public_id, user=user)
     task.question = question  # locked above, read once
     engine.answer_too_soon(CRITIQUE_KIND, task, now)
@@ -144,6 +164,7 @@ def critique_answer(*, public_id: str, user: User, answer: CritiqueAnswer,
         confidence=answer.confidence, time_ms=task.time_on_task_ms,
         author_kind=CritiqueOutput.Author.HUMAN, author=user,
         source=CritiqueOutput.Source.TASK, task=task)
+    output.repeated = False
     _block_siblings(task, user)
     _next_level(task)
     study_id = task.study_id

@@ -200,10 +200,21 @@ def test_the_api_leases_and_answers(client):
                      {"reasoning": "x", "final": 1, "confidence": 3},
                      content_type="application/json")
     assert ok.status_code == 201 and ok.json()["final"] == 1
+    # a retried request (its response lost) gets the stored answer: 200, nothing new
     again = client.post(reverse("api-critique-answer", args=[data["id"]]),
                         {"reasoning": "x", "final": 1, "confidence": 3},
                         content_type="application/json")
-    assert again.status_code == 409
+    assert again.status_code == 200 and again.json()["final"] == 1
+    assert CritiqueOutput.objects.filter(task__public_id=data["id"]).count() == 1
+    other = client.post(reverse("api-critique-answer", args=[data["id"]]),
+                        {"reasoning": "x", "final": 2, "confidence": 3},
+                        content_type="application/json")
+    assert other.status_code == 409 and other.json()["code"] == "already_answered"
+    client.force_login(users[1])  # not theirs: refused whatever they send
+    theirs = client.post(reverse("api-critique-answer", args=[data["id"]]),
+                         {"reasoning": "x", "final": 1, "confidence": 3},
+                         content_type="application/json")
+    assert theirs.status_code == 403
 
 
 def test_skipping_on_the_page_and_through_the_api(client):

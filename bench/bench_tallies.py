@@ -71,6 +71,8 @@ def _seed(name: str, answers: int, spare: int):
     study = Study.objects.filter(name=name).first()
     if study is not None:
         print(f"reusing '{name}'")
+        Study.objects.filter(pk=study.pk).update(status="open")
+        study.refresh_from_db()
         return study
     started = time.perf_counter()
     study = study_create(name=name, classes=[f"C{i}" for i in range(K)])
@@ -118,6 +120,7 @@ def _seed(name: str, answers: int, spare: int):
         cur.execute("VACUUM ANALYZE annotations_query")
         cur.execute("VACUUM ANALYZE annotations_item")
     study_stratum_sizes_refresh(study=study)
+    study.refresh_from_db()
     print(f"seeded '{name}': {answers:,} answered + {spare:,} pending queries × {SYSTEMS} "
           f"systems in {time.perf_counter() - started:.1f} s")
     return study

@@ -11,7 +11,7 @@ Contract:
   killed mid-fold rolls back — the entries are still in the log, the groups as they were —
   and the next fold redoes it. Cost: the new entries, not the study.
 * **Build** (:func:`tallies_build`): the groups from the queries themselves (one grouped
-  read, ``selectors.codes_copied`` on PostgreSQL), replacing the study's groups and
+  read: on PostgreSQL one binary COPY, ``_rows_copied``), replacing the study's groups and
   dropping exactly the entries that read already includes (PostgreSQL: REPEATABLE READ —
   the read and the delete see one snapshot). Runs when a study has no ``TallyState`` (new,
   migrated, bulk-seeded with the triggers off) and after a failed consistency check.
@@ -38,8 +38,8 @@ from annotations.core.models import Study
 from annotations.partitioned.models import Query, TallyEntry, TallyGroup, TallyKey, TallyState
 from annotations.partitioned.selectors import (
     CODE_COLUMNS,
+    _copy_tuples,
     _system_codes,
-    codes_copied,
     codes_fetched,
 )
 from annotations.partitioned.tally_counts import ANSWERS, CODES, Tallies
@@ -49,7 +49,6 @@ log = logging.getLogger(__name__)
 
 FOLD_BATCH = 200_000  # entries per transaction
 CHECK_TOLERANCE = 1e-9
-BOOLEAN_KEYS = ("first", "uniform", "neyman", "rejected", "withdrawn")
 
 
 def _ordinals(study_id: int) -> list[int]:
@@ -164,33 +163,48 @@ def _groups_merge(study_id: int, keys: list[tuple], n: np.ndarray, codes: np.nda
 
 
 # --- build ---------------------------------------------------------------------------------
-def _key_sql(study_id: int) -> tuple[str, str]:
-    """The ``TallyKey`` of a row of the study's queries as SQL expressions, and their kinds
-    (``selectors.codes_copied``) — what the triggers of migration 0036 write, with each
-    membership test a hashed set of the study's few designs, rejections and withdrawals
-    (the triggers' per-row EXISTS would probe an index per query)."""
+FLAGS = ("first", "uniform", "neyman", "rejected", "withdrawn")  # bits 0..4 of the key's int
+
+
+def _key_sql(study_id: int) -> str:
+    """The ``TallyKey`` of a row of the study's queries as four SQL expressions — stratum,
+    k, state and the five flags packed into an int (bit i: :data:`FLAGS` [i]) — what the
+    triggers of migration 0036 write. A membership test is a hashed set of the study's
+    designs, rejections or withdrawals, and FALSE when it has none (the triggers' per-row
+    EXISTS would probe an index per query)."""
     q = connection.ops.quote_name
     t = Query._meta.db_table
     sid = int(study_id)
 
-    def member(column: str, subquery: str) -> str:
+    def member(column: str, model, subquery: str, **present) -> str:
+        if not model.objects.filter(study_id=sid, **present).exists():
+            return "FALSE"
         return f"COALESCE({t}.{q(column)} IN ({subquery}), FALSE)"
 
-    exprs = [
-        f"{t}.{q('stratum')}", f"{t}.{q('k')}",
-        f"CASE WHEN {t}.{q('status')} = 'answered' THEN {t}.{q('answer')} ELSE 'open' END",
+    from annotations.core.models import AnswerReview, ItemFlag
+    from annotations.partitioned.models import RoutingDesign
+
+    flags = [
         f"{t}.{q('sequence')} = 0",
-        f"({t}.{q('draw_uniform')} IS NULL OR {t}.{q('draw_uniform')})",
-        member("design_id", "SELECT d.id FROM annotations_routingdesign d WHERE d.study_id = "
-               f"{sid} AND d.kind = 'neyman'"),
-        member("id", "SELECT v.answer_id FROM annotations_answerreview v JOIN "
+        f"COALESCE({t}.{q('draw_uniform')}, TRUE)",
+        member("design_id", RoutingDesign, "SELECT d.id FROM annotations_routingdesign d "
+               f"WHERE d.study_id = {sid} AND d.kind = 'neyman'", kind="neyman"),
+        member("id", AnswerReview, "SELECT v.answer_id FROM annotations_answerreview v JOIN "
                "django_content_type c ON c.id = v.answer_type_id WHERE v.study_id = "
                f"{sid} AND c.app_label = 'annotations' AND c.model = 'query' AND v.state = "
-               "'rejected'"),
-        member("item_id", "SELECT f.item_id FROM annotations_itemflag f WHERE f.study_id = "
-               f"{sid} AND f.resolution = 'withdrawn'"),
+               "'rejected'", state="rejected"),
+        member("item_id", ItemFlag, "SELECT f.item_id FROM annotations_itemflag f WHERE "
+               f"f.study_id = {sid} AND f.resolution = 'withdrawn'", resolution="withdrawn"),
     ]
-    return ", ".join(exprs), "titbbbbb"
+    packed = " | ".join(f"(CAST({flag} AS INTEGER) << {bit})" for bit, flag in enumerate(flags))
+    state = f"CASE WHEN {t}.{q('status')} = 'answered' THEN {t}.{q('answer')} ELSE 'open' END"
+    return f"{t}.{q('stratum')}, {t}.{q('k')}, {state}, ({packed})"
+
+
+def _flag_key(raw: tuple) -> tuple:
+    """A ``TallyKey`` tuple from (stratum, k, state, packed flags)."""
+    stratum, k, state, packed = raw
+    return (stratum, int(k), state, *(bool(int(packed) >> bit & 1) for bit in range(5)))
 
 
 def tallies_build(*, study_id: int) -> None:
@@ -213,17 +227,17 @@ def tallies_build(*, study_id: int) -> None:
 
 
 def _build(study_id: int) -> None:
-    keys_sql, kinds = _key_sql(study_id)
     q = connection.ops.quote_name
     where = (f"FROM {Query._meta.db_table} WHERE {q('study_id')} = %s AND NOT "
              f"{q('is_quality_check')}")
     ordinals = _ordinals(study_id)
+    keys_sql = _key_sql(study_id)
     if connection.vendor == "postgresql":
-        raw_keys, sizes, columns = codes_copied(keys_sql, kinds, where, [study_id],
-                                                ordinals or [0])
+        banded = AISystem.objects.filter(study_id=study_id).exclude(band_edges=[]).exists()
+        raw_keys, sizes, columns = _rows_copied(keys_sql, where, [study_id], banded)
     else:
         raw_keys, sizes, columns = codes_fetched(keys_sql, where, [study_id])
-    keys = [_key(k) for k in raw_keys]
+    keys = [_flag_key(k) for k in raw_keys]
     group = np.repeat(np.arange(len(keys)), sizes).astype(np.int64)
     codes = np.zeros((len(keys), len(ordinals), CODES), dtype=np.int64)
     if ordinals and len(group):
@@ -239,6 +253,40 @@ def _build(study_id: int) -> None:
     _groups_merge(study_id, keys, n, codes, ordinals, replace=True)
     TallyEntry.objects.filter(study_id=study_id).delete()
     TallyState.objects.filter(study_id=study_id).update(built_at=timezone.now())
+
+
+ARRAY_HEADER = 20  # a one-dimensional array's binary header: ndim, flags, type, size, lbound
+
+
+def _rows_copied(keys_sql: str, where: str, params: list, banded: bool
+                 ) -> tuple[list[tuple], list[int], np.ndarray]:
+    """Per group of ``keys_sql`` (stratum, k, state, flags): its rows' AI bit columns
+    (``selectors.CODE_COLUMNS``; the band bits only when ``banded``, else 0) as uint64
+    (rows, 5), groups in order, from one binary COPY of an ``array_agg`` per column. (A COPY
+    row per query would cost psycopg microseconds a row: 5 s at a million.)"""
+    q = connection.ops.quote_name
+    read = CODE_COLUMNS if banded else CODE_COLUMNS[:2]
+    aggregates = ", ".join(f"array_agg(COALESCE({q(c)}, 0))" for c in read)
+    sql = (f"COPY (SELECT {keys_sql}, {aggregates} {where} GROUP BY 1, 2, 3, 4) "
+           "TO STDOUT (FORMAT BINARY)")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL jit = off")
+        with cursor.cursor.copy(sql, params) as copy:
+            raw = b"".join(copy)
+    element = np.dtype([("size", ">i4"), ("value", "<u8")])
+    keys, sizes, blocks = [], [], []
+    for stratum, k, state, flags, *arrays in _copy_tuples(raw):
+        keys.append((bytes(stratum).decode(), int.from_bytes(k, "big", signed=True),
+                     bytes(state).decode(), int.from_bytes(flags, "big", signed=True)))
+        values = [np.frombuffer(a[ARRAY_HEADER:], dtype=element)["value"] for a in arrays]
+        block = np.zeros((len(values[0]), len(CODE_COLUMNS)), dtype=np.uint64)
+        for j, column in enumerate(values):
+            block[:, j] = column.byteswap()  # big-endian int8 read as little-endian bits
+        sizes.append(len(block))
+        blocks.append(block)
+    columns = (np.concatenate(blocks) if blocks
+               else np.zeros((0, len(CODE_COLUMNS)), dtype=np.uint64))
+    return keys, sizes, columns
 
 
 def _skip_counts(study_id: int) -> list[tuple[int, int]]:

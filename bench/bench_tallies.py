@@ -73,6 +73,7 @@ def _seed(name: str, answers: int, spare: int):
         print(f"reusing '{name}'")
         Study.objects.filter(pk=study.pk).update(status="open")
         study.refresh_from_db()
+        _pending_add(study, spare)
         return study
     started = time.perf_counter()
     study = study_create(name=name, classes=[f"C{i}" for i in range(K)])
@@ -124,6 +125,28 @@ def _seed(name: str, answers: int, spare: int):
     print(f"seeded '{name}': {answers:,} answered + {spare:,} pending queries × {SYSTEMS} "
           f"systems in {time.perf_counter() - started:.1f} s")
     return study
+
+
+def _pending_add(study, n: int) -> None:
+    """``n`` more items with a pending query each (the triggers on: logged as open)."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            """INSERT INTO annotations_item (study_id, external_id, text, options, option_order,
+                   class_order, metadata, stratum, is_quality_check, created_at)
+               SELECT %s, 'p' || g || '-' || md5(random()::text), 'item', '[]',
+                      '[0,1,2,3,4]', '[0]', '{}', 's' || (g %% 4), false, now()
+               FROM generate_series(1, %s) g RETURNING id""", [study.pk, n])
+        ids = [row[0] for row in cur.fetchall()]
+        cur.execute(
+            """INSERT INTO annotations_query (study_id, public_id, item_id, k, sequence, rank,
+                   stratum, is_quality_check, status, answer, times_issued, match_mask,
+                   present_mask)
+               SELECT study_id, substr(md5(random()::text || id::text), 1, 16), id,
+                      floor(random() * 5)::int, 0, (random() * 1e15)::bigint, stratum,
+                      false, 'pending', '', 0, 0, 0
+               FROM annotations_item WHERE id = ANY(%s)""", [ids])
 
 
 def _answer_pending(study, n: int) -> None:
@@ -215,10 +238,10 @@ def _answer_to_snapshot(study, args, url: str) -> None:
         from annotations.partitioned.services.estimates import study_recompute
 
         study_recompute(study_id=study.pk)
-        user = User.objects.get(username=f"{study.pk}-spec0")
         times = []
-        for _ in range(args.reps):
+        for rep in range(args.reps):
             before = EstimateSnapshot.objects.filter(study=study).latest().n_answered
+            user = User.objects.get(username=f"{study.pk}-spec{rep % K}")
             query = query_lease_next(study=study, user=user)
             t0 = time.perf_counter()
             with transaction.atomic():

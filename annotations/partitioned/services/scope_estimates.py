@@ -23,11 +23,14 @@ ESTIMATE_FIELDS = ("accuracy", "accuracy_clipped", "se", "ci_low", "ci_high", "b
 CONFIDENCE = 0.95
 
 
+NUMPY_TYPES = (np.generic, np.ndarray)
+
+
 def _clean(value):
     """JSON-safe scalar: numpy → Python, non-finite → None."""
     if value is None:
         return None
-    if isinstance(value, np.generic | np.ndarray):
+    if isinstance(value, NUMPY_TYPES):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None

@@ -489,33 +489,23 @@ def study_answered_columns(*, study: Study, ordinals: list[int]) -> AnsweredColu
 def _answered_fetched(study: Study, ordinals: list[int]) -> Answered:
     """:data:`Answered` read row by row (SQLite)."""
     q = connection.ops.quote_name
-    return codes_fetched(f"{q('stratum')}, {q('k')}, {q('answer')}", _answered_sql(),
+    return codes_fetched([q("stratum"), q("k"), q("answer")], _answered_sql(),
                          [study.pk, Query.Status.ANSWERED])
 
 
-def codes_fetched(keys: str, from_where: str, params: list) -> Answered:
+def codes_fetched(keys: list[str], from_where: str, params: list) -> Answered:
     """:data:`Answered` grouped by the SQL expressions ``keys`` (``from_where``: the FROM …
     WHERE of the rows), read row by row."""
     q = connection.ops.quote_name
-    select = ", ".join([keys, *(f"COALESCE({q(c)}, 0)" for c in CODE_COLUMNS)])
-    positions = ", ".join(str(i + 1) for i in range(_key_count(keys)))
+    select = ", ".join([*keys, *(f"COALESCE({q(c)}, 0)" for c in CODE_COLUMNS)])
+    positions = ", ".join(str(i + 1) for i in range(len(keys)))
     rows = _banded_query(f"SELECT {select} {from_where} ORDER BY {positions}", params)
-    width = len(rows[0]) - len(CODE_COLUMNS) if rows else 0
+    width = len(keys)
     sizes: dict[tuple, int] = {}
     for r in rows:
         sizes[r[:width]] = sizes.get(r[:width], 0) + 1
     columns = np.array([r[width:] for r in rows], dtype=np.int64).reshape(-1, len(CODE_COLUMNS))
     return list(sizes), list(sizes.values()), columns.view(np.uint64)
-
-
-def _key_count(keys: str) -> int:
-    """The number of top-level comma-separated expressions in ``keys``."""
-    depth, count = 0, 1
-    for ch in keys:
-        depth += ch == "("
-        depth -= ch == ")"
-        count += ch == "," and depth == 0
-    return count
 
 
 def _packing(widths: list[int]) -> list[tuple[int, int]]:
@@ -530,20 +520,11 @@ def _packing(widths: list[int]) -> list[tuple[int, int]]:
 
 
 def _answered_copied(study: Study, ordinals: list[int]) -> Answered:
-    """:data:`Answered` from one statement (:func:`codes_copied`)."""
-    q = connection.ops.quote_name
-    return codes_copied(f"{q('stratum')}, {q('k')}, {q('answer')}", "tit", _answered_sql(),
-                        [study.pk, Query.Status.ANSWERED], ordinals)
-
-
-def codes_copied(keys: str, kinds: str, from_where: str, params: list,
-                 ordinals: list[int]) -> Answered:
-    """:data:`Answered` grouped by the SQL expressions ``keys`` (their types in ``kinds``:
-    t text, i integer, b boolean) over the rows of ``from_where``, from one statement: per
-    group, the low bits of :data:`CODE_COLUMNS` that hold ``ordinals``, packed by the server
-    into as few int8 per row as fit (:func:`_packing`; two for 20 systems) and concatenated
-    into one bytea (``string_agg``: under 1 GB a group), sent by binary COPY — a COPY row per
-    query would cost psycopg microseconds a row (PostgreSQL)."""
+    """:data:`Answered` from one statement: per (stratum, k, answer) group, the low bits of
+    :data:`CODE_COLUMNS` that hold ``ordinals``, packed by the server into as few int8 per
+    query as fit (:func:`_packing`; two for 20 systems) and concatenated into one bytea
+    (``string_agg``: under 1 GB a group), sent by binary COPY — a COPY row per query would
+    cost psycopg microseconds a row."""
     q = connection.ops.quote_name
     width = max(ordinals, default=0) + 1
     layout = _packing([width] * len(CODE_COLUMNS))
@@ -552,25 +533,23 @@ def codes_copied(keys: str, kinds: str, from_where: str, params: list,
     for column, (word, shift) in zip(CODE_COLUMNS, layout, strict=True):
         words[word].append(f"((COALESCE({q(column)}, 0) & {mask}) << {shift})")
     record = " || ".join(f"int8send({' | '.join(terms)})" for terms in words)  # (| & << alike)
-    positions = ", ".join(str(i + 1) for i in range(len(kinds)))
-    sql = (f"COPY (SELECT {keys}, string_agg({record}, ''::bytea) {from_where} "
-           f"GROUP BY {positions} ORDER BY {positions}) TO STDOUT (FORMAT BINARY)")
+    sql = (f"COPY (SELECT {q('stratum')}, {q('k')}, {q('answer')}, "
+           f"string_agg({record}, ''::bytea) {_answered_sql()} GROUP BY 1, 2, 3 "
+           "ORDER BY 1, 2, 3) TO STDOUT (FORMAT BINARY)")
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL jit = off")
-        with cursor.cursor.copy(sql, params) as copy:
+        with cursor.cursor.copy(sql, [study.pk, Query.Status.ANSWERED]) as copy:
             raw = b"".join(copy)
-    decode = {"t": lambda v: bytes(v).decode(),
-              "i": lambda v: int.from_bytes(v, "big", signed=True),
-              "b": lambda v: bytes(v) == b"\x01"}
-    keys_out, sizes, chunks = [], [], []
-    for *fields, packed in _copy_tuples(raw):
-        keys_out.append(tuple(decode[kind](v) for kind, v in zip(kinds, fields, strict=True)))
+    keys, sizes, chunks = [], [], []
+    for stratum, k, answer, packed in _copy_tuples(raw):
+        keys.append((bytes(stratum).decode(), int.from_bytes(k, "big", signed=True),
+                     bytes(answer).decode()))
         sizes.append(len(packed) // (8 * len(words)))
         chunks.append(packed)
     data = np.frombuffer(b"".join(chunks), dtype=">u8").astype(np.uint64).reshape(-1, len(words))
     columns = np.column_stack([data[:, word] >> np.uint64(shift) & np.uint64(mask % (1 << 64))
                                for word, shift in layout]).reshape(-1, len(CODE_COLUMNS))
-    return keys_out, sizes, columns
+    return keys, sizes, columns
 
 
 COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"

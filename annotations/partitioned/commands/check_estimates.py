@@ -1,12 +1,12 @@
 """``manage.py check_estimates [study ids…] [--no-repair]``: hold partitioned studies'
-maintained statistics to the full recompute (``services.consistency``), print each result,
-and exit 1 when any differed."""
+maintained statistics to the full recompute (``services.consistency``; without ids, those
+touched since their last check), print each result, and exit 1 when any differed."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotations.partitioned.services.consistency import tallies_check, tallies_check_all
+from annotations.partitioned.services.consistency import tallies_check_all
 
 
 class Command(BaseCommand):
@@ -20,15 +20,8 @@ class Command(BaseCommand):
                             help="report a difference without rebuilding the statistics")
 
     def handle(self, *args, **opts):
-        ids = opts["study_ids"] or None
-        if opts["no_repair"]:
-            from annotations.core.models import Study
-
-            ids = ids or list(Study.objects.filter(kind=Study.Kind.PARTITIONED)
-                              .values_list("pk", flat=True))
-            checks = [tallies_check(study_id=pk, repair=False) for pk in ids]
-        else:
-            checks = tallies_check_all(study_ids=ids)
+        checks = tallies_check_all(study_ids=opts["study_ids"] or None,
+                                   repair=not opts["no_repair"])
         for check in checks:
             verdict = "same" if check.ok else f"DIFFERENT ({check.detail})"
             self.stdout.write(f"study {check.study_id}: {verdict}; largest relative "

@@ -83,16 +83,17 @@ def tallies_check(*, study_id: int, repair: bool = True) -> Check:
     return Check(study_id=study_id, ok=ok, difference=difference, detail=detail)
 
 
-def tallies_check_all(*, study_ids: list[int] | None = None) -> list[Check]:
-    """:func:`tallies_check` on every partitioned study touched since its last check (or on
-    ``study_ids``)."""
+def tallies_check_all(*, study_ids: list[int] | None = None,
+                      repair: bool = True) -> list[Check]:
+    """:func:`tallies_check` (with ``repair``) on every partitioned study touched since its
+    last check (or on ``study_ids``)."""
     studies = Study.objects.filter(kind=Study.Kind.PARTITIONED)
     if study_ids is not None:
         studies = studies.filter(pk__in=study_ids)
     else:  # those touched since their last check (a fold or a read locks and stamps them)
         studies = studies.filter(Q(tally_state__isnull=True) | Q(tally_state__checked_at=None)
                                  | Q(tally_state__folded_at__gt=F("tally_state__checked_at")))
-    return [tallies_check(study_id=pk) for pk in studies.order_by("pk")
+    return [tallies_check(study_id=pk, repair=repair) for pk in studies.order_by("pk")
             .values_list("pk", flat=True)]
 
 

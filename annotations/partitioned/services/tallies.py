@@ -32,10 +32,19 @@ import time
 
 import numpy as np
 from django.db import OperationalError, connection, transaction
+from django.db.models import Count
 from django.utils import timezone
 
-from annotations.core.models import Study
-from annotations.partitioned.models import Query, TallyEntry, TallyGroup, TallyKey, TallyState
+from annotations.core.models import AnswerReview, ItemFlag, Study
+from annotations.partitioned.models import (
+    Query,
+    QuerySkip,
+    RoutingDesign,
+    TallyEntry,
+    TallyGroup,
+    TallyKey,
+    TallyState,
+)
 from annotations.partitioned.selectors import (
     CODE_COLUMNS,
     _copy_tuples,
@@ -48,7 +57,6 @@ from assistants.models import AISystem
 log = logging.getLogger(__name__)
 
 FOLD_BATCH = 200_000  # entries per transaction
-CHECK_TOLERANCE = 1e-9
 
 
 def _ordinals(study_id: int) -> list[int]:
@@ -67,8 +75,9 @@ def _key(raw: tuple) -> tuple:
 def _lock(study_id: int) -> TallyState:
     """The study's ``TallyState`` row, locked for this transaction (an UPDATE: on SQLite it
     takes the write lock at once, so no writer commits between this fold's reads)."""
-    TallyState.objects.get_or_create(study_id=study_id)
-    TallyState.objects.filter(study_id=study_id).update(folded_at=timezone.now())
+    if not TallyState.objects.filter(study_id=study_id).update(folded_at=timezone.now()):
+        TallyState.objects.get_or_create(study_id=study_id)
+        TallyState.objects.filter(study_id=study_id).update(folded_at=timezone.now())
     return TallyState.objects.get(study_id=study_id)
 
 
@@ -76,22 +85,33 @@ def _lock(study_id: int) -> TallyState:
 def tallies_fold(*, study_id: int) -> int:
     """Fold the study's logged entries into its groups (building them first if they never
     were); returns the entries folded."""
+    return _fold(study_id)[0]
+
+
+def _fold(study_id: int, *, read: bool = False) -> tuple[int, list[tuple] | None]:
+    """Fold batch after batch; with ``read``, the groups as the last batch leaves them, read
+    in its transaction, under its lock (no other fold can move entries in between). Returns
+    (entries folded, the groups' rows or None)."""
     folded = 0
     while True:
         with transaction.atomic():
             state = _lock(study_id)
             if state.built_at is None:
-                break
-            taken = _entries_taken(study_id)
-            if taken:
-                _groups_add(study_id, taken)
-                TallyState.objects.filter(study_id=study_id).update(
-                    entries_folded=state.entries_folded + len(taken))
-        folded += len(taken)
-        if len(taken) < FOLD_BATCH:
-            return folded
-    tallies_build(study_id=study_id)
-    return folded
+                taken = None
+            else:
+                taken = _entries_taken(study_id)
+                if taken:
+                    _groups_add(study_id, taken)
+                    TallyState.objects.filter(study_id=study_id).update(
+                        entries_folded=state.entries_folded + len(taken))
+                if len(taken) < FOLD_BATCH:
+                    rows = (list(TallyGroup.objects.filter(study_id=study_id)
+                                 .values_list(*TallyKey.KEY, "n", "codes")) if read else None)
+                    return folded + len(taken), rows
+        if taken is None:
+            tallies_build(study_id=study_id)
+        else:
+            folded += len(taken)
 
 
 def _entries_taken(study_id: int) -> list[tuple]:
@@ -116,14 +136,24 @@ def _groups_add(study_id: int, taken: list[tuple]) -> None:
     sign = np.array([row[width] for row in taken], dtype=np.int64)
     n = np.bincount(group, weights=sign, minlength=len(distinct)).astype(np.int64)
     ordinals = _ordinals(study_id)
-    codes = np.zeros((len(distinct), len(ordinals), CODES), dtype=np.int64)
-    if ordinals:
-        columns = np.array([row[width + 1:] for row in taken], dtype=np.int64)
-        per = _system_codes(columns.view(np.uint64), ordinals).astype(np.int64)
-        flat = (group[:, None] * len(ordinals) + np.arange(len(ordinals))) * CODES + per
-        codes = np.bincount(flat.ravel(), weights=np.repeat(sign, len(ordinals)),
-                            minlength=codes.size).astype(np.int64).reshape(codes.shape)
+    columns = np.array([row[width + 1:] for row in taken], dtype=np.int64).view(np.uint64)
+    codes = _code_counts(group, len(distinct), columns, ordinals, sign)
     _groups_merge(study_id, distinct, n, codes, ordinals)
+
+
+def _code_counts(group: np.ndarray, n_groups: int, columns: np.ndarray, ordinals: list[int],
+                 sign: np.ndarray | None = None) -> np.ndarray:
+    """``counts[g, j, c]``: the rows of group g (``group``, per row) whose code for system
+    ``ordinals[j]`` is c (``selectors.CODE_COLUMNS`` in ``columns``), each row counted
+    ``sign`` times (None: once)."""
+    counts = np.zeros((n_groups, len(ordinals), CODES), dtype=np.int64)
+    if not ordinals or not len(group):
+        return counts
+    per = _system_codes(columns, ordinals).astype(np.int64)
+    flat = (group[:, None] * len(ordinals) + np.arange(len(ordinals))) * CODES + per
+    weights = None if sign is None else np.repeat(sign, len(ordinals))
+    return (np.bincount(flat.ravel(), weights=weights, minlength=counts.size)
+            .astype(np.int64).reshape(counts.shape))
 
 
 def _groups_merge(study_id: int, keys: list[tuple], n: np.ndarray, codes: np.ndarray,
@@ -166,7 +196,7 @@ def _groups_merge(study_id: int, keys: list[tuple], n: np.ndarray, codes: np.nda
 FLAGS = ("first", "uniform", "neyman", "rejected", "withdrawn")  # bits 0..4 of the key's int
 
 
-def _key_sql(study_id: int) -> str:
+def _key_sql(study_id: int) -> list[str]:
     """The ``TallyKey`` of a row of the study's queries as four SQL expressions — stratum,
     k, state and the five flags packed into an int (bit i: :data:`FLAGS` [i]) — what the
     triggers of migration 0036 write. A membership test is a hashed set of the study's
@@ -180,9 +210,6 @@ def _key_sql(study_id: int) -> str:
         if not model.objects.filter(study_id=sid, **present).exists():
             return "FALSE"
         return f"COALESCE({t}.{q(column)} IN ({subquery}), FALSE)"
-
-    from annotations.core.models import AnswerReview, ItemFlag
-    from annotations.partitioned.models import RoutingDesign
 
     flags = [
         f"{t}.{q('sequence')} = 0",
@@ -198,13 +225,13 @@ def _key_sql(study_id: int) -> str:
     ]
     packed = " | ".join(f"(CAST({flag} AS INTEGER) << {bit})" for bit, flag in enumerate(flags))
     state = f"CASE WHEN {t}.{q('status')} = 'answered' THEN {t}.{q('answer')} ELSE 'open' END"
-    return f"{t}.{q('stratum')}, {t}.{q('k')}, {state}, ({packed})"
+    return [f"{t}.{q('stratum')}", f"{t}.{q('k')}", state, f"({packed})"]
 
 
 def _flag_key(raw: tuple) -> tuple:
     """A ``TallyKey`` tuple from (stratum, k, state, packed flags)."""
     stratum, k, state, packed = raw
-    return (stratum, int(k), state, *(bool(int(packed) >> bit & 1) for bit in range(5)))
+    return (stratum, int(k), state, *(bool(int(packed) >> bit & 1) for bit in range(len(FLAGS))))
 
 
 def tallies_build(*, study_id: int) -> None:
@@ -239,11 +266,7 @@ def _build(study_id: int) -> None:
         raw_keys, sizes, columns = codes_fetched(keys_sql, where, [study_id])
     keys = [_flag_key(k) for k in raw_keys]
     group = np.repeat(np.arange(len(keys)), sizes).astype(np.int64)
-    codes = np.zeros((len(keys), len(ordinals), CODES), dtype=np.int64)
-    if ordinals and len(group):
-        per = _system_codes(columns, ordinals).astype(np.int64)
-        flat = (group[:, None] * len(ordinals) + np.arange(len(ordinals))) * CODES + per
-        codes = np.bincount(flat.ravel(), minlength=codes.size).reshape(codes.shape)
+    codes = _code_counts(group, len(keys), columns, ordinals)
     n = np.asarray(sizes, dtype=np.int64)
     skips = [(("", k, "skip", False, True, False, False, False), count) for k, count in
              _skip_counts(study_id)]
@@ -258,7 +281,7 @@ def _build(study_id: int) -> None:
 ARRAY_HEADER = 20  # a one-dimensional array's binary header: ndim, flags, type, size, lbound
 
 
-def _rows_copied(keys_sql: str, where: str, params: list, banded: bool
+def _rows_copied(keys_sql: list[str], where: str, params: list, banded: bool
                  ) -> tuple[list[tuple], list[int], np.ndarray]:
     """Per group of ``keys_sql`` (stratum, k, state, flags): its rows' AI bit columns
     (``selectors.CODE_COLUMNS``; the band bits only when ``banded``, else 0) as uint64
@@ -267,7 +290,7 @@ def _rows_copied(keys_sql: str, where: str, params: list, banded: bool
     q = connection.ops.quote_name
     read = CODE_COLUMNS if banded else CODE_COLUMNS[:2]
     aggregates = ", ".join(f"array_agg(COALESCE({q(c)}, 0))" for c in read)
-    sql = (f"COPY (SELECT {keys_sql}, {aggregates} {where} GROUP BY 1, 2, 3, 4) "
+    sql = (f"COPY (SELECT {', '.join(keys_sql)}, {aggregates} {where} GROUP BY 1, 2, 3, 4) "
            "TO STDOUT (FORMAT BINARY)")
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL jit = off")
@@ -290,26 +313,15 @@ def _rows_copied(keys_sql: str, where: str, params: list, banded: bool
 
 
 def _skip_counts(study_id: int) -> list[tuple[int, int]]:
-    from django.db.models import Count
-
-    from annotations.partitioned.models import QuerySkip
-
     return list(QuerySkip.objects.filter(study_id=study_id, is_quality_check=False)
                 .values("k").annotate(n=Count("id")).values_list("k", "n").order_by())
 
 
 # --- read ----------------------------------------------------------------------------------
 def tallies_current(*, study_id: int) -> Tallies:
-    """The study's statistics, current: the log folded, then the groups read under the same
-    lock (no fold can move entries between the two)."""
-    tallies_fold(study_id=study_id)
-    with transaction.atomic():
-        _lock(study_id)
-        taken = _entries_taken(study_id)  # what arrived since: small
-        if taken:
-            _groups_add(study_id, taken)
-        rows = list(TallyGroup.objects.filter(study_id=study_id)
-                    .values_list(*TallyKey.KEY, "n", "codes"))
+    """The study's statistics, current: the log folded and the groups read in the last
+    batch's transaction, under its lock (no fold can move entries between the two)."""
+    rows = _fold(study_id, read=True)[1]
     return Tallies.of_rows([(*_key(r[:len(TallyKey.KEY)]), *r[len(TallyKey.KEY):])
                             for r in rows])
 

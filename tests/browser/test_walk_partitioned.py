@@ -138,6 +138,7 @@ def test_a_partitioned_study_from_an_empty_database_to_the_managers_raw_export(
                 own_password(worker, passwords[name])
                 expect(worker.locator("h1")).to_have_text("Password changed")
                 worker.get_by_role("link", name="Back to your studies").click()
+            expect(worker).to_have_url(f"{live_server.url}/")
             no_sideways_scroll(worker, "the home page")
             worker.get_by_role("link", name=f"Label as {cls} specialist").click()
             worker.get_by_role("button", name="Get the next query").click()

@@ -75,7 +75,11 @@ def download(page, link) -> str:
 
 def no_sideways_scroll(page, what: str) -> None:
     width = page.viewport_size["width"]
-    scroll = page.evaluate("document.documentElement.scrollWidth")
+    # after a click that navigates, the old document may be gone before the new one has an
+    # element: wait for the new one's
+    page.wait_for_load_state()
+    scroll = page.wait_for_function(
+        "() => document.documentElement && document.documentElement.scrollWidth").json_value()
     assert scroll <= width, f"{what} scrolls sideways at {width} px ({scroll} px wide)"
 
 

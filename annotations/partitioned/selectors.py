@@ -12,13 +12,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import OperationalError, connection, transaction
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 from django.db.models.expressions import RawSQL
 
 from annotations.core.models import AnswerReview, Item, ItemFlag, Study, StudyMembership, User
 from annotations.core.selectors import row_id_possible, study_classes
 from annotations.core.services.bulk import IN_LIST_MAX
-from annotations.partitioned.models import Query, QuerySkip, RoutingDesign, TallyState
+from annotations.partitioned.models import (
+    Query,
+    QuerySkip,
+    RoutingDesign,
+    TallyEntry,
+    TallyState,
+)
 from assistants.models import Prediction
 
 Role = StudyMembership.Role
@@ -1117,3 +1123,12 @@ def study_consistency_failure(*, study: Study) -> TallyState | None:
     """The study's statistics state when its last consistency check found a difference
     from the full recompute (``services.consistency``), else None (the dashboard's alert)."""
     return TallyState.objects.filter(study=study, check_ok=False).first()
+
+
+def studies_with_unfolded_changes(study_ids: list[int]) -> list[int]:
+    """Those of ``study_ids`` whose statistics' log holds changes not yet folded (so not in
+    their snapshot either): the catch-up sweeper's check. One probe of the log's
+    (study_id, id) index per study — nothing counted, whatever the study's size."""
+    pending = TallyEntry.objects.filter(study_id=OuterRef("pk"))
+    return list(Study.objects.filter(pk__in=study_ids).filter(Exists(pending))
+                .values_list("pk", flat=True))

@@ -90,23 +90,29 @@ def short_error(exc: BaseException) -> str:
 @dataclass(frozen=True)
 class RecomputeKind:
     """How the studies of one ``Study.kind`` recompute: ``recompute(study_id=…)`` writes
-    the snapshot; ``answered(study_ids)`` → {study id: the ``n_answered`` a fresh snapshot
-    would have}, the sweeper's check for answers whose on-commit hook never ran (None: no
-    such check). Every study type registers its own from its ``hooks``."""
+    the snapshot; the sweeper's check for answers whose on-commit hook never ran, one of
+    ``behind(study_ids)`` → the studies holding changes their snapshot has not seen (a
+    study type that logs its changes: the cost is one probe per study, not a count of its
+    answers), or ``answered(study_ids)`` → {study id: the ``n_answered`` a fresh snapshot
+    would have} (compared with the latest snapshot's); neither: no such check. Every study
+    type registers its own from its ``hooks``."""
 
     recompute: Callable[..., EstimateSnapshot]
     answered: Callable[[list[int]], dict[int, int]] | None = None
+    behind: Callable[[list[int]], list[int]] | None = None
 
 
 _KINDS: dict[str, RecomputeKind] = {}
 
 
 def recompute_kind_register(kind: str, recompute: Callable[..., EstimateSnapshot], *,
-                            answered: Callable[[list[int]], dict[int, int]] | None = None
+                            answered: Callable[[list[int]], dict[int, int]] | None = None,
+                            behind: Callable[[list[int]], list[int]] | None = None
                             ) -> None:
     """Make ``study_recompute_any`` and the sweeper handle studies of ``kind`` (idempotent;
-    each study type's module registers itself when imported)."""
-    _KINDS[kind] = RecomputeKind(recompute, answered)
+    each study type's module registers itself when imported; ``answered`` and ``behind``:
+    :class:`RecomputeKind`)."""
+    _KINDS[kind] = RecomputeKind(recompute, answered, behind)
 
 
 def study_recompute_any(*, study_id: int) -> EstimateSnapshot:
@@ -246,18 +252,24 @@ def _recompute_in_process(study_id: int) -> None:
 
 
 # --- catching up ---------------------------------------------------------------------------
-def _mark_studies_behind_by_count() -> list[int]:
-    """Open studies whose answered count (queries; ratings for assisted studies) differs
-    from their latest snapshot's (an answer whose on-commit hook never ran: the web process
-    died right after the commit) are marked as behind."""
+def _mark_studies_behind() -> list[int]:
+    """Open studies with changes their latest snapshot has not seen (an answer whose
+    on-commit hook never ran: the web process died right after the commit) are marked as
+    behind — by their study type's log (``RecomputeKind.behind``), or where it keeps none
+    by their answered count (queries; ratings for assisted studies) against the
+    snapshot's."""
     latest = EstimateSnapshot.objects.filter(study=OuterRef("pk")).order_by(
         "-computed_at", "-id").values("n_answered")[:1]
     behind: list[int] = []
-    for kind, entry in _KINDS.items():  # each study type counts its own answers
+    for kind, entry in _KINDS.items():  # each study type checks its own answers
+        open_studies = Study.objects.filter(status=Study.Status.OPEN, kind=kind)
+        if entry.behind is not None:
+            behind += entry.behind(list(open_studies.values_list("pk", flat=True)))
+            continue
         if entry.answered is None:
             continue
-        snaps = dict(Study.objects.filter(status=Study.Status.OPEN, kind=kind)
-                     .annotate(n_snapshot=Subquery(latest)).values_list("pk", "n_snapshot"))
+        snaps = dict(open_studies.annotate(n_snapshot=Subquery(latest))
+                     .values_list("pk", "n_snapshot"))
         counts = entry.answered(list(snaps))
         behind += [pk for pk, n_snap in snaps.items() if counts.get(pk, 0) != (n_snap or 0)]
     already = set(RecomputeState.objects.filter(study_id__in=behind, dirty_since__isnull=False)
@@ -273,7 +285,7 @@ def recomputes_catch_up(*, now: dt.datetime | None = None) -> list[int]:
     behind its answers for longer than the grace period, and retry failed ones every
     ``FAILED_RETRY_SECONDS``. Returns the studies queued."""
     now = now or timezone.now()
-    _mark_studies_behind_by_count()
+    _mark_studies_behind()
     behind_before = now - dt.timedelta(seconds=catch_up_grace_seconds())
     failed_before = now - dt.timedelta(seconds=FAILED_RETRY_SECONDS)
     due = (

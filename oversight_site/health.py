@@ -1,5 +1,6 @@
-"""/healthz: database, broker, worker and live-recompute status, and the estimates'
-consistency check (``estimates``), as JSON (503 when something required is down).
+"""/healthz: database, broker, worker and live-recompute status, the estimates'
+consistency check (``estimates``) and the read replica where one is configured
+(``replica``: reachable, replay lag), as JSON (503 when something required is down).
 
 Anonymous callers get the status only (no error strings, worker names, versions or study
 names); staff see the details, and of the stale studies only those they research (a
@@ -13,7 +14,7 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.templatetags.static import static
@@ -32,6 +33,31 @@ def _database() -> dict:
         return {"ok": False, "error": short_error(exc)}
     return {"ok": True, "vendor": connection.vendor,
             "ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
+def _replica() -> dict | None:
+    """The read replica of dashboards and exports (``annotations.core.db_router``), when one
+    is configured: reachable, and on PostgreSQL how far its replay lags the primary."""
+    from annotations.core.db_router import REPLICA, replica_configured, replica_down_forget
+
+    if not replica_configured():
+        return None
+    started = time.perf_counter()
+    try:
+        with connections[REPLICA].cursor() as cur:
+            if connections[REPLICA].vendor == "postgresql":
+                cur.execute("SELECT CASE WHEN pg_is_in_recovery() THEN EXTRACT(EPOCH FROM "
+                            "now() - pg_last_xact_replay_timestamp()) END")
+                lag = cur.fetchone()[0]
+            else:
+                cur.execute("SELECT 1")
+                cur.fetchone()
+                lag = None
+    except Exception as exc:  # noqa: BLE001 - report any failure
+        return {"ok": False, "error": short_error(exc)}
+    replica_down_forget()  # reachable again: dashboards may read from it at once
+    return {"ok": True, "ms": round((time.perf_counter() - started) * 1000, 1),
+            "lag_seconds": None if lag is None else round(float(lag), 3)}
 
 
 def _broker_and_workers() -> tuple[dict, dict]:
@@ -100,13 +126,17 @@ def healthz(request: HttpRequest) -> JsonResponse:
     broker, workers = _broker_and_workers()
     recompute = _recompute(detailed, request.user if detailed else None)
     estimates = _estimates(detailed, request.user if detailed else None)
+    replica = _replica()
     ok = database["ok"] and broker["ok"] and workers["ok"]
     parts = {"database": database, "broker": broker, "workers": workers}
+    if replica is not None:  # down: dashboards read from the primary (degraded, not down)
+        parts["replica"] = replica
     if not detailed:
         parts = {name: {k: v for k, v in part.items() if k in PUBLIC_KEYS}
                  for name, part in parts.items()}
     status = ("down" if not ok else
-              "degraded" if not (recompute["ok"] and estimates["ok"]) else "ok")
+              "degraded" if not (recompute["ok"] and estimates["ok"]
+                                 and (replica is None or replica["ok"])) else "ok")
     return JsonResponse({"ok": ok, "status": status, **parts, "recompute": recompute,
                          "estimates": estimates},
                         status=200 if ok else 503)

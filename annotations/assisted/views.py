@@ -40,6 +40,7 @@ from annotations.assisted.services.rating import (
     rating_undo,
     rating_undo_offered_until,
 )
+from annotations.core.db_router import replica_reads
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.core.exports import figure_response
 from annotations.core.guidelines import guidelines_html
@@ -294,6 +295,7 @@ def _assisted_study(request: HttpRequest, study_id: int) -> Study:
 
 @require_GET
 @login_required
+@replica_reads
 def assisted_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     """The live dashboard (``?rule=individual|majority`` picks the human label; kept in
     the URL). The live region polls with ``since=<snapshot>&health=<token>`` and gets 204
@@ -312,6 +314,7 @@ def assisted_dashboard_page(request: HttpRequest, study: Study) -> HttpResponse:
 
 @require_GET
 @login_required
+@replica_reads
 def assisted_figure_csv(request: HttpRequest, study_id: int, figure: str) -> HttpResponse:
     """One figure's data as CSV, from the latest snapshot (404 before the first one): the
     figure CSVs of every dashboard (``core.exports.figure_response``), at the address the

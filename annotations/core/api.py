@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations.core import selectors
+from annotations.core.db_router import replica_reads
 from annotations.core.errors import NotPermitted
 from annotations.core.exports import FORMATS, export_response, requested_format
 from annotations.core.models import Study, StudyMembership
@@ -119,6 +120,7 @@ class StudyExportApi(APIView):
         responses={(200, "text/csv"): OpenApiTypes.STR,
                    (200, "application/jsonl"): OpenApiTypes.STR},
         summary="Raw export of every answer of a study (researchers, managers)")
+    @replica_reads
     def get(self, request, study_id: int):
         study = study_for(request, study_id, Role.RESEARCHER, Role.MANAGER)
         return export_response(study, request.query_params.get("what"),

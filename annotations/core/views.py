@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotations.core import selectors
+from annotations.core.db_router import replica_reads
 from annotations.core.models import Study
 
 _DASHBOARDS: dict[str, Callable[[HttpRequest, Study], HttpResponse]] = {}
@@ -149,6 +150,7 @@ def help_image(request: HttpRequest, name: str) -> FileResponse:
 
 @require_GET
 @login_required
+@replica_reads
 def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     """One dashboard link for every study type: the page its type registered (a type that
     registered none shows the partitioned one)."""
@@ -159,6 +161,7 @@ def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
 
 @require_GET
 @login_required
+@replica_reads
 def study_export(request: HttpRequest, study_id: int) -> HttpResponse:
     """A raw export of any study type (``?what=`` one of its exports, ``?format=csv|jsonl``),
     for the study's researchers and managers, as they may read its dashboard."""
@@ -197,6 +200,7 @@ def flag(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
 
 @require_GET
 @login_required
+@replica_reads
 def figure_csv(request: HttpRequest, study_id: int, figure: str) -> HttpResponse:
     """The CSV of one figure (or table) of any study type's dashboard, from its latest
     snapshot (``core.exports.figure_response``), for those who may read the dashboard."""

@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from annotations.core.db_router import replica_reads
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
 from annotations.core.guidelines import guidelines_html
 from annotations.core.inputs import int_or_none
@@ -225,6 +226,7 @@ def _may_configure(request: HttpRequest, study: Study) -> bool:
 
 @require_GET
 @login_required
+@replica_reads
 def critique_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     """Managers' live dashboard (``?domain=&author=`` choose the rows; kept in the URL). The
     live region polls with ``since=<snapshot>&health=<token>`` and gets 204 until a newer

@@ -23,6 +23,7 @@ from annotations.core.api import (
     study_for,
     undo_api,
 )
+from annotations.core.db_router import replica_reads
 from annotations.core.errors import ImportFailed, NotPermitted
 from annotations.core.inputs import accepts_upload, file_too_large_message
 from annotations.core.models import ImportJob, Study
@@ -245,6 +246,7 @@ class StudyEstimatesApi(APIView):
     @extend_schema(responses={200: SnapshotOutputSerializer,
                               204: OpenApiResponse(description="No estimates yet")},
                    summary="Latest estimates of every AI system (managers, researchers)")
+    @replica_reads
     def get(self, request, study_id: int):
         study = study_for(request, study_id, Role.RESEARCHER, Role.MANAGER)
         snapshot = selectors.study_latest_snapshot(study=study)

@@ -130,9 +130,20 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 # transaction — no server-side cursors (``.iterator()`` declares one WITH HOLD outside a
 # transaction) and no prepared statements (psycopg 3 prepares a query it has run 5 times).
 DATABASE_PGBOUNCER = env_bool("DATABASE_PGBOUNCER")
-if DATABASE_PGBOUNCER and DATABASES["default"]["ENGINE"].endswith("postgresql"):
-    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
-    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None
+# A read replica (a hot standby of the primary) for dashboards and raw exports
+# (annotations/core/db_router.py, docs/scaling.md); a test mirror of the primary in tests.
+if os.environ.get("DATABASE_REPLICA_URL"):
+    DATABASES["replica"] = dj_database_url.parse(
+        os.environ["DATABASE_REPLICA_URL"], conn_max_age=60, conn_health_checks=True)
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+    # an unreachable replica is given up quickly: its reads go to the primary
+    DATABASES["replica"].setdefault("OPTIONS", {})["connect_timeout"] = 2
+for _alias in DATABASES:
+    if DATABASE_PGBOUNCER and DATABASES[_alias]["ENGINE"].endswith("postgresql"):
+        DATABASES[_alias]["DISABLE_SERVER_SIDE_CURSORS"] = True
+        DATABASES[_alias].setdefault("OPTIONS", {})["prepare_threshold"] = None
+DATABASE_ROUTERS = ["annotations.core.db_router.ReplicaRouter"]
+OVERSIGHT_REPLICA_READS = env_bool("OVERSIGHT_REPLICA_READS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "annotations.User"
 # Django's defaults, then the one for passwords researchers hand out (random, signing in

@@ -25,6 +25,12 @@ if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     # several checkouts test on one server side by side.
     DATABASES["default"]["TEST"] = {"NAME": os.environ.get("OVERSIGHT_TEST_DB", "oversight_test")}
 
+# A read replica as production may have one: a test mirror of the primary, its routing off
+# (the tests' transactions are invisible to its second connection; test_db_router turns it on
+# in committed transactions).
+DATABASES["replica"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
+OVERSIGHT_REPLICA_READS = False
+
 # The stand-in AI endpoints of the tests listen on the loopback: listed as an address, as an
 # operator lists a local vLLM (tests/security/test_egress.py checks the default refusals).
 OVERSIGHT_AI_ALLOWED_HOSTS = ["127.0.0.1"]

@@ -32,6 +32,7 @@ def study_recompute_task(self, study_id: int) -> int | None:
         pending_key,
         recompute_cost_record,
         recompute_failed,
+        recompute_start_record,
         recompute_started,
         recompute_succeeded,
         study_recompute_any,
@@ -43,6 +44,7 @@ def study_recompute_task(self, study_id: int) -> int | None:
     if not Study.objects.filter(pk=study_id).exists():
         return None
     started_at = timezone.now()
+    recompute_start_record(study_id)  # paces a recompute scheduled while this one runs
     clock = time.monotonic()
     seq = recompute_started(study_id=study_id)
     try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,34 +44,59 @@ def cost_key(study_id: int) -> str:
     return f"recompute-cost:{study_id}"
 
 
-def recompute_cost_record(study_id: int, seconds: float) -> None:
-    """Remember how long the study's latest recompute took (cache; never raises)."""
+def _pace_write(study_id: int, pace: dict) -> None:
     from django.core.cache import cache
 
     try:
-        cache.set(cost_key(study_id), float(seconds), timeout=3600)
+        cache.set(cost_key(study_id), pace, timeout=3600)
     except Exception as exc:  # noqa: BLE001 - Redis down: the plain debounce applies
-        log.warning("recompute of study %s: cost not recorded (%s)", study_id,
+        log.warning("recompute of study %s: its pace not recorded (%s)", study_id,
                     short_error(exc))
 
 
-def recompute_delay(study_id: int) -> float:
-    """Seconds to wait before the next recompute of a study: the debounce, or, when its
-    last recompute took c seconds, c · (1/s − 1) with s = OVERSIGHT_RECOMPUTE_MAX_SHARE — so
-    while answers stream in, one study's recomputes take at most that share of a worker
-    and the answers' requests keep the rest of the machine (a 1 s analysis at s = 0.25
-    runs at most every 4 s). Never raises."""
+def _pace(study_id: int) -> dict | None:
     from django.core.cache import cache
 
+    try:
+        pace = cache.get(cost_key(study_id))
+    except Exception:  # noqa: BLE001 - Redis down: the plain debounce
+        return None
+    return pace if isinstance(pace, dict) else None
+
+
+def recompute_start_record(study_id: int) -> None:
+    """A recompute of the study starts now (wall clock: the next one may be scheduled on
+    another host); the last one's duration is kept as the expected one (cache; never
+    raises)."""
+    last = _pace(study_id)
+    _pace_write(study_id, {"seconds": last["seconds"] if last else 0.0,
+                           "started": time.time(), "ended": None})
+
+
+def recompute_cost_record(study_id: int, seconds: float) -> None:
+    """The study's recompute took ``seconds`` and ended now (cache; never raises)."""
+    now = time.time()
+    _pace_write(study_id, {"seconds": float(seconds), "started": now - float(seconds),
+                           "ended": now})
+
+
+def recompute_delay(study_id: int) -> float:
+    """Seconds to wait before the next recompute of a study: the debounce, or longer while
+    its last recompute (of c seconds) ended less than c · (1/s − 1) ago, with
+    s = OVERSIGHT_RECOMPUTE_MAX_SHARE — the next starts no sooner than that gap after the
+    last one's end (a running one's expected end: its start + the last c). So while answers
+    stream in, one study's recomputes take at most that share of a worker and the answers'
+    requests keep the rest of the machine (a 1 s analysis at s = 0.25 runs at most every
+    4 s), and an answer to a study that has been quiet waits the debounce only. Never
+    raises."""
     delay = settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS
     share = settings.OVERSIGHT_RECOMPUTE_MAX_SHARE
-    try:
-        cost = float(cache.get(cost_key(study_id)) or 0.0)
-    except Exception:  # noqa: BLE001 - Redis down: the plain debounce
-        cost = 0.0
-    if 0 < share < 1:
-        delay = max(delay, cost * (1 / share - 1))
-    return delay
+    pace = _pace(study_id)
+    if pace is None or not 0 < share < 1:
+        return delay
+    cost = float(pace["seconds"])
+    ended = pace["ended"] if pace["ended"] is not None else pace["started"] + cost
+    return max(delay, ended + cost * (1 / share - 1) - time.time())
 
 
 def catch_up_grace_seconds() -> float:

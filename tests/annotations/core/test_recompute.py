@@ -212,8 +212,12 @@ def test_the_sweeper_retries_a_failed_study_only_after_a_pause(failing_recompute
 
 
 def test_a_costly_recompute_waits_longer_before_the_next(settings):
-    """The next recompute waits c · (1/share − 1) after one that took c seconds, so a
-    study's live analysis takes at most OVERSIGHT_RECOMPUTE_MAX_SHARE of a worker."""
+    """The next recompute starts no sooner than c · (1/share − 1) after the end of one that
+    took c seconds (a running one: after its expected end), so a study's live analysis takes
+    at most OVERSIGHT_RECOMPUTE_MAX_SHARE of a worker; an answer to a study quiet for longer
+    than that waits the debounce only."""
+    import time
+
     from django.core.cache import cache
 
     from annotations.core.services.recompute import cost_key, recompute_delay
@@ -224,13 +228,23 @@ def test_a_costly_recompute_waits_longer_before_the_next(settings):
     study = make_study(k=3)
     cache.delete(cost_key(study.pk))
     assert recompute_delay(study.pk) == pytest.approx(0.3)  # nothing measured yet
+    before = time.time()
     study_recompute_task.apply(args=(study.pk,))
-    measured = cache.get(cost_key(study.pk))
-    assert measured is not None and measured > 0  # the task records its own duration
-    cache.set(cost_key(study.pk), 2.0)
-    assert recompute_delay(study.pk) == pytest.approx(6.0)  # 2 s · (1/0.25 − 1)
-    cache.set(cost_key(study.pk), 0.01)
-    assert recompute_delay(study.pk) == pytest.approx(0.3)  # a cheap one: the debounce
+    pace = cache.get(cost_key(study.pk))  # the task records its own duration and end
+    assert pace["seconds"] > 0 and before <= pace["started"] <= pace["ended"] <= time.time()
+
+    def after(seconds: float, ended_ago: float | None, started_ago: float = 0.0) -> float:
+        now = time.time()
+        cache.set(cost_key(study.pk), {
+            "seconds": seconds, "started": now - started_ago,
+            "ended": None if ended_ago is None else now - ended_ago})
+        return recompute_delay(study.pk)
+
+    assert after(2.0, ended_ago=0.0, started_ago=2.0) == pytest.approx(6.0, abs=0.05)
+    assert after(2.0, ended_ago=4.0, started_ago=6.0) == pytest.approx(2.0, abs=0.05)
+    assert after(2.0, ended_ago=10.0, started_ago=12.0) == pytest.approx(0.3)  # quiet
+    # one running (started 0.5 s ago, the last took 2 s): after its expected end, + 6 s
+    assert after(2.0, ended_ago=None, started_ago=0.5) == pytest.approx(7.5, abs=0.05)
+    assert after(0.01, ended_ago=0.0) == pytest.approx(0.3)  # a cheap one: the debounce
     settings.OVERSIGHT_RECOMPUTE_MAX_SHARE = 1.0  # no cap
-    cache.set(cost_key(study.pk), 2.0)
-    assert recompute_delay(study.pk) == pytest.approx(0.3)
+    assert after(2.0, ended_ago=0.0) == pytest.approx(0.3)

@@ -45,10 +45,20 @@ from estimators.numerics.bootstrap import UNDEFINED, IntervalEstimate, check_lev
 from estimators.numerics.clustered import effective_size, newcombe_bounds, wilson_t_bounds
 
 
+# Σx² − n p̂² below this share of Σx² is rounding, not spread: units all of one value
+# (e.g. 1/3) leave ~1e-17 there, whose square root would move an interval's end by 1e-9
+# depending on the order the sums were added in.
+ROUNDING_SPREAD = 1e-12
+
+
 def _variance(n: np.ndarray, sx: np.ndarray, sxx: np.ndarray) -> np.ndarray:
+    """The units' variance of the mean, Σ(x − p̂)² / (n(n − 1)) from Σx and Σx² (0 where
+    the spread is rounding: ``ROUNDING_SPREAD``; NaN below two units)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         p = sx / n
-        return np.where(n >= 2, np.maximum(sxx - n * p * p, 0.0) / (n * (n - 1)), np.nan)
+        spread = sxx - n * p * p
+        spread = np.where(spread > ROUNDING_SPREAD * np.abs(sxx), spread, 0.0)
+        return np.where(n >= 2, spread / (n * (n - 1)), np.nan)
 
 
 def _wilson_t(n: np.ndarray, sx: ArrayLike, sxx: ArrayLike, level: float

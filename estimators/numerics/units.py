@@ -44,7 +44,6 @@ from scipy import special
 from estimators.numerics.bootstrap import UNDEFINED, IntervalEstimate, check_level
 from estimators.numerics.clustered import effective_size, newcombe_bounds, wilson_t_bounds
 
-
 # Σx² − n p̂² below this share of Σx² is rounding, not spread: units all of one value
 # (e.g. 1/3) leave ~1e-17 there, whose square root would move an interval's end by 1e-9
 # depending on the order the sums were added in.

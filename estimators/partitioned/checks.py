@@ -109,6 +109,15 @@ def rejection_region(n: int, expected: float, level: float) -> np.ndarray:
     every x at once from the sorted probabilities. Only the outcomes within 12 standard
     deviations of the mean are summed (outside, pmf < 1e−30: they are rejected and add
     nothing a float can hold to any p-value), so a million answers cost milliseconds."""
+    lo, window = _region_window(n, expected, level)
+    region = np.ones(n + 1, dtype=bool)
+    region[lo:lo + len(window)] = window
+    return region
+
+
+def _region_window(n: int, expected: float, level: float) -> tuple[int, np.ndarray]:
+    """(lo, rejected): :func:`rejection_region` on the outcomes lo … hi within 12 standard
+    deviations of the mean — every outcome outside is rejected."""
     sd = math.sqrt(n * expected * (1 - expected))
     lo = max(0, math.floor(n * expected - 12 * sd - 1))
     hi = min(n, math.ceil(n * expected + 12 * sd + 1))
@@ -116,9 +125,7 @@ def rejection_region(n: int, expected: float, level: float) -> np.ndarray:
     order = np.sort(pmf)
     cumulative = np.cumsum(order)
     upto = np.searchsorted(order, pmf * (1 + 1e-7), side="right")
-    region = np.ones(n + 1, dtype=bool)
-    region[lo:hi + 1] = np.minimum(1.0, cumulative[upto - 1]) < level
-    return region
+    return lo, np.minimum(1.0, cumulative[upto - 1]) < level
 
 
 def power_against(n: int, share: float, region: np.ndarray) -> float:
@@ -138,12 +145,15 @@ def detectable_shares(n: int, expected: float, level: float, power: float = POWE
 
     if n <= 0:
         return None, None
-    region = rejection_region(n, expected, level)
+    # the tails' inner ends, from the window of outcomes near the mean (everything outside
+    # it is rejected): the cost does not grow with n
+    lo, window = _region_window(n, expected, level)
+    hi = lo + len(window) - 1
     mode = min(n, math.floor((n + 1) * expected))  # the binomial's mode
-    below = np.flatnonzero(region[:mode])
-    above = np.flatnonzero(region[mode:]) + mode
-    a = int(below[-1]) if below.size else -1
-    b = int(above[0]) if above.size else n + 1
+    below = np.flatnonzero(window[:max(0, mode - lo)]) + lo
+    above = np.flatnonzero(window[max(0, mode - lo):]) + max(mode, lo)
+    a = int(below[-1]) if below.size else lo - 1
+    b = int(above[0]) if above.size else (hi + 1 if hi < n else n + 1)
 
     def gap(share: float) -> float:
         tails = (stats.binom.cdf(a, n, share) if a >= 0 else 0.0) + (

@@ -20,7 +20,9 @@ from tests.annotations.critique.helpers import make_critique_study
 from tests.browser.conftest import login, watch_csp
 from tests.factories import UserFactory, make_study, role_user, specialist
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# presentation: the same on both databases (CI runs it on the first pass only)
+pytestmark = [pytest.mark.browser, pytest.mark.presentation,
+              pytest.mark.django_db(transaction=True)]
 expect.set_options(timeout=15_000)  # an answer recomputes the study inside the request here
 
 

@@ -27,7 +27,9 @@ from tests.annotations.critique.helpers import answer_next, make_critique_study
 from tests.browser.conftest import login, watch_csp
 from tests.factories import UserFactory, make_study, specialist
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# presentation: the same on both databases (CI runs it on the first pass only)
+pytestmark = [pytest.mark.browser, pytest.mark.presentation,
+              pytest.mark.django_db(transaction=True)]
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
 

@@ -25,7 +25,9 @@ from tests.browser.test_phone import DESKTOP, LOW_CONTRAST, PHONE, SIDEWAYS, WID
 from tests.browser.test_phone import _studies as phone_studies
 from tests.factories import make_study
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+# presentation: the same on both databases (CI runs it on the first pass only)
+pytestmark = [pytest.mark.browser, pytest.mark.presentation,
+              pytest.mark.django_db(transaction=True)]
 expect.set_options(timeout=15_000)
 
 # The panels of a page (cards, tables, charts, notes, headline figures …) whose own background

@@ -321,14 +321,10 @@ def double_leases(labellers: list[Labeller], since: dt.datetime) -> dict[str, in
 
 
 def answered_counts(study_ids: dict[str, int]) -> dict[int, int]:
-    """Each study's answers as its type counts them for the recompute sweeper."""
-    from annotations.core.models import Study
-    from annotations.core.services.recompute import _KINDS
+    """Each study's answers as its type counts them for its snapshots' ``n_answered``."""
+    from annotations.core.services.recompute import answered_counts_of
 
-    out = {}
-    for study in Study.objects.filter(pk__in=list(study_ids.values())):
-        out.update(_KINDS[study.kind].answered([study.pk]))
-    return out
+    return answered_counts_of(list(study_ids.values()))
 
 
 def snapshot_counts(study_ids: dict[str, int]) -> dict[int, int]:

@@ -24,7 +24,7 @@ from annotations.partitioned.dashboard import FIGURES
 from annotations.partitioned.models import Query
 from annotations.partitioned.selectors import studies_with_unfolded_changes
 from annotations.partitioned.services import routing  # the queries' task kind
-from annotations.partitioned.services.estimates import study_recompute
+from annotations.partitioned.services.estimates import answered_counts, study_recompute
 from annotations.partitioned.services.exports import labels_export
 from annotations.partitioned.services.imports import items_import
 from annotations.partitioned.services.predictions import predictions_import
@@ -32,7 +32,7 @@ from annotations.partitioned.services.studies import partitioned_study_open
 
 
 def register() -> None:
-    recompute_kind_register(Study.Kind.PARTITIONED, study_recompute,
+    recompute_kind_register(Study.Kind.PARTITIONED, study_recompute, answered=answered_counts,
                             behind=studies_with_unfolded_changes)
     study_opener_register(Study.Kind.PARTITIONED, partitioned_study_open)
     figures_register(Study.Kind.PARTITIONED, FIGURES)

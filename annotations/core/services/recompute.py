@@ -116,12 +116,13 @@ def short_error(exc: BaseException) -> str:
 @dataclass(frozen=True)
 class RecomputeKind:
     """How the studies of one ``Study.kind`` recompute: ``recompute(study_id=…)`` writes
-    the snapshot; the sweeper's check for answers whose on-commit hook never ran, one of
-    ``behind(study_ids)`` → the studies holding changes their snapshot has not seen (a
-    study type that logs its changes: the cost is one probe per study, not a count of its
-    answers), or ``answered(study_ids)`` → {study id: the ``n_answered`` a fresh snapshot
-    would have} (compared with the latest snapshot's); neither: no such check. Every study
-    type registers its own from its ``hooks``."""
+    the snapshot; ``answered(study_ids)`` → {study id: the ``n_answered`` a fresh snapshot
+    would have} (:func:`answered_counts_of`); ``behind(study_ids)`` → the studies holding
+    changes their snapshot has not seen. The sweeper's check for answers whose on-commit
+    hook never ran uses ``behind`` where a type has it (a type that logs its changes: one
+    probe per study, not a count of its answers), else ``answered`` against the latest
+    snapshot's count; neither: no such check. Every study type registers its own from its
+    ``hooks``."""
 
     recompute: Callable[..., EstimateSnapshot]
     answered: Callable[[list[int]], dict[int, int]] | None = None
@@ -139,6 +140,20 @@ def recompute_kind_register(kind: str, recompute: Callable[..., EstimateSnapshot
     each study type's module registers itself when imported; ``answered`` and ``behind``:
     :class:`RecomputeKind`)."""
     _KINDS[kind] = RecomputeKind(recompute, answered, behind)
+
+
+def answered_counts_of(study_ids: list[int]) -> dict[int, int]:
+    """{study id: the ``n_answered`` a fresh snapshot of it would have}, each study counted by
+    its type's ``RecomputeKind.answered`` (studies of a type without one are left out)."""
+    kinds: dict[str, list[int]] = {}
+    for pk, kind in Study.objects.filter(pk__in=study_ids).values_list("pk", "kind"):
+        kinds.setdefault(kind, []).append(pk)
+    out: dict[int, int] = {}
+    for kind, pks in kinds.items():
+        entry = _KINDS.get(kind)
+        if entry is not None and entry.answered is not None:
+            out.update(dict.fromkeys(pks, 0) | entry.answered(pks))
+    return out
 
 
 def study_recompute_any(*, study_id: int) -> EstimateSnapshot:

@@ -10,6 +10,7 @@ from dataclasses import asdict
 
 import numpy as np
 from django.db import transaction
+from django.db.models import Count
 from scipy import stats
 
 from annotations.core.models import EstimateSnapshot, Study
@@ -436,3 +437,12 @@ def _stratum_cell(stats: dict, per_method: dict, j: int, k: int) -> dict:
     ml = _cell(per_method["ml"], j) if n_o + n_c > 0 else dict.fromkeys(per_method["ml"])
     return {"n_ord": _clean(n_o), "n_comp": _clean(n_c), **ml,
             "estimates": _method_cells(per_method, j, n_o, n_c, k)}
+
+
+def answered_counts(study_ids: list[int]) -> dict[int, int]:
+    """Answered routed queries per study (not quality checks; a snapshot's ``n_answered``),
+    counted from the queries (``recompute.answered_counts_of``: benches that wait for fresh
+    dashboards; the sweeper probes the statistics' log instead)."""
+    return dict(Query.objects.filter(study_id__in=study_ids, status=Query.Status.ANSWERED,
+                                     is_quality_check=False)
+                .values_list("study_id").annotate(n=Count("id")).values_list("study_id", "n"))

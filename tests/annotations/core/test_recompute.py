@@ -197,6 +197,9 @@ def test_the_sweeper_finds_answers_whose_hook_never_ran():
     assert recomputes_catch_up(now=later) == [study.pk]
     assert EstimateSnapshot.objects.get(study=study).n_answered == 1
     assert EstimateSnapshot.objects.filter(study=other).count() == 1  # nothing to do there
+    # what a fresh snapshot of each would count (the soak waits for it)
+    assert recompute_service.answered_counts_of([study.pk, other.pk]) == {study.pk: 1,
+                                                                          other.pk: 0}
     assert not RecomputeState.objects.filter(study=other, dirty_since__isnull=False).exists()
 
 

@@ -103,8 +103,10 @@ _WORKERS: list[str] = []  # the name of this process's real worker, once it runs
 @pytest.fixture(autouse=True)
 def _worker_idle_before_flush(request):
     """After a test on a real database (``transaction=True``), wait (≤ 30 s) until this
-    process's real worker has finished the tasks the test set off: its flush truncates
-    every table, and a task still writing holds locks that deadlock it (PostgreSQL)."""
+    process's real worker has finished the tasks the test set off — running, reserved, and
+    scheduled (a paced recompute waits in the worker with a countdown, then runs): its flush
+    truncates every table, and a task still writing holds locks that deadlock it
+    (PostgreSQL)."""
     yield
     marker = request.node.get_closest_marker("django_db")
     if not _WORKERS or not ("transactional_db" in request.fixturenames
@@ -116,8 +118,8 @@ def _worker_idle_before_flush(request):
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         busy = app.control.inspect(destination=_WORKERS, timeout=0.5)
-        active, reserved = busy.active() or {}, busy.reserved() or {}
-        if not any(active.values()) and not any(reserved.values()):
+        queues = (busy.active() or {}, busy.reserved() or {}, busy.scheduled() or {})
+        if not any(any(q.values()) for q in queues):
             return
         time.sleep(0.2)
 

@@ -12,9 +12,10 @@ from playwright.sync_api import expect
 from annotations.partitioned.services.estimates import study_recompute
 from annotations.partitioned.services.simulation import study_simulate
 from tests.annotations.partitioned.test_allocation import _study
-from tests.browser.conftest import login, watch_csp
+from tests.browser.conftest import login
 from tests.browser.test_admin import admin_login
 from tests.browser.test_phone import DESKTOP, PHONE, SIDEWAYS, WIDEST
+from tests.browser.walks import sized_page
 from tests.factories import role_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -40,10 +41,7 @@ def test_a_researcher_chooses_neyman_allocation_and_the_manager_reads_it(browser
     study_recompute(study_id=study.pk)
     manager = role_user(study, "manager")
     for name, viewport in (("390", PHONE), ("1280", DESKTOP)):
-        context = browser.new_context(viewport=viewport)
-        violations = watch_csp(context)
-        view = context.new_page()
-        try:
+        with sized_page(browser, viewport) as view:
             login(view, live_server, manager.username)
             view.goto(live_server.url + reverse("dashboard", args=[study.pk]))
             expect(view.get_by_test_id("allocation")).to_contain_text("stratified")
@@ -54,6 +52,3 @@ def test_a_researcher_chooses_neyman_allocation_and_the_manager_reads_it(browser
             assert scroll <= client, view.evaluate(WIDEST)
             view.locator("#allocation").scroll_into_view_if_needed()
             view.screenshot(path=str(shots / f"{name}-dashboard-allocation.png"))
-        finally:
-            context.close()
-        assert violations == []

@@ -52,18 +52,24 @@ def via_invitation(page, live_server, link: str, password: str = "invited-secret
 
 
 @contextmanager
-def phone(browser) -> Iterator:
-    """A page 390 px wide in its own context (its own session); the CSP violations of its
-    pages fail the test, as the ``page`` fixture's do."""
-    context = browser.new_context(viewport=PHONE)
+def sized_page(browser, viewport: dict) -> Iterator:
+    """A page of ``viewport`` in its own context (its own session); the CSP violations of
+    its pages fail the test, as the ``page`` fixture's do."""
+    context = browser.new_context(viewport=viewport)
     violations = watch_csp(context)
-    page = context.new_page()
-    page.set_default_timeout(10_000)
     try:
-        yield page
+        yield context.new_page()
     finally:
         context.close()
     assert violations == [], "\n".join(violations)
+
+
+@contextmanager
+def phone(browser) -> Iterator:
+    """:func:`sized_page` 390 px wide, its actions given 10 s."""
+    with sized_page(browser, PHONE) as page:
+        page.set_default_timeout(10_000)
+        yield page
 
 
 def download(page, link) -> str:

@@ -109,6 +109,16 @@ def _point_app(app, url: str) -> None:
 def own_pipeline(settings, tmp_path):
     """Throw-away Redis + beat, this process's cache and Celery app pointed at them; the
     test starts (and may kill) its workers with ``start_worker``."""
+    yield from _pipeline(settings, tmp_path, beat=True)
+
+
+@pytest.fixture
+def own_pipeline_without_beat(settings, tmp_path):
+    """:func:`own_pipeline` with no beat: nothing sweeps but what the workers do."""
+    yield from _pipeline(settings, tmp_path, beat=False)
+
+
+def _pipeline(settings, tmp_path, *, beat: bool):
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server not installed")
     from oversight_site.celery import app
@@ -139,7 +149,8 @@ def own_pipeline(settings, tmp_path):
             if proc.poll() is not None and proc.returncode != -signal.SIGKILL:
                 processes[name] = start_beat() if name == "beat" else _worker(name)
 
-    processes["beat"] = start_beat()
+    if beat:
+        processes["beat"] = start_beat()
     try:
         yield app, start_worker, supervise
     finally:
@@ -224,3 +235,35 @@ def test_a_worker_killed_in_the_debounce_window_does_not_leave_the_dashboard_sta
     elapsed = _wait_for_snapshot(study, 1, timeout=45) + (time.monotonic() - started)
     print(f"dashboard current {elapsed:.1f} s after the worker was killed")
     assert elapsed < 60  # never "stale" (a minute), let alone the visibility timeout
+
+
+def test_a_worker_that_starts_catches_up_what_a_dead_one_held(own_pipeline_without_beat,
+                                                              settings):
+    """No beat: the worker that starts queues the catch-up sweeper itself (``worker_ready``,
+    oversight_site/celery.py), so the recompute a killed worker held runs once its
+    replacement is up — not at the next beat (15 s in production)."""
+    app, start_worker, _ = own_pipeline_without_beat
+    settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 4.0  # the task waits in the doomed worker
+    doomed = start_worker("s5-doomed")
+    study = make_study(k=3, n_items=30, systems={"m": 0.7}, seed=503)
+    user = specialist(study, 0)
+    label_submit(query_id=query_lease_next(study=study, user=user).pk, user=user, answer="no")
+    held = False
+    deadline = time.monotonic() + 3
+    while not held and time.monotonic() < deadline:
+        unacked = subprocess.run(["redis-cli", "-p", str(OWN_PORT), "hvals", "unacked"],
+                                 capture_output=True, text=True).stdout
+        held = "study_recompute_task" in unacked
+        time.sleep(0.05)
+    assert held
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait()
+    # past the grace of the workers' sweeper (5 s: catch_up_grace_seconds at their default
+    # debounce, not this process's), as a restart takes
+    time.sleep(5.5)
+    assert not EstimateSnapshot.objects.filter(study=study).exists()
+    start_worker("s5-rescuer")
+    elapsed = _wait_for_snapshot(study, 1, timeout=20)
+    print(f"dashboard current {elapsed:.1f} s after the new worker answered a ping")
+    assert EstimateSnapshot.objects.filter(study=study, n_answered=1).exists()
+

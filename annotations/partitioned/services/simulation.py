@@ -71,6 +71,9 @@ def study_simulate(*, study: Study, answers: int | None = None, error_rate: floa
         raise InvalidStudy(f"Study '{study}' has no items with a gold label; a simulation "
                            "needs the truth.", field="gold")
     specialists = simulated_specialists(study=study, per_class=per_class)
+    memberships = {m.user_id: m for m in StudyMembership.objects.filter(
+        study=study, user__in=specialists, role=StudyMembership.Role.SPECIALIST,
+    ).select_related("study_class")}
     rng = np.random.default_rng([study.seed, 99, seed])
     counts = dict.fromkeys(Query.Answer.values, 0)
     started = time.perf_counter()
@@ -84,7 +87,8 @@ def study_simulate(*, study: Study, answers: int | None = None, error_rate: floa
             active = list(specialists)
             while active and (answers is None or done < answers):
                 user = active[done % len(active)]
-                query = query_lease_next(study=study, user=user)
+                query = query_lease_next(study=study, user=user,
+                                         membership=memberships[user.pk])
                 if query is None or query.item.gold_option is None:
                     active.remove(user)  # pool empty (or no truth for this item)
                     continue

@@ -29,18 +29,26 @@ DESIGN = CritiqueDesign(n_questions=40, counts=(7, 5, 3, 1), accuracy=(0.5, 0.62
                         domains=("math", "english"))
 
 
-@pytest.fixture
-def simulated(settings):
-    settings.OVERSIGHT_MIN_ANSWER_MS = 0
-    sim = simulate_critique(DESIGN, seed=7)
-    study = critique_study_create(name="simulated", top_level=3, counts=[7, 5, 3, 1], seed=99)
-    study_from_simulation(study=study, sim=sim, ai_levels=[])
-    users = annotators(study, 9)
-    critique_study_open(study=study)
-    study.refresh_from_db()
-    run = annotators_work(study=study, sim=sim, annotators=users, seed=3)
-    assert run.answered == 40 * 16
-    return study, sim
+@pytest.fixture(scope="module")
+def simulated(django_db_setup, django_db_blocker):
+    """One simulated study answered through the services, shared by the module's tests
+    (each runs in its own transaction, so what a test changes is undone after it)."""
+    from django.test import override_settings
+
+    with django_db_blocker.unblock(), override_settings(OVERSIGHT_MIN_ANSWER_MS=0):
+        sim = simulate_critique(DESIGN, seed=7)
+        study = critique_study_create(name="simulated", top_level=3, counts=[7, 5, 3, 1],
+                                      seed=99)
+        study_from_simulation(study=study, sim=sim, ai_levels=[])
+        users = annotators(study, 9)
+        critique_study_open(study=study)
+        study.refresh_from_db()
+        run = annotators_work(study=study, sim=sim, annotators=users, seed=3)
+        assert run.answered == 40 * 16
+        yield study, sim
+        study.delete()
+        for user in users:
+            user.delete()
 
 
 def test_planted_accuracies_are_recovered_within_the_snapshot_intervals(simulated):

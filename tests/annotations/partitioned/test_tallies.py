@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
 import pytest
 from django.db import transaction
 from django.utils import timezone
@@ -237,3 +238,66 @@ def test_the_check_command_reports_each_study_and_fails_on_a_difference(base_stu
     out = StringIO()
     call_command("check_estimates", str(study.pk), stdout=out)
     assert "1 studies checked, 0 differed" in out.getvalue()
+
+
+@pytest.mark.parametrize("stray_match", [False, True])
+def test_the_build_counts_the_same_codes_however_it_reads_them(base_study, stray_match):
+    # PostgreSQL counts an unbanded study's codes in the server (one SUM per system and
+    # mask); the rows' bits read whole (binary COPY) or row by row must give the same
+    # groups — and a match bit without its present bit (code 2) sends the build to them
+    from django.db import connection
+
+    from annotations.partitioned.selectors import codes_fetched
+    from annotations.partitioned.services.tallies import (
+        _code_counts,
+        _codes_summed,
+        _flag_key,
+        _key_sql,
+        _ordinals,
+        _rows_copied,
+    )
+
+    study = base_study
+    for c in range(4):
+        answer(study, c % K, "yes" if c % 2 else "no")
+    if stray_match:
+        row = Query.objects.filter(study=study, status="answered").first()
+        sign = -(1 << 63)  # ordinal 63: the masks' sign bit
+        Query.objects.filter(pk=row.pk).update(match_mask=row.match_mask | sign,
+                                               present_mask=row.present_mask & ~sign)
+    # a third system, of the highest ordinal, whose bit the stray match sets
+    AISystem.objects.create(study=study, name="c", ordinal=63)
+    ordinals = _ordinals(study.pk)
+    where = "FROM annotations_query WHERE study_id = %s AND NOT is_quality_check"
+    keys_sql = _key_sql(study.pk)
+
+    def by_group(keys, sizes, codes):
+        return {tuple(k): (int(n), codes[g].tolist())
+                for g, (k, n) in enumerate(zip(keys, sizes, strict=True))}
+
+    def from_rows(keys, sizes, columns):
+        group = np.repeat(np.arange(len(keys)), sizes).astype(np.int64)
+        return by_group(keys, sizes, _code_counts(group, len(keys), columns, ordinals))
+
+    fetched = from_rows(*codes_fetched(keys_sql, where, [study.pk]))
+    assert sum(n for n, _ in fetched.values()) == Query.objects.filter(
+        study=study, is_quality_check=False).count()
+    # code 2 (match, no present) for system c exactly where the stray bit was set
+    assert sum(codes[63][2] for _, codes in fetched.values()) == int(stray_match)
+    if connection.vendor == "postgresql":
+        assert from_rows(*_rows_copied(keys_sql, where, [study.pk], True)) == fetched
+        summed = _codes_summed(keys_sql, where, [study.pk], ordinals)
+        if stray_match:
+            assert summed is None
+        else:
+            assert by_group(*summed) == fetched
+    tallies_build(study_id=study.pk)
+    expected = {}
+    for raw, (n, codes) in fetched.items():
+        key = _flag_key(raw)
+        expected[key] = (n, {str(o): {str(c): codes[j][c] for c in range(1, len(codes[j]))
+                                      if codes[j][c]}
+                             for j, o in enumerate(ordinals)
+                             if key[2] in ("yes", "no", "unsure") and any(codes[j][1:])})
+    built = {key: value for key, value in _groups(study).items() if key[2] != "skip"}
+    assert built == expected

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+from collections.abc import Callable, Iterator
 
 import factory
 import numpy as np
@@ -63,6 +65,19 @@ def predictions_for(items: list[dict], accuracies: dict[str, float], k: int, *,
             field = "prediction" if isinstance(pred, str) else "prediction_index"
             rows.append({"item_id": it["id"], "system": name, field: pred})
     return rows
+
+
+@contextlib.contextmanager
+def built_once(django_db_blocker, build: Callable[[], Study]) -> Iterator[Study]:
+    """A study for a module-scoped fixture: ``build()`` run once outside the tests'
+    transactions (each test's writes are undone after it, the study stays), deleted after
+    the module. Many tests reading one simulated study no longer simulate it each."""
+    with django_db_blocker.unblock():
+        study = build()
+        try:
+            yield study
+        finally:
+            study.delete()
 
 
 def make_study(*, k: int = 4, n_items: int = 20, queries_per_item: int = 1, checks: int = 0,

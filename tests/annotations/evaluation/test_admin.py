@@ -16,17 +16,22 @@ from annotations.evaluation.services.tokens import token_create, token_digest
 from annotations.partitioned.services.simulation import study_simulate
 from assistants.models import AISystem
 from tests.annotations.evaluation.test_evaluate import post, predictions_of
-from tests.factories import make_study, role_user, specialist
+from tests.factories import built_once, make_study, role_user, specialist
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def study():
+def _simulated():
     s = make_study(k=4, n_items=120, systems={"cand": 0.7})
     study_simulate(study=s)
     EvaluationSettings.objects.update_or_create(study=s, defaults={"holdout_share": 0.0})
     return s
+
+
+@pytest.fixture(scope="module")
+def study(django_db_setup, django_db_blocker):
+    with built_once(django_db_blocker, _simulated) as s:
+        yield s
 
 
 def researcher_client(study) -> Client:

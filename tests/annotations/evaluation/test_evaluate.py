@@ -13,17 +13,22 @@ from annotations.partitioned.services.estimates import study_recompute
 from annotations.partitioned.services.simulation import study_simulate
 from assistants.models import Prediction
 from estimators.evaluation.ladder import ladder_release
-from tests.factories import make_study
+from tests.factories import built_once, make_study
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def study():
+def _simulated():
     s = make_study(k=4, n_items=240, systems={"cand": 0.7})
     study_simulate(study=s)
     EvaluationSettings.objects.update_or_create(study=s, defaults={"holdout_share": 0.0})
     return s
+
+
+@pytest.fixture(scope="module")
+def study(django_db_setup, django_db_blocker):
+    with built_once(django_db_blocker, _simulated) as s:
+        yield s
 
 
 def predictions_of(study, system="cand") -> list[dict]:

@@ -18,17 +18,22 @@ from annotations.evaluation.services.tokens import token_create
 from annotations.partitioned.models import Query
 from annotations.partitioned.services.simulation import study_simulate
 from tests.annotations.evaluation.test_evaluate import post, predictions_of
-from tests.factories import make_study
+from tests.factories import built_once, make_study
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def study():
+def _simulated():
     s = make_study(k=4, n_items=150, systems={"cand": 0.7})
     study_simulate(study=s, answers=120)  # 30 items have no answered query
     EvaluationSettings.objects.update_or_create(study=s, defaults={"holdout_share": 0.3})
     return s
+
+
+@pytest.fixture(scope="module")
+def study(django_db_setup, django_db_blocker):
+    with built_once(django_db_blocker, _simulated) as s:
+        yield s
 
 
 def _kinds(study) -> dict[str, str]:

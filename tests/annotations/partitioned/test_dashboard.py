@@ -11,19 +11,24 @@ from annotations.models import Query
 from annotations.partitioned.services.estimates import study_recompute
 from annotations.partitioned.services.scope_estimates import METHODS
 from annotations.partitioned.services.simulation import study_simulate
-from tests.factories import make_study, role_user
+from tests.factories import built_once, make_study, role_user
 
 pytestmark = pytest.mark.django_db
 FIELDS = {"accuracy", "accuracy_clipped", "se", "ci_low", "ci_high", "bound", "weight",
           "bound_valid", "approximate"}
 
 
-@pytest.fixture
-def study():
+def _simulated():
     study = make_study(k=4, n_items=600, systems={"good": 0.85, "poor": 0.4}, seed=71,
                        strata=2)
     study_simulate(study=study, unsure_rate=0.02)
     return study
+
+
+@pytest.fixture(scope="module")
+def study(django_db_setup, django_db_blocker):
+    with built_once(django_db_blocker, _simulated) as s:
+        yield s
 
 
 def test_snapshot_carries_every_estimator_and_correction(study):

@@ -13,6 +13,10 @@ systems, replicate studies — on the further axes): n_o,i ordinary labels of it
 of them correct, n_c,i complementary labels, S_c,i their scores w (a missing prediction
 scores (K−2)/(K−1)). Labels may carry weights (inverse-probability weights): the sums are
 then weighted sums, and everything below holds as written.
+Every design effect below reads the clusters only through their moments — Σ_i x_i and
+Σ_i x_i x_iᵀ of x_i = (S_o,i, T_o,i, S_c,i, T_c,i), the items with a label, whether an item
+has several ordinary labels (:class:`ClusterMoments`): each sum of squares is a quadratic
+form in them. Moments of disjoint sets of items add.
 
 Score of the joint log-likelihood ℓ(A) (METHODS.md M1) for item i, with q = (A+K−2)/(K−1):
 
@@ -97,6 +101,77 @@ class Clusters:
         return Clusters(self.n_ord[items], self.s_ord[items], self.n_comp[items],
                         self.s_comp[items])
 
+    def moments(self) -> ClusterMoments:
+        """Everything the design effects read (:class:`ClusterMoments`), summed over the
+        items."""
+        return self._moments
+
+    @cached_property
+    def _moments(self) -> ClusterMoments:
+        shape = np.broadcast_shapes(*(x.shape for x in (self.n_ord, self.s_ord, self.n_comp,
+                                                         self.s_comp)))[1:]
+        s_o, s_c = np.asarray(self.s_ord, float), np.asarray(self.s_comp, float)
+        x = (s_o, self.n_ord - s_o, s_c, self.n_comp - s_c)
+        second = np.empty((4, 4, *shape))
+        for a in range(4):
+            for b in range(a, 4):
+                second[a, b] = second[b, a] = np.broadcast_to((x[a] * x[b]).sum(axis=0),
+                                                              shape)
+        n_ord, n_comp = np.asarray(self.n_ord, float), np.asarray(self.n_comp, float)
+        return ClusterMoments(
+            first=np.stack([np.broadcast_to(v.sum(axis=0), shape) for v in x]).astype(float),
+            second=second,
+            labelled=np.broadcast_to(((n_ord + n_comp) > 0).sum(axis=0), shape).astype(float),
+            several_ordinary=bool(n_ord.size and n_ord.max() > 1))
+
+
+@dataclass(frozen=True)
+class ClusterMoments:
+    """What every design effect needs of the item clusters, as sums over items — so the
+    moments of two disjoint sets of items add, and a change to one item changes them by
+    its new terms less its old ones: the form maintained statistics can keep.
+
+    Per item i the vector x_i = (S_o,i, T_o,i, S_c,i, T_c,i) of its sums — ordinary labels
+    correct and wrong (T = n − S), complementary scores and their complements — and per
+    cell: ``first`` = Σ_i x_i (4, *cells), ``second`` = Σ_i x_i x_iᵀ (4, 4, *cells),
+    ``labelled`` = items with a label (n_o,i + n_c,i > 0), ``several_ordinary`` = whether
+    some item of some cell has more than one ordinary label (n_o,i > 1).
+
+    Every sum of squares of :mod:`this module <estimators.partitioned.clustered>` is a
+    quadratic form in ``second``: Σ_i (u·x_i)(v·x_i) = uᵀ (Σ_i x_i x_iᵀ) v
+    (:meth:`form`). In the (S, T) basis each count meets its own coefficient (1/A and
+    −1/(1−A) in the score; with one label per item S_i T_i = 0), so a form cancels only
+    where items mix correct and wrong labels; near Â = 1 the forms agree with a
+    label-by-label loop to 2e-13 (tests/estimators/partitioned/test_clustered.py)."""
+
+    first: np.ndarray
+    second: np.ndarray
+    labelled: np.ndarray
+    several_ordinary: bool
+
+    def totals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(n_o, S_o, n_c, S_c) per cell."""
+        s_o, t_o, s_c, t_c = self.first
+        return s_o + t_o, s_o, s_c + t_c, s_c
+
+    def form(self, u, v=None) -> np.ndarray:
+        """Σ_i (u·x_i)(v·x_i) per cell (``v`` None: ``u``), the coefficients u, v four
+        scalars or arrays broadcastable to the cells."""
+        v = u if v is None else v
+        return sum(u[a] * v[b] * self.second[a, b] for a in range(4) for b in range(4)
+                   if not (np.isscalar(u[a]) and u[a] == 0 or np.isscalar(v[b]) and v[b] == 0))
+
+    def __add__(self, other: ClusterMoments) -> ClusterMoments:
+        """The moments of the union of two disjoint sets of items."""
+        return ClusterMoments(self.first + other.first, self.second + other.second,
+                              self.labelled + other.labelled,
+                              self.several_ordinary or other.several_ordinary)
+
+
+def moments_of(c: Clusters | ClusterMoments) -> ClusterMoments:
+    """``c`` as :class:`ClusterMoments`."""
+    return c if isinstance(c, ClusterMoments) else c.moments()
+
 
 def per_item_sums(item: np.ndarray, n_items: int, values: np.ndarray) -> np.ndarray:
     """Σ over the labels of each item: ``values`` (labels on axis 0, any further axis)
@@ -125,57 +200,75 @@ def proportion_design_effect(n_i, s_i) -> np.ndarray:
     """Design effect of a proportion p̂ = S/n clustered by item:
     Σ_i (S_i − p̂ n_i)² / (p̂(1−p̂) n) (≥ 1; 1 where p̂ ∈ {0, 1} or n = 0)."""
     n_i, s_i = np.broadcast_arrays(np.asarray(n_i, float), np.asarray(s_i, float))
-    n, s = n_i.sum(axis=0), s_i.sum(axis=0)
+    zeros = np.zeros_like(n_i)
+    return _proportion_effect(Clusters(n_i, s_i, zeros, zeros).moments(), 0)
+
+
+def _proportion_effect(m: ClusterMoments, source: int) -> np.ndarray:
+    """:func:`proportion_design_effect` of the ordinary (``source`` 0) or complementary
+    (2) proportion, from the moments: S_i − p̂ n_i = (1 − p̂) S_i − p̂ T_i."""
+    s, t = m.first[source], m.first[source + 1]
+    n = s + t
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(n > 0, s / np.where(n > 0, n, 1.0), 0.0)
-    meat = ((s_i - p * n_i) ** 2).sum(axis=0)
-    return _ratio(meat, p * (1 - p) * n, 1.0)
+    u = [0.0] * 4
+    u[source], u[source + 1] = 1 - p, -p
+    return _ratio(m.form(u), p * (1 - p) * n, 1.0)
 
 
-def _ml_terms(c: Clusters, k: int, a) -> tuple[np.ndarray, np.ndarray]:
-    """(Σ_i U_i(A)², I(A)) at A ∈ (0, 1), per cell."""
+def _ml_terms(m: ClusterMoments, k: int, a) -> tuple[np.ndarray, np.ndarray]:
+    """(Σ_i U_i(A)², I(A)) at A ∈ (0, 1), per cell: U_i = u·x_i with
+    u = (1/A, −1/(1−A), 1/(q(K−1)), −1/((1−q)(K−1)))."""
     a = np.asarray(a, float)
-    s_o, s_c = np.asarray(c.s_ord, float), np.asarray(c.s_comp, float)
-    t_o, t_c = c.n_ord - s_o, c.n_comp - s_c
-    u = s_o / a - t_o / (1 - a)
-    info = s_o.sum(axis=0) / a**2 + t_o.sum(axis=0) / (1 - a) ** 2
+    s_o, t_o, s_c, t_c = m.first
+    u = [1 / a, -1 / (1 - a), 0.0, 0.0]
+    info = s_o / a**2 + t_o / (1 - a) ** 2
     if k >= 3:
         q = (a + k - 2) / (k - 1)
-        u = u + (s_c / q - t_c / (1 - q)) / (k - 1)
-        info = info + (s_c.sum(axis=0) / q**2 + t_c.sum(axis=0) / (1 - q) ** 2) / (k - 1) ** 2
-    return (u * u).sum(axis=0), info
+        u[2], u[3] = 1 / (q * (k - 1)), -1 / ((1 - q) * (k - 1))
+        info = info + (s_c / q**2 + t_c / (1 - q) ** 2) / (k - 1) ** 2
+    return m.form(u), info
 
 
-def ml_design_effect(c: Clusters, k: int, a_hat) -> np.ndarray:
+def ml_design_effect(c: Clusters | ClusterMoments, k: int, a_hat) -> np.ndarray:
     """d = Σ_i U_i(Â)² / I(Â) of the joint score (module docstring), ≥ 1; at Â = 1 its
     expectation under the protocol as A → 1; 1 at Â = 0 and without labels."""
-    shape = c.totals()[0].shape
+    m = moments_of(c)
+    shape = m.labelled.shape
     a_hat = np.broadcast_to(np.asarray(a_hat, float), shape)
     inside = (a_hat > 0) & (a_hat < 1)
     safe = np.where(inside, a_hat, 0.5)
-    meat, info = _ml_terms(c, k, safe)
+    meat, info = _ml_terms(m, k, safe)
     d = _ratio(meat, info, 1.0)
-    # the counts of labels are usually shared by every cell (items × 1): no broadcast
-    n_o = np.asarray(c.n_ord, float)
-    p = np.asarray(c.n_comp, float) / (k - 1) if k >= 3 else np.zeros_like(n_o)
-    perfect = _ratio((n_o**2 + 2 * n_o * p + p).sum(axis=0), (n_o + p).sum(axis=0), 1.0)
+    # Σ n_o,i² + 2 n_o,i p_i + p_i with n_o = S_o + T_o, p_i = n_c,i/(K−1), n_c = S_c + T_c
+    ordinary = [1.0, 1.0, 0.0, 0.0]
+    n_o = m.first[0] + m.first[1]
+    squares = m.form(ordinary)
+    if k >= 3:
+        n_c = m.first[2] + m.first[3]
+        cross = m.form(ordinary, [0.0, 0.0, 1.0, 1.0]) / (k - 1)
+        perfect = _ratio(squares + 2 * cross + n_c / (k - 1), n_o + n_c / (k - 1), 1.0)
+    else:
+        perfect = _ratio(squares, n_o, 1.0)
     return np.where(inside, d, np.where(a_hat >= 1, np.broadcast_to(perfect, shape), 1.0))
 
 
-def _influence(c: Clusters, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _influence(m: ClusterMoments, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(Σ e_o², Σ e_o e_c, Σ e_c²) over items of the per-item influence terms of Â_ord and
-    Â_comp (:func:`mixture_variance`), per cell."""
-    n_o, s_o, n_c, s_c = c.totals()
+    Â_comp (:func:`mixture_variance`), per cell: e_o,i = ((1 − p̂) S_o,i − p̂ T_o,i)/n_o
+    and e_c,i = (K−1)((1 − q̂) S_c,i − q̂ T_c,i)/n_c, quadratic forms in the moments."""
+    n_o, s_o, n_c, s_c = m.totals()
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(n_o > 0, s_o / np.where(n_o > 0, n_o, 1), 0.0)
         q = np.where(n_c > 0, s_c / np.where(n_c > 0, n_c, 1), 0.0)
-        e_o = np.where(n_o > 0, (c.s_ord - p * c.n_ord) / np.where(n_o > 0, n_o, 1), 0.0)
-        e_c = np.where(n_c > 0, (k - 1) * (c.s_comp - q * c.n_comp)
-                       / np.where(n_c > 0, n_c, 1), 0.0)
-    return (e_o * e_o).sum(axis=0), (e_o * e_c).sum(axis=0), (e_c * e_c).sum(axis=0)
+        scale_o = np.where(n_o > 0, 1 / np.where(n_o > 0, n_o, 1), 0.0)
+        scale_c = np.where(n_c > 0, (k - 1) / np.where(n_c > 0, n_c, 1), 0.0)
+    e_o = [(1 - p) * scale_o, -p * scale_o, 0.0, 0.0]
+    e_c = [0.0, 0.0, (1 - q) * scale_c, -q * scale_c]
+    return m.form(e_o), m.form(e_o, e_c), m.form(e_c)
 
 
-def _plug_in(c: Clusters, k: int, w) -> np.ndarray:
+def _plug_in(c: Clusters | ClusterMoments, k: int, w) -> np.ndarray:
     n_o, s_o, n_c, s_c = c.totals()
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(n_o > 0, s_o / np.where(n_o > 0, n_o, 1), 0.0)
@@ -193,13 +286,13 @@ def _mixture(moments: tuple[np.ndarray, np.ndarray, np.ndarray], plug_in: np.nda
     return np.where(sandwich > 1e-15 * (oo + cc), sandwich, plug_in)
 
 
-def mixture_variance(c: Clusters, k: int, w) -> np.ndarray:
+def mixture_variance(c: Clusters | ClusterMoments, k: int, w) -> np.ndarray:
     """Sandwich variance of w Â_ord + (1−w) Â_comp: Σ_i [w e_o,i + (1−w) e_c,i]² with
     e_o,i = (S_o,i − Â_o n_o,i)/n_o and e_c,i = (K−1)(S_c,i − q̂ n_c,i)/n_c (computed from
     Σe_o², Σe_o e_c, Σe_c², so any weight costs nothing more); where it is 0 (perfect
     scores: no residual) the plug-in w² Â_o(1−Â_o)/n_o + (1−w)² (K−1)² q̂(1−q̂)/n_c,
     whose interval is then the exact one anyway."""
-    return _mixture(_influence(c, k), _plug_in(c, k, np.asarray(w, float)), w)
+    return _mixture(_influence(moments_of(c), k), _plug_in(c, k, np.asarray(w, float)), w)
 
 
 @dataclass(frozen=True)
@@ -233,29 +326,31 @@ def small_sample_factor(items, confidence: float = 0.95) -> np.ndarray:
     return np.where(g >= 2, factor, 1.0)
 
 
-def design_effects(c: Clusters, k: int, confidence: float = 0.95) -> DesignEffects:
+def design_effects(c: Clusters | ClusterMoments, k: int,
+                   confidence: float = 0.95) -> DesignEffects:
     """Every design effect of :func:`estimate_clustered` at once (module docstring), with
-    the small-sample factor of the cell's items with labels (:func:`small_sample_factor`)."""
-    n_o, s_o, n_c, s_c = c.totals()
-    n_ord, n_comp = np.asarray(c.n_ord, float), np.asarray(c.n_comp, float)
-    labelled = np.broadcast_to(((n_ord + n_comp) > 0).sum(axis=0), n_o.shape)
-    factor = small_sample_factor(labelled, confidence)
+    the small-sample factor of the cell's items with labels (:func:`small_sample_factor`);
+    all from the clusters' moments (:class:`ClusterMoments`)."""
+    m = moments_of(c)
+    n_o, s_o, n_c, s_c = m.totals()
+    factor = small_sample_factor(m.labelled, confidence)
     # one ordinary label per item at most (K ≥ 3): its sandwich is exactly the binomial's
-    ordinary = proportion_design_effect(c.n_ord, c.s_ord)
-    if n_ord.size and n_ord.max() > 1:
+    ordinary = _proportion_effect(m, 0)
+    if m.several_ordinary:
         ordinary = ordinary * factor
-    oo, oc, cc = _influence(c, k)
+    oo, oc, cc = _influence(m, k)
     return DesignEffects(
         ordinary=ordinary,
-        complementary=(proportion_design_effect(c.n_comp, c.s_comp) * factor if k >= 3
+        complementary=(_proportion_effect(m, 2) * factor if k >= 3
                        else np.ones(n_o.shape)),
-        joint=ml_design_effect(c, k, ml_accuracy(n_o, s_o, n_c, s_c, k)) * factor,
+        joint=ml_design_effect(m, k, ml_accuracy(n_o, s_o, n_c, s_c, k)) * factor,
         influence=(oo * factor, oc * factor, cc * factor),
         small_sample=factor,
     )
 
 
-def estimate_clustered(c: Clusters, k: int, method: str = "ml", confidence: float = 0.95,
+def estimate_clustered(c: Clusters | ClusterMoments, k: int, method: str = "ml",
+                       confidence: float = 0.95,
                        weight=None, pilot=None, interval: str = "auto",
                        weight_from_data: bool = False, u=None,
                        rng: np.random.Generator | int | None = None,
@@ -268,6 +363,7 @@ def estimate_clustered(c: Clusters, k: int, method: str = "ml", confidence: floa
     one computation of the design effects."""
     if method not in METHODS:
         raise ValueError(f"method: unknown '{method}' (one of {', '.join(METHODS)})")
+    c = moments_of(c)
     n_o, s_o, n_c, s_c = c.totals()
     d = design_effects(c, k, confidence) if effects is None else effects
     common = {"confidence": confidence, "interval": interval, "u": u, "rng": rng}
@@ -288,6 +384,6 @@ def estimate_clustered(c: Clusters, k: int, method: str = "ml", confidence: floa
     return replace(out, bound_valid=False)
 
 
-__all__ = ["Clusters", "DesignEffects", "design_effects", "estimate_clustered",
-           "mixture_variance", "ml_design_effect", "per_item_sums",
+__all__ = ["ClusterMoments", "Clusters", "DesignEffects", "design_effects", "estimate_clustered",
+           "mixture_variance", "ml_design_effect", "moments_of", "per_item_sums",
            "proportion_design_effect"]

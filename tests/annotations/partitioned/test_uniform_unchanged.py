@@ -111,4 +111,29 @@ def test_a_uniform_studys_estimates_are_bit_identical_to_before_designs(name):
         pytest.skip("golden payload written")
     expected = json.loads(GOLDEN.read_text())[name]
     assert payload["n_answered"] == expected["n_answered"] > 100
-    assert payload == expected
+    if CASES[name.split(":")[1]]["queries_per_item"] == 1:
+        assert payload == expected
+    else:
+        differences = _differences(payload, expected)
+        assert not [d for d in differences if d[1] > CLUSTERED_RTOL], (len(differences), max(d[1] for d in differences))
+
+
+# Since the item-clustered variance is computed from the clusters' second moments (issue
+# 29: the form maintained statistics can keep, estimators.partitioned.clustered.
+# ClusterMoments), its sums of squares are added in another order: the several-queries
+# payload is held to this relative difference per float (everything else exactly).
+CLUSTERED_RTOL = 1e-12
+
+
+def _differences(got, want, path=()) -> list[tuple]:
+    """(path, relative difference) of every float that differs; other values must be equal
+    (an unequal one is reported with difference inf)."""
+    if isinstance(want, dict) and isinstance(got, dict) and got.keys() == want.keys():
+        return [d for key in want for d in _differences(got[key], want[key], (*path, key))]
+    if isinstance(want, list) and isinstance(got, list) and len(got) == len(want):
+        return [d for i, (g, w) in enumerate(zip(got, want, strict=True))
+                for d in _differences(g, w, (*path, i))]
+    if isinstance(want, float) and isinstance(got, float):
+        return ([] if got == want else
+                [(path, abs(got - want) / max(abs(got), abs(want)), got, want)])
+    return [] if got == want else [(path, float("inf"), got, want)]

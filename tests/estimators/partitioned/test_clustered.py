@@ -29,15 +29,17 @@ from estimators.partitioned.simulation import (
 )
 
 
-def _routed_labels(rng, n_items: int, k: int, queries: int, accuracy: float):
+def _routed_labels(rng, n_items: int, k: int, queries: int, accuracy: float,
+                   missing: float = 0.05):
     """Item-level protocol written out label by label: a random class order per item,
     queries in that order until the first "yes" (perfect specialists), the AI right with
-    probability A else a uniformly drawn wrong class. A missing prediction (5 %) scores
-    (K−2)/(K−1) in the complementary set. Returns a list of (item, kind, score)."""
+    probability A else a uniformly drawn wrong class. A missing prediction (``missing``,
+    5 %) scores (K−2)/(K−1) in the complementary set. Returns a list of (item, kind,
+    score)."""
     labels = []
     for i in range(n_items):
         truth = int(rng.integers(k))
-        if rng.random() < 0.05:
+        if rng.random() < missing:
             pred = None
         elif rng.random() < accuracy:
             pred = truth
@@ -299,3 +301,36 @@ def test_small_sample_factor_centres_the_coverage_of_100_item_studies():
             store.append(np.mean((est.ci_low <= a) & (a <= est.ci_high)))
     assert 0.948 <= np.mean(with_factor) <= 0.956, with_factor
     assert np.mean(without) <= np.mean(with_factor) - 0.003, without
+
+
+def test_moments_of_disjoint_items_add_up_to_the_whole_and_its_design_effects():
+    # the form maintained statistics can keep: the moments of two disjoint sets of items
+    # sum to those of their union, and the design effects from the sum are the union's
+    rng = np.random.default_rng(11)
+    c = simulate_routed_items(rng, 3, 400, 0.8, 5, 3)  # three cells
+    part = np.arange(400) < 170
+    whole, summed = c.moments(), c.subset(part).moments() + c.subset(~part).moments()
+    np.testing.assert_allclose(summed.second, whole.second, rtol=1e-13)
+    np.testing.assert_allclose(summed.first, whole.first, rtol=1e-13)
+    assert np.array_equal(summed.labelled, whole.labelled)
+    assert summed.several_ordinary == whole.several_ordinary
+    from_sum, from_items = design_effects(summed, 5), design_effects(c, 5)
+    for name in ("ordinary", "complementary", "joint", "small_sample"):
+        np.testing.assert_allclose(getattr(from_sum, name), getattr(from_items, name),
+                                   rtol=1e-12)
+    a = estimate_clustered(summed, 5, "ivw")
+    b = estimate_clustered(c, 5, "ivw")
+    np.testing.assert_allclose(a.ci_low, b.ci_low, rtol=1e-12)
+
+
+def test_design_effects_near_a_perfect_score_keep_the_loops_digits():
+    # Â near 1, where the score's coefficients 1/A and −1/(1−A) differ a thousandfold: the
+    # quadratic forms in the moments agree with the label-by-label loop to 1e-9 (2e-13 here)
+    rng = np.random.default_rng(4)
+    labels = _routed_labels(rng, 6000, 4, 3, 0.999, missing=0.0)
+    c = _clusters(labels, 6000)
+    a_hat = float(ml_accuracy(*c.totals(), 4)[0])
+    assert 0.99 < a_hat < 1
+    want_d, want_var = _brute_force(labels, 6000, 4, a_hat, 0.3)
+    assert ml_design_effect(c, 4, a_hat)[0] == pytest.approx(want_d, rel=1e-9)
+    assert mixture_variance(c, 4, 0.3)[0] == pytest.approx(want_var, rel=1e-9)

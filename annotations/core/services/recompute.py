@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -28,8 +29,11 @@ from annotations.core.queue import RECOMPUTE_TASK, task
 
 log = logging.getLogger(__name__)
 
-# The debounce key's lifetime: a key left by a dead worker blocks scheduling at most this long.
+# The debounce key's lifetime: a key left by a dead worker blocks scheduling at most this long
+# — once the recompute's delay is known, that delay and PENDING_GRACE_SECONDS (time to
+# reach a busy worker): after that an answer queues the recompute again, on a live worker.
 PENDING_KEY_SECONDS = 60
+PENDING_GRACE_SECONDS = 10
 # A failed study is retried by the sweeper at most this often (each attempt retries itself
 # with backoff first), so a recompute that fails on its data does not run in a loop.
 FAILED_RETRY_SECONDS = 300
@@ -249,6 +253,7 @@ def recompute_enqueue(study_id: int, *, force: bool = False) -> bool:
         elif not cache.add(pending_key(study_id), 1, timeout=PENDING_KEY_SECONDS):
             return False
         delay = recompute_delay(study_id)
+        cache.touch(pending_key(study_id), math.ceil(delay) + PENDING_GRACE_SECONDS)
         if settings.CELERY_TASK_ALWAYS_EAGER:
             # Embedded defaults (no broker): the in-process "worker" is a timer thread, so
             # the answer request does not wait for the recompute.

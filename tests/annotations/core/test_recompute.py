@@ -251,3 +251,41 @@ def test_a_costly_recompute_waits_longer_before_the_next(settings):
     assert after(0.01, ended_ago=0.0) == pytest.approx(0.3)  # a cheap one: the debounce
     settings.OVERSIGHT_RECOMPUTE_MAX_SHARE = 1.0  # no cap
     assert after(2.0, ended_ago=0.0) == pytest.approx(0.3)
+
+
+def test_a_lost_recompute_holds_back_the_next_only_for_its_delay_and_a_grace(settings,
+                                                                            monkeypatch):
+    """A recompute queued to a worker that then died never runs, so it never clears the
+    study's debounce key: the key lives the recompute's delay and
+    PENDING_GRACE_SECONDS, after which the next answer queues the recompute again (on a
+    live worker) — not the key's full minute, not the next sweep. (The task is a stand-in
+    that never runs: the lost one; tests/annotations/core/test_recompute_worker.py kills
+    real workers.)"""
+    import time
+
+    from django.core.cache import cache
+
+    from annotations.core.services.recompute import cost_key, pending_key, recompute_enqueue
+
+    settings.OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.5
+    monkeypatch.setattr(recompute_service, "PENDING_GRACE_SECONDS", 1)
+    queued = []
+
+    class Lost:
+        def apply_async(self, *args, **kwargs):
+            queued.append(kwargs.get("countdown"))
+
+        def apply(self, *args, **kwargs):
+            queued.append("in process")
+
+    monkeypatch.setattr(recompute_service, "task", lambda name: Lost())
+    study = make_study(k=3)
+    cache.delete_many([pending_key(study.pk), cost_key(study.pk)])  # no pacing: the debounce
+    assert recompute_enqueue(study.pk)
+    assert not recompute_enqueue(study.pk)  # debounced while the first one is due
+    time.sleep(1.2)
+    assert not recompute_enqueue(study.pk)  # still within its delay and the grace (2 s)
+    time.sleep(1.1)
+    assert recompute_enqueue(study.pk)  # the lost one no longer holds the study back
+    recompute_service.background_recomputes_join()
+    assert len(queued) == 2

@@ -208,6 +208,19 @@ def test_answering_survives_redis_down_and_the_dashboard_catches_up(own_pipeline
     assert (state.dirty_since, state.failed_at) == (None, None)
 
 
+def _wait_until_a_worker_holds_the_recompute(seconds: float = 3.0) -> None:
+    """Until the delayed recompute sits unacknowledged in a worker (beside it, a beat task
+    the worker is running may be unacknowledged for a moment)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        unacked = subprocess.run(["redis-cli", "-p", str(OWN_PORT), "hvals", "unacked"],
+                                 capture_output=True, text=True).stdout
+        if "study_recompute_task" in unacked:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no worker held the delayed recompute within {seconds} s")
+
+
 def test_a_worker_killed_in_the_debounce_window_does_not_leave_the_dashboard_stale(
         own_pipeline, settings):
     """The delayed task sits unacknowledged in the dead worker: Redis would hand it to
@@ -219,15 +232,7 @@ def test_a_worker_killed_in_the_debounce_window_does_not_leave_the_dashboard_sta
     user = specialist(study, 0)
     q = query_lease_next(study=study, user=user)
     label_submit(query_id=q.pk, user=user, answer="no")
-    held = False
-    deadline = time.monotonic() + 3
-    while not held and time.monotonic() < deadline:  # the worker holds the delayed task
-        # (beside it, a beat task the worker is running may be unacknowledged for a moment)
-        unacked = subprocess.run(["redis-cli", "-p", str(OWN_PORT), "hvals", "unacked"],
-                                 capture_output=True, text=True).stdout
-        held = "study_recompute_task" in unacked
-        time.sleep(0.05)
-    assert held
+    _wait_until_a_worker_holds_the_recompute()
     doomed.send_signal(signal.SIGKILL)
     doomed.wait()
     started = time.monotonic()
@@ -248,14 +253,7 @@ def test_a_worker_that_starts_catches_up_what_a_dead_one_held(own_pipeline_witho
     study = make_study(k=3, n_items=30, systems={"m": 0.7}, seed=503)
     user = specialist(study, 0)
     label_submit(query_id=query_lease_next(study=study, user=user).pk, user=user, answer="no")
-    held = False
-    deadline = time.monotonic() + 3
-    while not held and time.monotonic() < deadline:
-        unacked = subprocess.run(["redis-cli", "-p", str(OWN_PORT), "hvals", "unacked"],
-                                 capture_output=True, text=True).stdout
-        held = "study_recompute_task" in unacked
-        time.sleep(0.05)
-    assert held
+    _wait_until_a_worker_holds_the_recompute()
     doomed.send_signal(signal.SIGKILL)
     doomed.wait()
     # past the grace of the workers' sweeper (5 s: catch_up_grace_seconds at their default

@@ -61,7 +61,10 @@ def standby(settings):
                      "-D", str(data), "-R", "-X", "stream", "-c", "fast", timeout=300)
     except subprocess.CalledProcessError as exc:  # .ci/run allows replication from 127.0.0.1
         shutil.rmtree(base, ignore_errors=True)
-        raise AssertionError(f"pg_basebackup failed: {exc.stderr.strip()}") from exc
+        raise AssertionError(
+            f"pg_basebackup failed: {exc.stderr.strip()} — the server must allow replication "
+            "from the loopback: `host replication all 127.0.0.1/32 trust` in pg_hba.conf, "
+            "then reload (.ci/run adds it)") from exc
     # Debian keeps a cluster's configuration outside its data directory: the standby's own,
     # with the limits a hot standby must not set below its primary's
     with connections["default"].cursor() as cur:

@@ -149,6 +149,10 @@ class ClusterMoments:
     labelled: np.ndarray
     several_ordinary: bool
 
+    def __post_init__(self) -> None:
+        for array in (self.first, self.second, self.labelled):
+            array.flags.writeable = False  # sums shared by every estimate of a recompute
+
     def totals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(n_o, S_o, n_c, S_c) per cell."""
         s_o, t_o, s_c, t_c = self.first

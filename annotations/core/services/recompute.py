@@ -252,7 +252,10 @@ def recompute_enqueue(study_id: int, *, force: bool = False) -> bool:
             cache.set(pending_key(study_id), 1, timeout=PENDING_KEY_SECONDS)
         elif not cache.add(pending_key(study_id), 1, timeout=PENDING_KEY_SECONDS):
             return False
-        delay = recompute_delay(study_id)
+        # the sweeper's (forced) recompute goes to a worker at once; in process, every one
+        # waits its delay
+        delay = (recompute_delay(study_id)
+                 if settings.CELERY_TASK_ALWAYS_EAGER or not force else 0.0)
         cache.touch(pending_key(study_id), math.ceil(delay) + PENDING_GRACE_SECONDS)
         if settings.CELERY_TASK_ALWAYS_EAGER:
             # Embedded defaults (no broker): the in-process "worker" is a timer thread, so
@@ -263,8 +266,7 @@ def recompute_enqueue(study_id: int, *, force: bool = False) -> bool:
             _background.append(timer)
             timer.start()
         else:
-            task(RECOMPUTE_TASK).apply_async(args=(study_id,),
-                                           countdown=0 if force else delay)
+            task(RECOMPUTE_TASK).apply_async(args=(study_id,), countdown=delay)
     except Exception as exc:  # noqa: BLE001 - Redis (cache or broker) down
         log.warning("recompute of study %s not started: %s (the sweeper retries)", study_id,
                     short_error(exc))

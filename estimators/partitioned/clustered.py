@@ -272,8 +272,8 @@ def _influence(m: ClusterMoments, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return m.form(e_o), m.form(e_o, e_c), m.form(e_c)
 
 
-def _plug_in(c: Clusters | ClusterMoments, k: int, w) -> np.ndarray:
-    n_o, s_o, n_c, s_c = c.totals()
+def _plug_in(m: ClusterMoments, k: int, w) -> np.ndarray:
+    n_o, s_o, n_c, s_c = m.totals()
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(n_o > 0, s_o / np.where(n_o > 0, n_o, 1), 0.0)
         q = np.where(n_c > 0, s_c / np.where(n_c > 0, n_c, 1), 0.0)
@@ -296,7 +296,8 @@ def mixture_variance(c: Clusters | ClusterMoments, k: int, w) -> np.ndarray:
     Σe_o², Σe_o e_c, Σe_c², so any weight costs nothing more); where it is 0 (perfect
     scores: no residual) the plug-in w² Â_o(1−Â_o)/n_o + (1−w)² (K−1)² q̂(1−q̂)/n_c,
     whose interval is then the exact one anyway."""
-    return _mixture(_influence(moments_of(c), k), _plug_in(c, k, np.asarray(w, float)), w)
+    m = moments_of(c)
+    return _mixture(_influence(m, k), _plug_in(m, k, np.asarray(w, float)), w)
 
 
 @dataclass(frozen=True)

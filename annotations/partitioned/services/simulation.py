@@ -29,9 +29,10 @@ class SimulationResult:
     seconds: float
 
 
-def simulated_specialists(*, study: Study, per_class: int = 1) -> list[User]:
-    """Get or create ``per_class`` simulated specialists (unusable passwords) per class."""
-    users = []
+def simulated_specialists(*, study: Study, per_class: int = 1) -> list[StudyMembership]:
+    """Get or create ``per_class`` simulated specialists (unusable passwords) per class;
+    their specialist memberships (``.user``, ``.study_class``)."""
+    memberships = []
     for cls in study.classes.order_by("index"):
         for i in range(per_class):
             user, created = User.objects.get_or_create(
@@ -41,10 +42,10 @@ def simulated_specialists(*, study: Study, per_class: int = 1) -> list[User]:
             if created:
                 user.set_unusable_password()
                 user.save(update_fields=["password"])
-            membership_add(study=study, user=user, role=StudyMembership.Role.SPECIALIST,
-                           class_index=cls.index)
-            users.append(user)
-    return users
+            memberships.append(membership_add(study=study, user=user,
+                                              role=StudyMembership.Role.SPECIALIST,
+                                              class_index=cls.index))
+    return memberships
 
 
 def simulated_answer(item: Item, k: int, rng: np.random.Generator, error_rate: float,
@@ -70,10 +71,7 @@ def study_simulate(*, study: Study, answers: int | None = None, error_rate: floa
     if not Item.objects.filter(study=study, gold_option__isnull=False).exists():
         raise InvalidStudy(f"Study '{study}' has no items with a gold label; a simulation "
                            "needs the truth.", field="gold")
-    specialists = simulated_specialists(study=study, per_class=per_class)
-    memberships = {m.user_id: m for m in StudyMembership.objects.filter(
-        study=study, user__in=specialists, role=StudyMembership.Role.SPECIALIST,
-    ).select_related("study_class")}
+    memberships = simulated_specialists(study=study, per_class=per_class)
     rng = np.random.default_rng([study.seed, 99, seed])
     counts = dict.fromkeys(Query.Answer.values, 0)
     started = time.perf_counter()
@@ -84,13 +82,13 @@ def study_simulate(*, study: Study, answers: int | None = None, error_rate: floa
         progressed = True
         while progressed and (answers is None or done < answers):
             progressed = False
-            active = list(specialists)
+            active = list(memberships)
             while active and (answers is None or done < answers):
-                user = active[done % len(active)]
-                query = query_lease_next(study=study, user=user,
-                                         membership=memberships[user.pk])
+                membership = active[done % len(active)]
+                user = membership.user
+                query = query_lease_next(study=study, user=user, membership=membership)
                 if query is None or query.item.gold_option is None:
-                    active.remove(user)  # pool empty (or no truth for this item)
+                    active.remove(membership)  # pool empty (or no truth for this item)
                     continue
                 answer = simulated_answer(query.item, query.k, rng, error_rate, unsure_rate)
                 label_submit(query_id=query.pk, user=user, answer=answer, undoable=False)

@@ -259,19 +259,7 @@ def _build(study_id: int) -> None:
              f"{q('is_quality_check')}")
     ordinals = _ordinals(study_id)
     keys_sql = _key_sql(study_id)
-    summed = None
-    if connection.vendor == "postgresql":
-        banded = AISystem.objects.filter(study_id=study_id).exclude(band_edges=[]).exists()
-        summed = None if banded else _codes_summed(keys_sql, where, [study_id], ordinals)
-        if summed is None:
-            raw_keys, sizes, columns = _rows_copied(keys_sql, where, [study_id], banded)
-    else:
-        raw_keys, sizes, columns = codes_fetched(keys_sql, where, [study_id])
-    if summed is not None:
-        raw_keys, sizes, codes = summed
-    else:
-        group = np.repeat(np.arange(len(raw_keys)), sizes).astype(np.int64)
-        codes = _code_counts(group, len(raw_keys), columns, ordinals)
+    raw_keys, sizes, codes = _codes_read(study_id, keys_sql, where, ordinals)
     keys = [_flag_key(k) for k in raw_keys]
     n = np.asarray(sizes, dtype=np.int64)
     skips = [(("", k, "skip", False, True, False, False, False), count) for k, count in
@@ -282,6 +270,23 @@ def _build(study_id: int) -> None:
     _groups_merge(study_id, keys, n, codes, ordinals, replace=True)
     TallyEntry.objects.filter(study_id=study_id).delete()
     TallyState.objects.filter(study_id=study_id).update(built_at=timezone.now())
+
+
+def _codes_read(study_id: int, keys_sql: list[str], where: str, ordinals: list[int]
+                ) -> tuple[list[tuple], list[int], np.ndarray]:
+    """Per group of ``keys_sql``: its key, its rows and its code counts per system
+    (:func:`_code_counts`' array) — counted by PostgreSQL where it can
+    (:func:`_codes_summed`), else from the rows' bits (binary COPY, or row by row)."""
+    if connection.vendor == "postgresql":
+        banded = AISystem.objects.filter(study_id=study_id).exclude(band_edges=[]).exists()
+        summed = None if banded else _codes_summed(keys_sql, where, [study_id], ordinals)
+        if summed is not None:
+            return summed
+        raw_keys, sizes, columns = _rows_copied(keys_sql, where, [study_id], banded)
+    else:
+        raw_keys, sizes, columns = codes_fetched(keys_sql, where, [study_id])
+    group = np.repeat(np.arange(len(raw_keys)), sizes).astype(np.int64)
+    return raw_keys, sizes, _code_counts(group, len(raw_keys), columns, ordinals)
 
 
 def _codes_summed(keys_sql: list[str], where: str, params: list, ordinals: list[int]

@@ -22,6 +22,7 @@ from annotations.models import CritiqueOutput, CritiqueQuestion, CritiqueTask, E
 from estimators.critique import CritiqueStudy, critique_report, effort_matched_votes
 from estimators.critique.simulation import CritiqueDesign, simulate_critique
 from tests.annotations.critique.helpers import annotators
+from tests.factories import built_once
 
 pytestmark = pytest.mark.django_db
 
@@ -35,8 +36,9 @@ def simulated(django_db_setup, django_db_blocker):
     (each runs in its own transaction, so what a test changes is undone after it)."""
     from django.test import override_settings
 
-    with django_db_blocker.unblock(), override_settings(OVERSIGHT_MIN_ANSWER_MS=0):
-        sim = simulate_critique(DESIGN, seed=7)
+    sim = simulate_critique(DESIGN, seed=7)
+
+    def build():
         study = critique_study_create(name="simulated", top_level=3, counts=[7, 5, 3, 1],
                                       seed=99)
         study_from_simulation(study=study, sim=sim, ai_levels=[])
@@ -45,10 +47,11 @@ def simulated(django_db_setup, django_db_blocker):
         study.refresh_from_db()
         run = annotators_work(study=study, sim=sim, annotators=users, seed=3)
         assert run.answered == 40 * 16
+        return study
+
+    with override_settings(OVERSIGHT_MIN_ANSWER_MS=0), built_once(django_db_blocker,
+                                                                 build) as study:
         yield study, sim
-        study.delete()
-        for user in users:
-            user.delete()
 
 
 def test_planted_accuracies_are_recovered_within_the_snapshot_intervals(simulated):

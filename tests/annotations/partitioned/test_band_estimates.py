@@ -19,7 +19,7 @@ from annotations.partitioned.services.predictions import confidence_bands_set, p
 from annotations.partitioned.services.simulation import study_simulate
 from assistants.models import AISystem, Prediction
 from estimators.partitioned.accuracy import estimate
-from tests.factories import jsonl, make_items, make_study, predictions_for
+from tests.factories import built_once, jsonl, make_items, make_study, predictions_for
 
 pytestmark = pytest.mark.django_db
 
@@ -71,10 +71,8 @@ DESIGNS = {"single": (1, 2400, 51), "clustered": (2, 1500, 61)}
 @pytest.fixture(scope="module", params=list(DESIGNS))
 def built(request, django_db_setup, django_db_blocker):
     """The simulated study (one, or two queries per item) and its recompute."""
-    with django_db_blocker.unblock():
-        study = _build(*DESIGNS[request.param])
+    with built_once(django_db_blocker, lambda: _build(*DESIGNS[request.param])) as study:
         yield study, study_recompute(study_id=study.pk)
-        study.delete()
 
 
 def _truth(study, name: str) -> tuple[np.ndarray, np.ndarray]:

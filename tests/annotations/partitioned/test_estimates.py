@@ -10,20 +10,23 @@ from annotations.models import EstimateSnapshot, Item, Query
 from annotations.partitioned.services.estimates import study_recompute
 from annotations.partitioned.services.simulation import study_simulate
 from assistants.models import AISystem, Prediction
-from tests.factories import make_study
+from tests.factories import built_once, make_study
 
 pytestmark = pytest.mark.django_db
 
 TRUE = {"strong": 0.85, "middle": 0.6, "weak": 0.3}
 
 
+def _simulated():
+    study = make_study(k=5, n_items=2500, systems=TRUE, seed=41, strata=2)
+    study_simulate(study=study, recompute_every=0)  # the tests recompute themselves
+    return study
+
+
 @pytest.fixture(scope="module")
 def simulated(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        study = make_study(k=5, n_items=2500, systems=TRUE, seed=41, strata=2)
-        study_simulate(study=study, recompute_every=0)  # the tests recompute themselves
+    with built_once(django_db_blocker, _simulated) as study:
         yield study
-        study.delete()
 
 
 def _recount(study, system):

@@ -50,9 +50,11 @@ def test_sigterm_reaches_the_server_and_its_exit_code_is_devs():
     import subprocess
 
     port = _free_port()
-    server = SERVER.replace("server.accept()[0].close()\nsys.exit(3)",
-                            "import signal\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(7))"
-                            "\nwhile True:\n    server.accept()[0].close()").format(port=port)
+    # the handler before the socket listens: the kernel accepts dev.py's probe as soon as
+    # it does, and the signal may come before the next line runs
+    server = ("import signal, sys\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(7))"
+              + SERVER.replace("server.accept()[0].close()\nsys.exit(3)",
+                               "while True:\n    server.accept()[0].close()")).format(port=port)
     runner = ("import sys, dev; sys.exit(dev.serve_and_announce([sys.executable, '-c', "
               f"{server!r}], '127.0.0.1', {port}, 'DEMO ACCOUNTS BLOCK'))")
     root = os.path.dirname(dev.__file__)

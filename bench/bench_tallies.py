@@ -2,10 +2,13 @@
 
     .venv/bin/python bench/bench_tallies.py                       # 100 000 vs 10 000 000
     .venv/bin/python bench/bench_tallies.py --big 2000000 --keep  # smaller, kept for reuse
+    .venv/bin/python bench/bench_tallies.py --queries-per-item 2  # + the clustered sums
 
 On a scratch PostgreSQL database (``BENCH_DATABASE_URL`` overrides the default), seeds with
 bulk SQL (the triggers off while seeding, ``session_replication_role = replica``, as a bulk
-load would) three partitioned studies of 20 AI systems, K = 5, one query per item: "small"
+load would) three partitioned studies of 20 AI systems, K = 5, one query per item
+(``--queries-per-item``: more, each item's classes distinct; the studies then keep the
+clustered variance's sums as well): "small"
 (``--small`` answers), "big" (``--big``) and "rebuild" (``--rebuild`` answers), each with
 spare pending queries. Then, in one run, prints:
 
@@ -39,6 +42,7 @@ from _scratch import ROOT, scratch_database  # noqa: E402
 
 SYSTEMS = 20
 K = 5
+QPI = 1  # --queries-per-item
 
 
 def main() -> None:
@@ -54,7 +58,12 @@ def main() -> None:
                         help="which measurements (comma-separated; disk and memory always)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the scratch database and reuse its seeded studies")
+    parser.add_argument("--queries-per-item", type=int, default=1,
+                        help="queries per item (> 1: the studies keep the clustered "
+                             "variance's sums too, services/tally_moments.py)")
     args = parser.parse_args()
+    global QPI
+    QPI = args.queries_per_item
     os.environ["CELERY_BROKER_URL"] = args.broker  # answers queue their recompute, as live
     with scratch_database(args.db, keep=args.keep, reuse=args.keep) as url:
         run(args, url)
@@ -70,6 +79,7 @@ def _seed(name: str, answers: int, spare: int):
     from annotations.partitioned.services.imports import study_stratum_sizes_refresh
     from annotations.partitioned.services.predictions import system_create
 
+    name += f" q{QPI}" if QPI > 1 else ""
     study = Study.objects.filter(name=name).first()
     if study is not None:
         print(f"reusing '{name}'")
@@ -78,7 +88,8 @@ def _seed(name: str, answers: int, spare: int):
         _pending_add(study, spare)
         return study
     started = time.perf_counter()
-    study = study_create(name=name, classes=[f"C{i}" for i in range(K)])
+    study = study_create(name=name, classes=[f"C{i}" for i in range(K)],
+                         queries_per_item=QPI)
     for s in range(SYSTEMS):
         system_create(study=study, name=f"system-{s}")
     for c in range(K):
@@ -86,7 +97,7 @@ def _seed(name: str, answers: int, spare: int):
         membership_add(study=study, user=user, role=StudyMembership.Role.SPECIALIST,
                        class_index=c)
     Study.objects.filter(pk=study.pk).update(status="open")
-    n = answers + spare
+    n = -(-(answers + spare) // QPI)  # items
     full = (1 << SYSTEMS) - 1
     with connection.cursor() as cur:
         cur.execute("SET session_replication_role = replica")  # no triggers: a bulk load
@@ -100,11 +111,13 @@ def _seed(name: str, answers: int, spare: int):
             """INSERT INTO annotations_query (study_id, public_id, item_id, k, sequence, rank,
                    stratum, is_quality_check, status, answer, answered_at, times_issued,
                    match_mask, present_mask)
-               SELECT i.study_id, substr(md5(random()::text || i.id::text), 1, 16), i.id,
-                      floor(random() * 5)::int, 0, (random() * 1e15)::bigint, i.stratum,
-                      false, s.status, s.answer, s.at, s.issued, s.match, s.present
-               FROM (SELECT id, study_id, stratum, row_number() OVER (ORDER BY id) AS r
+               SELECT i.study_id, substr(md5(random()::text || i.id::text || q.seq), 1, 16),
+                      i.id, (i.base + q.seq) %% 5, q.seq, (random() * 1e15)::bigint,
+                      i.stratum, false, s.status, s.answer, s.at, s.issued, s.match, s.present
+               FROM (SELECT id, study_id, stratum, floor(random() * 5)::int AS base,
+                            row_number() OVER (ORDER BY id) AS r
                      FROM annotations_item WHERE study_id = %s) i
+               CROSS JOIN generate_series(0, %s - 1) q(seq)
                CROSS JOIN LATERAL (SELECT
                    CASE WHEN i.r <= %s THEN 'answered' ELSE 'pending' END AS status,
                    CASE WHEN i.r > %s THEN '' WHEN random() < 0.25 THEN 'yes'
@@ -115,8 +128,8 @@ def _seed(name: str, answers: int, spare: int):
                    %s & ~((random() * 9.2e18)::bigint & (random() * 9.2e18)::bigint
                           & (random() * 9.2e18)::bigint & (random() * 9.2e18)::bigint
                           & (random() * 9.2e18)::bigint) AS present
-                   WHERE i.id > 0) s""",
-            [study.pk, answers, answers, answers, answers, full, full])
+                   WHERE i.id > q.seq - %s) s""",
+            [study.pk, QPI, *[answers // QPI] * 4, full, full, QPI])
         cur.execute("UPDATE annotations_query SET match_mask = match_mask & present_mask "
                     "WHERE study_id = %s AND match_mask & ~present_mask <> 0", [study.pk])
         cur.execute("SET session_replication_role = DEFAULT")
@@ -130,7 +143,8 @@ def _seed(name: str, answers: int, spare: int):
 
 
 def _pending_add(study, n: int) -> None:
-    """``n`` more items with a pending query each (the triggers on: logged as open)."""
+    """``n`` more pending queries, ``--queries-per-item`` per new item (the triggers on:
+    logged as open)."""
     from django.db import connection
 
     with connection.cursor() as cur:
@@ -139,16 +153,17 @@ def _pending_add(study, n: int) -> None:
                    class_order, metadata, stratum, is_quality_check, created_at)
                SELECT %s, 'p' || g || '-' || md5(random()::text), 'item', '[]',
                       '[0,1,2,3,4]', '[0]', '{}', 's' || (g %% 4), false, now()
-               FROM generate_series(1, %s) g RETURNING id""", [study.pk, n])
+               FROM generate_series(1, %s) g RETURNING id""", [study.pk, -(-n // QPI)])
         ids = [row[0] for row in cur.fetchall()]
         cur.execute(
             """INSERT INTO annotations_query (study_id, public_id, item_id, k, sequence, rank,
                    stratum, is_quality_check, status, answer, times_issued, match_mask,
                    present_mask)
-               SELECT study_id, substr(md5(random()::text || id::text), 1, 16), id,
-                      floor(random() * 5)::int, 0, (random() * 1e15)::bigint, stratum,
+               SELECT study_id, substr(md5(random()::text || id::text || q.seq), 1, 16), id,
+                      (id + q.seq) %% 5, q.seq, (random() * 1e15)::bigint, stratum,
                       false, 'pending', '', 0, 0, 0
-               FROM annotations_item WHERE id = ANY(%s)""", [ids])
+               FROM annotations_item CROSS JOIN generate_series(0, %s - 1) q(seq)
+               WHERE id = ANY(%s)""", [QPI, ids])
 
 
 def _answer_pending(study, n: int) -> None:

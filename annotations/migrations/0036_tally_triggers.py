@@ -9,7 +9,9 @@ SQL) can move a count without its entry.
 PostgreSQL: statement-level triggers over transition tables (one INSERT per statement,
 whatever its rows); a flag or review change first locks its queries' rows, so it and a
 concurrent answer to the same query are ordered and each sees the other's committed state.
-SQLite: row-level triggers (one writer at a time)."""
+SQLite: row-level triggers (one writer at a time).
+
+Migration 0037 re-creates them writing each entry's ``item_id`` too (``item=True`` below)."""
 
 from django.db import migrations
 
@@ -17,6 +19,10 @@ ENTRY = "annotations_tallyentry"
 COLUMNS = ("stratum, k, state, first, uniform, neyman, rejected, withdrawn, study_id, sign, "
            "match_mask, present_mask, band_bit0, band_bit1, band_bit2")
 ANSWERED = "{r}.status = 'answered'"
+
+
+def columns(item: bool) -> str:
+    return COLUMNS + (", item_id" if item else "")
 
 
 def rejected(r: str) -> str:
@@ -31,8 +37,9 @@ def withdrawn(r: str) -> str:
 
 
 def place(r: str, sign: int, *, rejected_as: str | None = None,
-          withdrawn_as: str | None = None) -> str:
-    """The SELECT list of query row ``r``'s entry with ``sign`` (every column of COLUMNS)."""
+          withdrawn_as: str | None = None, item: bool = False) -> str:
+    """The SELECT list of query row ``r``'s entry with ``sign`` (every column of
+    ``columns(item)``)."""
     answered = ANSWERED.format(r=r)
     bits = ", ".join(f"CASE WHEN {answered} THEN COALESCE({r}.{c}, 0) ELSE 0 END"
                      for c in ("match_mask", "present_mask", "band_bit0", "band_bit1",
@@ -42,7 +49,7 @@ def place(r: str, sign: int, *, rejected_as: str | None = None,
             "EXISTS (SELECT 1 FROM annotations_routingdesign d WHERE d.id = "
             f"{r}.design_id AND d.kind = 'neyman'), "
             f"{rejected_as or rejected(r)}, {withdrawn_as or withdrawn(r)}, {r}.study_id, "
-            f"{sign}, {bits}")
+            f"{sign}, {bits}" + (f", {r}.item_id" if item else ""))
 
 
 QUERY_COLUMNS = ("status", "answer", "stratum", "k", "sequence", "is_quality_check",
@@ -64,50 +71,55 @@ def item_queries(study: str, item: str) -> str:
             "AND NOT q.is_quality_check")
 
 
-def skip_entry(r: str, sign: int) -> str:
+def skip_entry(r: str, sign: int, item: bool = False) -> str:
     false = "FALSE"
     return (f"'', {r}.k, 'skip', {false}, TRUE, {false}, {false}, {false}, {r}.study_id, "
-            f"{sign}, 0, 0, 0, 0, 0")
+            f"{sign}, 0, 0, 0, 0, 0" + (", NULL" if item else ""))
 
 
 # --- SQLite: row-level triggers --------------------------------------------------------------
-def sqlite_statements() -> list[str]:
+def sqlite_statements(item: bool = False) -> list[str]:
+    entry = f"{ENTRY} ({columns(item)})"
+
+    def place_(*args, **kwargs) -> str:
+        return place(*args, **kwargs, item=item)
+
     other_withdrawn = ("EXISTS (SELECT 1 FROM annotations_itemflag g WHERE g.study_id = "
                        "{r}.study_id AND g.item_id = {r}.item_id AND g.resolution = "
                        "'withdrawn' AND g.id <> {r}.id)")
 
     def flag_move(r: str, before: str, after: str) -> str:
-        return (f"INSERT INTO {ENTRY} ({COLUMNS}) SELECT {place('q', -1, withdrawn_as=before)} "
+        return (f"INSERT INTO {entry} SELECT {place_('q', -1, withdrawn_as=before)} "
                 f"{item_queries(f'{r}.study_id', f'{r}.item_id')}; "
-                f"INSERT INTO {ENTRY} ({COLUMNS}) SELECT {place('q', 1, withdrawn_as=after)} "
+                f"INSERT INTO {entry} SELECT {place_('q', 1, withdrawn_as=after)} "
                 f"{item_queries(f'{r}.study_id', f'{r}.item_id')};")
 
     def review_move(r: str, before: str, after: str) -> str:
         target = (f"FROM annotations_query q WHERE q.id = {r}.answer_id AND NOT "
                   "q.is_quality_check AND " + f"{r}.answer_type_id = (SELECT id FROM "
                   "django_content_type WHERE app_label = 'annotations' AND model = 'query')")
-        return (f"INSERT INTO {ENTRY} ({COLUMNS}) SELECT {place('q', -1, rejected_as=before)} "
-                f"{target}; INSERT INTO {ENTRY} ({COLUMNS}) SELECT "
-                f"{place('q', 1, rejected_as=after)} {target};")
+        return (f"INSERT INTO {entry} SELECT {place_('q', -1, rejected_as=before)} "
+                f"{target}; INSERT INTO {entry} SELECT "
+                f"{place_('q', 1, rejected_as=after)} {target};")
 
     return [
         f"CREATE TRIGGER tally_query_insert AFTER INSERT ON annotations_query FOR EACH ROW "
-        f"WHEN NOT NEW.is_quality_check BEGIN INSERT INTO {ENTRY} ({COLUMNS}) SELECT "
-        f"{place('NEW', 1)}; END",
+        f"WHEN NOT NEW.is_quality_check BEGIN INSERT INTO {entry} SELECT "
+        f"{place_('NEW', 1)}; END",
         f"CREATE TRIGGER tally_query_delete AFTER DELETE ON annotations_query FOR EACH ROW "
-        f"WHEN NOT OLD.is_quality_check BEGIN INSERT INTO {ENTRY} ({COLUMNS}) SELECT "
-        f"{place('OLD', -1)}; END",
+        f"WHEN NOT OLD.is_quality_check BEGIN INSERT INTO {entry} SELECT "
+        f"{place_('OLD', -1)}; END",
         f"CREATE TRIGGER tally_query_update AFTER UPDATE ON annotations_query FOR EACH ROW "
         f"WHEN {changed('OLD', 'NEW', 'IS NOT')} BEGIN "
-        f"INSERT INTO {ENTRY} ({COLUMNS}) SELECT {place('OLD', -1)} WHERE NOT "
-        f"OLD.is_quality_check; INSERT INTO {ENTRY} ({COLUMNS}) SELECT {place('NEW', 1)} "
+        f"INSERT INTO {entry} SELECT {place_('OLD', -1)} WHERE NOT "
+        f"OLD.is_quality_check; INSERT INTO {entry} SELECT {place_('NEW', 1)} "
         "WHERE NOT NEW.is_quality_check; END",
         f"CREATE TRIGGER tally_skip_insert AFTER INSERT ON annotations_queryskip FOR EACH ROW "
-        f"WHEN NOT NEW.is_quality_check BEGIN INSERT INTO {ENTRY} ({COLUMNS}) SELECT "
-        f"{skip_entry('NEW', 1)}; END",
+        f"WHEN NOT NEW.is_quality_check BEGIN INSERT INTO {entry} SELECT "
+        f"{skip_entry('NEW', 1, item)}; END",
         f"CREATE TRIGGER tally_skip_delete AFTER DELETE ON annotations_queryskip FOR EACH ROW "
-        f"WHEN NOT OLD.is_quality_check BEGIN INSERT INTO {ENTRY} ({COLUMNS}) SELECT "
-        f"{skip_entry('OLD', -1)}; END",
+        f"WHEN NOT OLD.is_quality_check BEGIN INSERT INTO {entry} SELECT "
+        f"{skip_entry('OLD', -1, item)}; END",
         # an item is withdrawn while any of its flags is: a change moves its queries only
         # when no other flag of the item is withdrawn
         "CREATE TRIGGER tally_flag_insert AFTER INSERT ON annotations_itemflag FOR EACH ROW "
@@ -137,7 +149,10 @@ SQLITE_TRIGGERS = ("tally_query_insert", "tally_query_delete", "tally_query_upda
 
 
 # --- PostgreSQL: statement-level triggers over transition tables -----------------------------
-def postgresql_statements() -> list[str]:
+def postgresql_statements(item: bool = False) -> list[str]:
+    def place_(*args, **kwargs) -> str:
+        return place(*args, **kwargs, item=item)
+
     def function(name: str, body: str) -> str:
         return (f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
                 f"BEGIN {body} RETURN NULL; END $$")
@@ -146,7 +161,7 @@ def postgresql_statements() -> list[str]:
         return (f"CREATE TRIGGER {name} AFTER {event} ON {table} REFERENCING {tables} "
                 f"FOR EACH STATEMENT EXECUTE FUNCTION {name}()")
 
-    insert = f"INSERT INTO {ENTRY} ({COLUMNS}) "
+    insert = f"INSERT INTO {ENTRY} ({columns(item)}) "
     query_changed = changed("o", "n", "IS DISTINCT FROM")
     # flags: an item's withdrawal before the statement (the rows it did not touch, and its
     # old rows) and after; its queries move when the two differ
@@ -166,9 +181,9 @@ def postgresql_statements() -> list[str]:
         f"({flag_items}) i; DELETE FROM tally_moved WHERE was = now; "
         "PERFORM 1 FROM annotations_query q JOIN tally_moved m ON q.study_id = m.study_id "
         "AND q.item_id = m.item_id ORDER BY q.id FOR UPDATE OF q; "
-        f"{insert} SELECT {place('q', -1, withdrawn_as='m.was')} FROM annotations_query q "
+        f"{insert} SELECT {place_('q', -1, withdrawn_as='m.was')} FROM annotations_query q "
         "JOIN tally_moved m ON q.study_id = m.study_id AND q.item_id = m.item_id WHERE NOT "
-        f"q.is_quality_check UNION ALL SELECT {place('q', 1, withdrawn_as='m.now')} FROM "
+        f"q.is_quality_check UNION ALL SELECT {place_('q', 1, withdrawn_as='m.now')} FROM "
         "annotations_query q JOIN tally_moved m ON q.study_id = m.study_id AND q.item_id = "
         "m.item_id WHERE NOT q.is_quality_check;")
     review_pairs = ("SELECT COALESCE(n.answer_id, o.answer_id) AS answer_id, "
@@ -183,28 +198,28 @@ def postgresql_statements() -> list[str]:
         f"INSERT INTO tally_rejected SELECT * FROM ({review_pairs}) p WHERE was <> now; "
         "PERFORM 1 FROM annotations_query q JOIN tally_rejected m ON q.id = m.answer_id "
         "ORDER BY q.id FOR UPDATE OF q; "
-        f"{insert} SELECT {place('q', -1, rejected_as='m.was')} FROM annotations_query q JOIN "
+        f"{insert} SELECT {place_('q', -1, rejected_as='m.was')} FROM annotations_query q JOIN "
         "tally_rejected m ON q.id = m.answer_id WHERE NOT q.is_quality_check UNION ALL "
-        f"SELECT {place('q', 1, rejected_as='m.now')} FROM annotations_query q JOIN "
+        f"SELECT {place_('q', 1, rejected_as='m.now')} FROM annotations_query q JOIN "
         "tally_rejected m ON q.id = m.answer_id WHERE NOT q.is_quality_check;")
     both = "OLD TABLE AS old_rows NEW TABLE AS new_rows"
     return [
-        function("tally_query_insert", f"{insert} SELECT {place('n', 1)} FROM new_rows n "
+        function("tally_query_insert", f"{insert} SELECT {place_('n', 1)} FROM new_rows n "
                  "WHERE NOT n.is_quality_check;"),
         trigger("tally_query_insert", "annotations_query", "INSERT", "NEW TABLE AS new_rows"),
-        function("tally_query_delete", f"{insert} SELECT {place('o', -1)} FROM old_rows o "
+        function("tally_query_delete", f"{insert} SELECT {place_('o', -1)} FROM old_rows o "
                  "WHERE NOT o.is_quality_check;"),
         trigger("tally_query_delete", "annotations_query", "DELETE", "OLD TABLE AS old_rows"),
         function("tally_query_update",
-                 f"{insert} SELECT {place('o', -1)} FROM old_rows o JOIN new_rows n ON n.id = "
+                 f"{insert} SELECT {place_('o', -1)} FROM old_rows o JOIN new_rows n ON n.id = "
                  f"o.id WHERE NOT o.is_quality_check AND ({query_changed}) UNION ALL SELECT "
-                 f"{place('n', 1)} FROM old_rows o JOIN new_rows n ON n.id = o.id WHERE NOT "
+                 f"{place_('n', 1)} FROM old_rows o JOIN new_rows n ON n.id = o.id WHERE NOT "
                  f"n.is_quality_check AND ({query_changed});"),
         trigger("tally_query_update", "annotations_query", "UPDATE", both),
-        function("tally_skip_insert", f"{insert} SELECT {skip_entry('n', 1)} FROM new_rows n "
+        function("tally_skip_insert", f"{insert} SELECT {skip_entry('n', 1, item)} FROM new_rows n "
                  "WHERE NOT n.is_quality_check;"),
         trigger("tally_skip_insert", "annotations_queryskip", "INSERT", "NEW TABLE AS new_rows"),
-        function("tally_skip_delete", f"{insert} SELECT {skip_entry('o', -1)} FROM old_rows o "
+        function("tally_skip_delete", f"{insert} SELECT {skip_entry('o', -1, item)} FROM old_rows o "
                  "WHERE NOT o.is_quality_check;"),
         trigger("tally_skip_delete", "annotations_queryskip", "DELETE", "OLD TABLE AS old_rows"),
         # one function per event: a transition table a trigger does not have cannot be named

@@ -222,6 +222,9 @@ class TallyEntry(TallyKey):
     band_bit0 = models.BigIntegerField(default=0)
     band_bit1 = models.BigIntegerField(default=0)
     band_bit2 = models.BigIntegerField(default=0)
+    # the query's item (migration 0037; null for skips and older entries): the fold reads
+    # the touched items' labels to keep the clustered variance's sums (``TallyState.moments``)
+    item_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["study_id", "id"], name="tally_entry_study")]
@@ -257,3 +260,7 @@ class TallyState(models.Model):
     check_ok = models.BooleanField(null=True, blank=True)
     check_difference = models.FloatField(null=True, blank=True)
     check_detail = models.TextField(blank=True, default="")
+    # several queries per item: the clustered variance's sums over the study's items
+    # (``estimators.partitioned.moment_sums.MomentSums`` of every label and of the uniform
+    # part's, ``services.tallies``), an .npz; null: not kept (one query per item)
+    moments = models.BinaryField(null=True, blank=True, editable=False)

@@ -592,6 +592,8 @@ class ItemLabels:
     match: np.ndarray  # (labels, systems) 0/1
     present: np.ndarray
     band: np.ndarray | None = None  # (labels, systems) confidence band index, 0 = none
+    stratum: np.ndarray | None = None  # each label's own stratum, an index into ``strata``
+    strata: tuple[str, ...] = ()
 
 
 def study_item_labels(*, study: Study, ordinals: list[int],
@@ -613,6 +615,7 @@ def study_item_labels(*, study: Study, ordinals: list[int],
         present=((data[:, 4:5] >> bits) & 1).astype(np.int8),
         band=(sum(((data[:, 5 + plane:6 + plane] >> bits) & 1) << plane for plane in range(3))
               .astype(np.int8) if bands else None),
+        stratum=np.asarray(label_stratum, dtype=np.int64), strata=tuple(names),
     )
 
 

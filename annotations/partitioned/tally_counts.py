@@ -25,6 +25,7 @@ from annotations.partitioned.selectors import (
     counts_of_codes,
     study_class_progress_shell,
 )
+from estimators.partitioned.moment_sums import MomentSums
 
 ANSWERS = (Query.Answer.YES, Query.Answer.NO, Query.Answer.UNSURE)
 SYSTEMS = 64  # ordinals fit a BigInteger mask
@@ -35,14 +36,24 @@ CODES = 32
 class Tallies:
     """A study's folded statistics: ``keys[g]`` a ``TallyKey`` tuple (``TallyKey.KEY``
     order), ``n[g]`` its queries, ``codes[g, s, c]`` how many of them carry code c for the
-    system of ordinal s (code 0 included)."""
+    system of ordinal s (code 0 included); ``moments``: with several queries per item, the
+    clustered variance's sums per part ("all", "uniform": ``services.tally_moments``)."""
 
     keys: list[tuple]
     n: np.ndarray
     codes: np.ndarray
+    moments: dict[str, MomentSums] | None = None
+
+    def moment_sums(self) -> MomentSums | None:
+        """The clustered variance's sums the estimates read now: of the uniform part inside
+        ``uniform_part_only``, else of every label (None: not kept)."""
+        if self.moments is None:
+            return None
+        return self.moments["uniform" if _uniform_part.get() else "all"]
 
     @classmethod
-    def of_rows(cls, rows: list[tuple]) -> Tallies:
+    def of_rows(cls, rows: list[tuple], moments: dict[str, MomentSums] | None = None
+                ) -> Tallies:
         """From (*key, n, codes JSON) rows (``TallyGroup``)."""
         codes = np.zeros((len(rows), SYSTEMS, CODES), dtype=np.int64)
         for g, (*_, n, stored) in enumerate(rows):
@@ -52,7 +63,7 @@ class Tallies:
             codes[g, :, 0] = n - codes[g, :, 1:].sum(axis=1)
         return cls(keys=[tuple(r[:len(TallyKey.KEY)]) for r in rows],
                    n=np.array([r[len(TallyKey.KEY)] for r in rows], dtype=np.int64),
-                   codes=codes)
+                   codes=codes, moments=moments)
 
     def _where(self, **conditions) -> np.ndarray:
         """Groups whose key fields equal ``conditions`` (a tuple value: any of them)."""

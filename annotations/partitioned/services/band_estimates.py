@@ -16,20 +16,19 @@ No gold label is used anywhere."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 
-from annotations.partitioned.selectors import BandCounts, ItemLabels, LabelCounts
+from annotations.partitioned.selectors import BandCounts, LabelCounts
 from annotations.partitioned.services.scope_estimates import (
     _clean,
     _estimates_for,
     _method_cells,
     estimates_for_scopes,
-    label_clusters,
     system_counts,
 )
+from estimators.partitioned.moment_sums import BANDS, MomentSums
 
 
 def bands_scheme(study) -> dict:
@@ -72,24 +71,12 @@ def _stats_for(counts: LabelCounts, band_counts: BandCounts, bands: np.ndarray,
     return {name: arr.sum(axis=0) for name, arr in system_counts(scope, k).items()}
 
 
-def _clusters_for(labels: ItemLabels | None, columns: list[int], bands: np.ndarray, k: int):
-    """Item clusters of the labels whose item is in one of ``bands`` (bool per band, band
-    b + 1 at position b) for each banded system (several queries per item only)."""
-    if labels is None:
-        return None
-    band = labels.band[:, columns]
-    include = np.isin(band, np.flatnonzero(bands) + 1).astype(float)
-    scoped = replace(labels, match=labels.match[:, columns],
-                     present=labels.present[:, columns])
-    return label_clusters(scoped, k, include=include)
-
-
 def _counts_cell(stats: dict[str, np.ndarray], j: int) -> dict:
     return {name: _clean(float(arr[j])) for name, arr in stats.items()}
 
 
 def band_payload(*, systems: list, counts: LabelCounts, band_counts: BandCounts,
-                 labels: ItemLabels | None, k: int, interval: str) -> dict[int, dict]:
+                 sums: MomentSums | None, k: int, interval: str) -> dict[int, dict]:
     """{system id: {"edges", "n_items", "rows", "curve"}} for every banded system.
 
     ``rows``: one per band — its bounds (lower < c ≤ upper; None = open end), items and
@@ -102,11 +89,12 @@ def band_payload(*, systems: list, counts: LabelCounts, band_counts: BandCounts,
               # each cut: the AI keeps bands cut + 1 … (0-based: cut …)
               + [np.arange(n_bands) >= cut for cut in range(n_bands)])
     stats = [_stats_for(counts, band_counts, scope, k) for scope in scopes]
-    if labels is None:
+    if sums is None:
         estimates = estimates_for_scopes(stats, k, interval)
-    else:
-        estimates = [_estimates_for(st, k, interval, _clusters_for(labels, columns, scope, k))
-                     for st, scope in zip(stats, scopes, strict=True)]
+    else:  # several queries per item: the clustered sums of each band, then of each cut
+        kept = [*range(n_bands), *(BANDS + cut for cut in range(n_bands))]
+        estimates = [_estimates_for(st, k, interval, sums.band_moments(scope))
+                     for st, scope in zip(stats, kept, strict=True)]
     scoped = list(zip(stats, estimates, strict=True))
     per_band, per_cut = scoped[:n_bands], scoped[n_bands:]
     out = {}

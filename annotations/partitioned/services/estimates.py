@@ -16,7 +16,6 @@ from scipy import stats
 from annotations.core.models import EstimateSnapshot, Study
 from annotations.partitioned.models import Query, RoutingDesign
 from annotations.partitioned.selectors import (
-    ItemLabels,
     estimated_queries,
     study_class_progress,
     study_first_query_answers,
@@ -43,7 +42,7 @@ from annotations.partitioned.services.scope_estimates import (
     _method_cells,
     approximate_column,
     estimates_for_scopes,
-    label_clusters,
+    labels_moment_sums,
     system_counts,
 )
 from annotations.partitioned.services.tallies import tallies_current
@@ -58,6 +57,7 @@ from estimators.partitioned.adjust import (
 )
 from estimators.partitioned.checks import POWER, detectable_shares, yes_share_test
 from estimators.partitioned.clustered import design_effects, estimate_clustered
+from estimators.partitioned.moment_sums import MomentSums
 from estimators.partitioned.planning import complementary_labels_for_width, plan_labels
 
 # A finite-sample bound wider than this (± half-width) guarantees too little to be useful.
@@ -72,7 +72,7 @@ MIN_ROUTED_FOR_IMBALANCE = 20
 
 
 def _ipw_estimates(counts, per_group: dict, progress, k: int, interval: str,
-                   labels: ItemLabels | None) -> dict[str, list]:
+                   sums: MomentSums | None) -> dict[str, list]:
     """ML on inverse-probability-weighted labels (per-class completion weights), the
     correction for unequal completion across classes: with several queries per item
     through the item-clustered variance of the weighted score (which includes Kish's
@@ -82,9 +82,9 @@ def _ipw_estimates(counts, per_group: dict, progress, k: int, interval: str,
     answered = np.array([cp.answered for cp in progress], float)
     routed = np.array([cp.routed for cp in progress], float)
     w_class = ipw_class_weights(answered, routed)
-    if labels is not None:
-        est = estimate_clustered(label_clusters(labels, k, weights=w_class[labels.k]), k,
-                                 "ml", CONFIDENCE, interval=interval)
+    if sums is not None:
+        est = estimate_clustered(sums.moments(weights=w_class), k, "ml", CONFIDENCE,
+                                 interval=interval)
     else:
         w_group = w_class[counts.k] if len(counts.k) else np.zeros(0)
         missing = None  # "no" answers whose system gave no parseable prediction
@@ -302,10 +302,16 @@ def _paper_payload(study: Study, *, first_queries_only: bool,
     per_group = system_counts(counts, k)
     totals = {name: arr.sum(axis=0) for name, arr in per_group.items()}
     # one label per item: each item is its own cluster and the sandwich is the model
-    # variance, so the per-item read is only needed with several queries per item
-    labels = (study_item_labels(study=study, ordinals=ordinals, bands=bool(n_bands))
-              if study.queries_per_item > 1 and systems else None)
-    clusters = label_clusters(labels, k) if labels is not None else None
+    # variance, so the clustered variance's sums are only needed with several queries per
+    # item — kept with the statistics, else (the reference recompute) from the labels
+    sums = None
+    if study.queries_per_item > 1 and systems:
+        sums = tallies.moment_sums() if tallies is not None else None
+        if sums is None:
+            sums = labels_moment_sums(
+                study_item_labels(study=study, ordinals=ordinals, bands=bool(n_bands)), k,
+                banded_systems(systems) if n_bands else None)
+    clusters = sums.moments() if sums is not None else None
     strata = sorted(set(counts.strata.tolist()))
     payload: dict = {
         "k": k,
@@ -345,7 +351,7 @@ def _paper_payload(study: Study, *, first_queries_only: bool,
         overall = _estimates_for(totals, k, interval, clusters, effects)
         # shown and planned with as it is: the small-sample factor is the intervals' own
         design_effect = effects.joint / effects.small_sample if effects is not None else None
-        ipw = _ipw_estimates(counts, per_group, progress, k, interval, labels)
+        ipw = _ipw_estimates(counts, per_group, progress, k, interval, sums)
         stratum_stats = [{name: arr[counts.strata == stratum].sum(axis=0)
                           for name, arr in per_group.items()} for stratum in strata]
         if clusters is None:
@@ -354,7 +360,7 @@ def _paper_payload(study: Study, *, first_queries_only: bool,
         else:
             stratum_estimates, joints = [], []
             for stratum, stats in zip(strata, stratum_stats, strict=True):
-                scope = clusters.subset(labels.item_strata == stratum)
+                scope = sums.moments(stratum)
                 scope_effects = design_effects(scope, k)
                 stratum_estimates.append(_estimates_for(stats, k, interval, scope,
                                                         scope_effects))
@@ -362,9 +368,9 @@ def _paper_payload(study: Study, *, first_queries_only: bool,
         by_stratum = {stratum: row for stratum, *row in zip(
             strata, stratum_stats, stratum_estimates, joints, strict=True)}
         stratified = _stratified(by_stratum, strata, study_population(study=study), k,
-                                 interval, combine_intervals=labels is None)
+                                 interval, combine_intervals=sums is None)
         bands = (band_payload(systems=systems, counts=counts, band_counts=band_counts,
-                              labels=labels, k=k, interval=interval)
+                              sums=sums, k=k, interval=interval)
                  if band_counts is not None else {})
         ml_acc = np.asarray(overall["ml"]["accuracy"])
         needed = (_labels_needed(study, ml_acc, totals, k, design_effect)

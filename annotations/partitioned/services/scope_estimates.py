@@ -16,6 +16,7 @@ from annotations.partitioned.models import Query
 from annotations.partitioned.selectors import ItemLabels
 from estimators.partitioned.accuracy import estimate
 from estimators.partitioned.clustered import Clusters, design_effects, estimate_clustered
+from estimators.partitioned.moment_sums import LabelArrays, MomentSums, moment_sums
 
 METHODS = ("ord", "comp", "ivw", "ivw_pilot", "ivw_fixed", "ml")
 ESTIMATE_FIELDS = ("accuracy", "accuracy_clipped", "se", "ci_low", "ci_high", "bound",
@@ -95,6 +96,25 @@ def label_clusters(labels: ItemLabels, k: int, weights: np.ndarray | None = None
     # w = 1 − match where the prediction is present, (K−2)/(K−1) where it is missing
     s_comp = no_present - no_match + (k - 2) / (k - 1) * (n_no - no_present)
     return Clusters(n_ord=n_yes, s_ord=yes_match, n_comp=n_no, s_comp=s_comp)
+
+
+def labels_moment_sums(labels: ItemLabels, k: int, banded: list[int] | None = None
+                       ) -> MomentSums:
+    """The clustered variance's sums (``estimators.partitioned.moment_sums``) of ``labels``
+    — what ``services.tally_moments`` keeps — each label in its own stratum's cluster of its
+    item, strata in sorted order; ``banded``: the columns of the systems with confidence
+    bands (their sums per band scope too)."""
+    names = sorted(labels.strata)
+    order = np.array([names.index(h) for h in labels.strata], dtype=np.int64)
+    arrays = LabelArrays(
+        cluster=np.asarray(labels.item, dtype=np.int64),
+        stratum=order[labels.stratum] if len(order) else np.zeros(0, np.int64),
+        strata=tuple(names), k=np.asarray(labels.k, dtype=np.int64),
+        yes=np.asarray(labels.yes, dtype=bool),
+        code=(np.asarray(labels.present, np.int64) | np.asarray(labels.match, np.int64) << 1),
+        band=(np.asarray(labels.band, np.int64)[:, banded] if banded else None),
+        band_columns=tuple(banded or ()))
+    return moment_sums(arrays, k, labels.match.shape[1])
 
 
 def _columns(est) -> dict[str, list | None]:

@@ -19,6 +19,9 @@ Contract:
   recompute from the queries (``services.estimates``), every number to 1e-9; a difference
   is logged and recorded (``TallyState.check_*``: /healthz and the dashboard report it),
   then the groups are rebuilt — with the log line, never silently.
+* **Clustered sums** (several queries per item, ``services.tally_moments``): each batch also
+  moves the item-clustered variance's sums by the touched items' labels now less before,
+  those labels read in the batch's own snapshot; a build computes them from every label.
 
 Why a log folded by a worker rather than counts updated in the answer's transaction: a
 count row per group would be one hot row that every concurrent answer of the group must
@@ -51,6 +54,7 @@ from annotations.partitioned.selectors import (
     _system_codes,
     codes_fetched,
 )
+from annotations.partitioned.services import tally_moments
 from annotations.partitioned.tally_counts import ANSWERS, CODES, Tallies
 from assistants.models import AISystem
 
@@ -91,39 +95,81 @@ def tallies_fold(*, study_id: int) -> int:
 def _fold(study_id: int, *, read: bool = False) -> tuple[int, list[tuple] | None]:
     """Fold batch after batch; with ``read``, the groups as the last batch leaves them, read
     in its transaction, under its lock (no other fold can move entries in between). Returns
-    (entries folded, the groups' rows or None)."""
-    folded = 0
+    (entries folded, the groups' rows and the kept moment sums, or None). A study that keeps
+    the clustered variance's sums (``services.tally_moments``) rebuilds when a batch comes
+    back full: the touched items' labels are read in the batch's snapshot, which holds the
+    entries left in the log too."""
+    folded, rebuilt = 0, 0
     while True:
-        with transaction.atomic():
-            state = _lock(study_id)
-            if state.built_at is None:
-                taken = None
-            else:
-                taken = _entries_taken(study_id)
+        sig = tally_moments.signature(study_id)
+        try:
+            with transaction.atomic():
+                state = _lock(study_id)
+                held = tally_moments.read(state.moments, sig)
+                if state.built_at is None or (sig is not None and held is None):
+                    raise tally_moments.Rebuild("never built, or its sums' shape changed")
+                taken, labels = _entries_taken(study_id, sig is not None)
+                if sig is not None and len(taken) >= FOLD_BATCH:
+                    raise tally_moments.Rebuild(f"{len(taken)} entries or more to fold")
                 if taken:
                     _groups_add(study_id, taken)
+                    if sig is not None:
+                        tally_moments.moments_folded(study_id, sig, held, taken, labels)
                     TallyState.objects.filter(study_id=study_id).update(
                         entries_folded=state.entries_folded + len(taken))
                 if len(taken) < FOLD_BATCH:
-                    rows = (list(TallyGroup.objects.filter(study_id=study_id)
-                                 .values_list(*TallyKey.KEY, "n", "codes")) if read else None)
-                    return folded + len(taken), rows
-        if taken is None:
+                    if not read:
+                        return folded + len(taken), None
+                    rows = list(TallyGroup.objects.filter(study_id=study_id)
+                                .values_list(*TallyKey.KEY, "n", "codes"))
+                    moments = TallyState.objects.filter(study_id=study_id).values_list(
+                        "moments", flat=True).first()
+                    return folded + len(taken), (rows, tally_moments.read(moments, sig))
+        except tally_moments.Rebuild as why:
+            (log.warning if why.inconsistent else log.info)(
+                "statistics of study %s rebuilt from its queries: %s", study_id, why)
+            rebuilt += 1
+            if rebuilt > 3:  # each build leaves foldable sums: a fourth is a fault
+                raise RuntimeError(f"statistics of study {study_id}: rebuilt {rebuilt - 1} "
+                                   "times in a row and still not foldable") from why
             tallies_build(study_id=study_id)
-        else:
-            folded += len(taken)
+            continue
+        folded += len(taken)
 
 
-def _entries_taken(study_id: int) -> list[tuple]:
+def _entries_taken(study_id: int, labels: bool = False) -> tuple[list[tuple], list[tuple]]:
     """Up to :data:`FOLD_BATCH` of the study's entries, deleted from the log in the same
-    statement that reads them."""
+    statement that reads them (the log's layout: ``tally_moments``); with ``labels``, also
+    the current rows of the labels of the items they touch, read in the same snapshot."""
     table = TallyEntry._meta.db_table
-    columns = ", ".join([*TallyKey.KEY, "sign", *CODE_COLUMNS])
+    columns = ", ".join([*TallyKey.KEY, "sign", *CODE_COLUMNS, "item_id"])
+    take = (f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE "
+            f"study_id = %s ORDER BY id LIMIT %s) RETURNING {columns}")
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE "
-                       f"study_id = %s ORDER BY id LIMIT %s) RETURNING {columns}",
-                       [study_id, FOLD_BATCH])
-        return cursor.fetchall()
+        if not labels:
+            cursor.execute(take, [study_id, FOLD_BATCH])
+            return cursor.fetchall(), []
+        select = tally_moments.label_select(_flag_sql(study_id, exact=True))
+        where = tally_moments.labels_where()
+        q = connection.ops.quote_name
+        item = f"{Query._meta.db_table}.{q('item_id')}"
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"WITH taken AS ({take}) SELECT 0, {columns} FROM taken UNION ALL SELECT 1, "
+                f"{select} {where} AND {item} IN (SELECT item_id FROM taken WHERE state IN "
+                "('yes', 'no'))", [study_id, FOLD_BATCH, study_id])
+            rows = cursor.fetchall()
+            return [r[1:] for r in rows if r[0] == 0], [r[1:] for r in rows if r[0] == 1]
+        # SQLite: the fold holds the write lock, so no change commits between the two
+        cursor.execute(take, [study_id, FOLD_BATCH])
+        taken = cursor.fetchall()
+        items, found = tally_moments.touched(taken), []
+        for start in range(0, len(items), 500):
+            chunk = items[start:start + 500]
+            cursor.execute(f"SELECT {select} {where} AND {item} IN "
+                           f"({', '.join(['%s'] * len(chunk))})", [study_id, *chunk])
+            found += cursor.fetchall()
+        return taken, found
 
 
 def _groups_add(study_id: int, taken: list[tuple]) -> None:
@@ -136,7 +182,8 @@ def _groups_add(study_id: int, taken: list[tuple]) -> None:
     sign = np.array([row[width] for row in taken], dtype=np.int64)
     n = np.bincount(group, weights=sign, minlength=len(distinct)).astype(np.int64)
     ordinals = _ordinals(study_id)
-    columns = np.array([row[width + 1:] for row in taken], dtype=np.int64).view(np.uint64)
+    columns = np.array([row[width + 1:width + 1 + len(CODE_COLUMNS)] for row in taken],
+                       dtype=np.int64).view(np.uint64)
     codes = _code_counts(group, len(distinct), columns, ordinals, sign)
     _groups_merge(study_id, distinct, n, codes, ordinals)
 
@@ -196,22 +243,22 @@ def _groups_merge(study_id: int, keys: list[tuple], n: np.ndarray, codes: np.nda
 FLAGS = ("first", "uniform", "neyman", "rejected", "withdrawn")  # bits 0..4 of the key's int
 
 
-def _key_sql(study_id: int) -> list[str]:
-    """The ``TallyKey`` of a row of the study's queries as four SQL expressions — stratum,
-    k, state and the five flags packed into an int (bit i: :data:`FLAGS` [i]) — what the
-    triggers of migration 0036 write. A membership test is a hashed set of the study's
-    designs, rejections or withdrawals, and FALSE when it has none (the triggers' per-row
-    EXISTS would probe an index per query)."""
+def _flag_sql(study_id: int, *, exact: bool = False) -> list[str]:
+    """The five flags of :data:`FLAGS` of a row of the study's queries as SQL expressions —
+    what the triggers of migration 0036 write. A membership test is a hashed set of the
+    study's designs, rejections or withdrawals; without ``exact``, FALSE when the study has
+    none (the triggers' per-row EXISTS would probe an index per query; that check is a
+    statement of its own, so only a read in one snapshot with it — the build's — may skip)."""
     q = connection.ops.quote_name
     t = Query._meta.db_table
     sid = int(study_id)
 
     def member(column: str, model, subquery: str, **present) -> str:
-        if not model.objects.filter(study_id=sid, **present).exists():
+        if not exact and not model.objects.filter(study_id=sid, **present).exists():
             return "FALSE"
         return f"COALESCE({t}.{q(column)} IN ({subquery}), FALSE)"
 
-    flags = [
+    return [
         f"{t}.{q('sequence')} = 0",
         f"COALESCE({t}.{q('draw_uniform')}, TRUE)",
         member("design_id", RoutingDesign, "SELECT d.id FROM annotations_routingdesign d "
@@ -223,6 +270,15 @@ def _key_sql(study_id: int) -> list[str]:
         member("item_id", ItemFlag, "SELECT f.item_id FROM annotations_itemflag f WHERE "
                f"f.study_id = {sid} AND f.resolution = 'withdrawn'", resolution="withdrawn"),
     ]
+
+
+def _key_sql(study_id: int) -> list[str]:
+    """The ``TallyKey`` of a row of the study's queries as four SQL expressions — stratum,
+    k, state and the five flags (:func:`_flag_sql`) packed into an int (bit i:
+    :data:`FLAGS` [i])."""
+    q = connection.ops.quote_name
+    t = Query._meta.db_table
+    flags = _flag_sql(study_id)
     packed = " | ".join(f"(CAST({flag} AS INTEGER) << {bit})" for bit, flag in enumerate(flags))
     state = f"CASE WHEN {t}.{q('status')} = 'answered' THEN {t}.{q('answer')} ELSE 'open' END"
     return [f"{t}.{q('stratum')}", f"{t}.{q('k')}", state, f"({packed})"]
@@ -268,6 +324,8 @@ def _build(study_id: int) -> None:
     n = np.concatenate([n, np.array([c for _, c in skips], dtype=np.int64)])
     codes = np.concatenate([codes, np.zeros((len(skips), *codes.shape[1:]), np.int64)])
     _groups_merge(study_id, keys, n, codes, ordinals, replace=True)
+    tally_moments.moments_built(study_id, _flag_sql(study_id),
+                                tally_moments.signature(study_id))
     TallyEntry.objects.filter(study_id=study_id).delete()
     TallyState.objects.filter(study_id=study_id).update(built_at=timezone.now())
 
@@ -370,9 +428,9 @@ def _skip_counts(study_id: int) -> list[tuple[int, int]]:
 def tallies_current(*, study_id: int) -> Tallies:
     """The study's statistics, current: the log folded and the groups read in the last
     batch's transaction, under its lock (no fold can move entries between the two)."""
-    rows = _fold(study_id, read=True)[1]
+    rows, moments = _fold(study_id, read=True)[1]
     return Tallies.of_rows([(*_key(r[:len(TallyKey.KEY)]), *r[len(TallyKey.KEY):])
-                            for r in rows])
+                            for r in rows], moments=moments)
 
 
 def orphan_entries_drop() -> int:

@@ -1,0 +1,193 @@
+"""The clustered variance's maintained sums of a study with several queries per item
+(``TallyState.moments``): the :class:`~estimators.partitioned.moment_sums.MomentSums` of its
+labels — every answered 'yes'/'no' query not rejected and of an item not withdrawn — and of
+its uniform part's, kept by the fold of ``services.tallies`` beside the counts.
+
+Contract of a fold (:func:`moments_folded`): the entries it takes out of the log and the
+current labels of the items they touch are read in one snapshot (PostgreSQL: one statement,
+the ``DELETE … RETURNING`` and the labels' read side by side; SQLite: under the fold's write
+lock). An item's labels before the entries are its current labels less the entries added
+(+1) plus those taken away (−1), as multisets; the sums move by the touched items' sums now
+less their sums before — integers, so a fold leaves exactly the sums a build from the
+queries gives (:func:`moments_built`; the consistency check compares the estimates). A
+touched item whose labels before would hold a negative count, or an entry with no item
+(logged before migration 0037), makes the fold rebuild instead (:class:`Rebuild`).
+
+The sums' **signature** — K, the systems' ordinals and which are banded — is stored with
+them; a fold that finds another (a system added, bands set) rebuilds."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+
+import numpy as np
+from django.db import connection
+
+from annotations.core.models import Study, StudyClass
+from annotations.partitioned.models import Query, TallyKey, TallyState
+from annotations.partitioned.selectors import CODE_COLUMNS
+from assistants.models import AISystem
+from estimators.partitioned.moment_sums import LabelArrays, MomentSums, moment_sums
+
+PARTS = ("all", "uniform")
+LABEL_STATES = (Query.Answer.YES, Query.Answer.NO)
+
+
+class Rebuild(Exception):
+    """The kept sums cannot be moved by this fold: rebuild them from the queries
+    (``inconsistent``: because the log and the queries disagree — logged as a warning)."""
+
+    def __init__(self, why: str, *, inconsistent: bool = False):
+        super().__init__(why)
+        self.inconsistent = inconsistent
+
+
+def signature(study_id: int) -> tuple | None:
+    """(K, ordinals, banded ordinals) of the sums the study keeps, or None when it keeps
+    none (one query per item, or no AI system)."""
+    if Study.objects.filter(pk=study_id).values_list("queries_per_item", flat=True).first() \
+            in (None, 1):
+        return None
+    systems = list(AISystem.objects.filter(study_id=study_id).order_by("ordinal")
+                   .values_list("ordinal", "band_edges"))
+    if not systems:
+        return None
+    return (StudyClass.objects.filter(study_id=study_id).count(),
+            tuple(o for o, _ in systems), tuple(o for o, edges in systems if edges))
+
+
+# --- the labels' rows ----------------------------------------------------------------------
+# A row — of the log or of a query — in the log's layout: TallyKey.KEY (stratum, k, state,
+# first, uniform, neyman, rejected, withdrawn), sign, selectors.CODE_COLUMNS (present, match,
+# band bit planes 0–2), item_id.
+SIGN, CODES, ITEM = len(TallyKey.KEY), len(TallyKey.KEY) + 1, len(TallyKey.KEY) + 6
+
+
+def label_select(flags: list[str]) -> str:
+    """The SELECT list of a query's row in the log's layout, with the key's flag
+    expressions ``flags`` (``services.tallies._flag_sql``) and sign 1."""
+    q = connection.ops.quote_name
+    t = Query._meta.db_table
+    bits = [f"COALESCE({t}.{q(c)}, 0)" for c in CODE_COLUMNS]
+    return ", ".join([f"{t}.{q('stratum')}", f"{t}.{q('k')}", f"{t}.{q('answer')}", *flags,
+                      "1", *bits, f"{t}.{q('item_id')}"])
+
+
+def labels_where() -> str:
+    """The labels among a study's queries (its id the one parameter): FROM … WHERE."""
+    q = connection.ops.quote_name
+    t = Query._meta.db_table
+    return (f"FROM {t} WHERE {t}.{q('study_id')} = %s AND NOT {t}.{q('is_quality_check')} "
+            f"AND {t}.{q('status')} = 'answered' AND {t}.{q('answer')} IN ('yes', 'no')")
+
+
+def _label(row) -> tuple:
+    """What a row says of a label: item, stratum, k, state, uniform, rejected, withdrawn,
+    then the five code columns (Python types: SQLite gives 0/1 for booleans)."""
+    return (int(row[ITEM]), row[0], int(row[1]), row[2], bool(row[4]), bool(row[6]),
+            bool(row[7]), *(int(b) for b in row[CODES:CODES + 5]))
+
+
+def _arrays(labels: list[tuple], sig: tuple, uniform: bool) -> LabelArrays:
+    """The counted labels among ``labels`` (:func:`_label` tuples: not rejected, item not
+    withdrawn; ``uniform``: of the uniform part only) as :class:`LabelArrays` over the
+    signature's systems."""
+    _, ordinals, banded = sig
+    kept = [r for r in labels if not r[5] and not r[6] and (r[4] or not uniform)]
+    strata = tuple(sorted({r[1] for r in kept}))
+    index = {h: i for i, h in enumerate(strata)}
+    data = np.array([r[7:] for r in kept], dtype=np.int64).reshape(-1, 5).view(np.uint64)
+    one = np.uint64(1)
+    bits = np.array(ordinals, dtype=np.uint64)
+    present, match = (data[:, 0:1] >> bits) & one, (data[:, 1:2] >> bits) & one
+    band = None
+    if banded:
+        chosen = np.array(banded, dtype=np.uint64)
+        band = sum(((data[:, 2 + p:3 + p] >> chosen) & one).astype(np.int64) << p
+                   for p in range(3))
+    return LabelArrays(
+        cluster=np.array([r[0] for r in kept], dtype=np.int64),
+        stratum=np.array([index[r[1]] for r in kept], dtype=np.int64), strata=strata,
+        k=np.array([r[2] for r in kept], dtype=np.int64),
+        yes=np.array([r[3] == Query.Answer.YES for r in kept], dtype=bool),
+        code=(present | match << one).astype(np.int64),
+        band=band, band_columns=tuple(ordinals.index(o) for o in banded))
+
+
+def sums_of(labels: list[tuple], sig: tuple) -> dict[str, MomentSums]:
+    """Per part (:data:`PARTS`) the sums of ``labels`` (:func:`_label` tuples)."""
+    k, ordinals, _ = sig
+    return {part: moment_sums(_arrays(labels, sig, part == "uniform"), k, len(ordinals))
+            for part in PARTS}
+
+
+# --- build, fold, store --------------------------------------------------------------------
+def moments_built(study_id: int, flags: list[str], sig: tuple | None) -> None:
+    """Store the sums of every label of the study (read in the build's snapshot, with the
+    key's flag expressions ``flags``), or none (``sig`` None)."""
+    if sig is None:
+        TallyState.objects.filter(study_id=study_id).update(moments=None)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {label_select(flags)} {labels_where()}", [study_id])
+        labels = [_label(r) for r in cursor.fetchall()]
+    _store(study_id, sig, sums_of(labels, sig))
+
+
+def moments_folded(study_id: int, sig: tuple, held: dict[str, MomentSums],
+                   taken: list[tuple], rows: list[tuple]) -> None:
+    """Move the sums ``held`` by the entries ``taken`` given the touched items' current
+    rows ``rows`` (both in the log's layout; module docstring), and store them."""
+    changed = [e for e in taken if e[2] in LABEL_STATES]
+    if not changed:
+        return
+    if any(e[ITEM] is None for e in changed):
+        raise Rebuild("an entry without its item (logged before the sums were kept)")
+    now = [_label(r) for r in rows]
+    before = Counter(now)
+    for entry in changed:
+        before[_label(entry)] -= int(entry[SIGN])
+    if any(count < 0 for count in before.values()):
+        raise Rebuild("a touched item's labels before the entries would be negative",
+                      inconsistent=True)
+    was = [label for label, count in before.items() for _ in range(count)]
+    new, old = sums_of(now, sig), sums_of(was, sig)
+    _store(study_id, sig, {part: held[part].plus(new[part]).plus(old[part], -1)
+                           for part in PARTS})
+
+
+def touched(taken: list[tuple]) -> list[int]:
+    """The items whose labels the entries ``taken`` may move."""
+    return sorted({e[ITEM] for e in taken if e[2] in LABEL_STATES and e[ITEM] is not None})
+
+
+def _store(study_id: int, sig: tuple, sums: dict[str, MomentSums]) -> None:
+    k, ordinals, banded = sig
+    arrays = {"signature": np.array([k, len(ordinals), *ordinals, len(banded), *banded])}
+    for part, held in sums.items():
+        arrays.update({f"{part}.{name}": value for name, value in held.arrays().items()})
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    TallyState.objects.filter(study_id=study_id).update(moments=buffer.getvalue())
+
+
+def _signature_of(stored: np.ndarray) -> tuple:
+    values = [int(v) for v in stored]
+    k, j = values[0], values[1]
+    ordinals = tuple(values[2:2 + j])
+    return k, ordinals, tuple(values[3 + j:3 + j + values[2 + j]])
+
+
+def read(stored: bytes | memoryview | None, sig: tuple | None) -> dict[str, MomentSums] | None:
+    """The stored sums per part, or None when none are stored or they have another
+    signature than ``sig``."""
+    if stored is None or sig is None:
+        return None
+    with np.load(io.BytesIO(bytes(stored)), allow_pickle=False) as npz:
+        if _signature_of(npz["signature"]) != sig:
+            return None
+        return {part: MomentSums.of_arrays({name.split(".", 1)[1]: npz[name]
+                                             for name in npz.files
+                                             if name.startswith(part + ".")})
+                for part in PARTS}

@@ -324,8 +324,7 @@ def _build(study_id: int) -> None:
     n = np.concatenate([n, np.array([c for _, c in skips], dtype=np.int64)])
     codes = np.concatenate([codes, np.zeros((len(skips), *codes.shape[1:]), np.int64)])
     _groups_merge(study_id, keys, n, codes, ordinals, replace=True)
-    tally_moments.moments_built(study_id, _flag_sql(study_id),
-                                tally_moments.signature(study_id))
+    tally_moments.moments_built(study_id, tally_moments.signature(study_id))
     TallyEntry.objects.filter(study_id=study_id).delete()
     TallyState.objects.filter(study_id=study_id).update(built_at=timezone.now())
 

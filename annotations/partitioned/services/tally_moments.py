@@ -20,13 +20,19 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from contextlib import nullcontext
 
 import numpy as np
 from django.db import connection
 
 from annotations.core.models import Study, StudyClass
 from annotations.partitioned.models import Query, TallyKey, TallyState
-from annotations.partitioned.selectors import CODE_COLUMNS
+from annotations.partitioned.selectors import (
+    CODE_COLUMNS,
+    study_item_labels,
+    uniform_part_only,
+)
+from annotations.partitioned.services.scope_estimates import labels_moment_sums
 from assistants.models import AISystem
 from estimators.partitioned.moment_sums import LabelArrays, MomentSums, moment_sums
 
@@ -123,16 +129,23 @@ def sums_of(labels: list[tuple], sig: tuple) -> dict[str, MomentSums]:
 
 
 # --- build, fold, store --------------------------------------------------------------------
-def moments_built(study_id: int, flags: list[str], sig: tuple | None) -> None:
-    """Store the sums of every label of the study (read in the build's snapshot, with the
-    key's flag expressions ``flags``), or none (``sig`` None)."""
+def moments_built(study_id: int, sig: tuple | None) -> None:
+    """Store the sums of every label of the study, read as the reference recompute reads
+    them (``selectors.study_item_labels``: one binary COPY on PostgreSQL) in the build's
+    snapshot — or none (``sig`` None)."""
     if sig is None:
         TallyState.objects.filter(study_id=study_id).update(moments=None)
         return
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {label_select(flags)} {labels_where()}", [study_id])
-        labels = [_label(r) for r in cursor.fetchall()]
-    _store(study_id, sig, sums_of(labels, sig))
+    k, ordinals, banded = sig
+    study = Study.objects.get(pk=study_id)
+    columns = [ordinals.index(o) for o in banded] or None
+    sums = {}
+    for part in PARTS:
+        with uniform_part_only() if part == "uniform" else nullcontext():
+            labels = study_item_labels(study=study, ordinals=list(ordinals),
+                                       bands=bool(banded))
+        sums[part] = labels_moment_sums(labels, k, columns)
+    _store(study_id, sig, sums)
 
 
 def moments_folded(study_id: int, sig: tuple, held: dict[str, MomentSums],

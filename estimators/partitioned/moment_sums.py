@@ -150,6 +150,12 @@ class MomentSums:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def fits(self, systems: int, banded: int) -> bool:
+        """Whether these sums are of ``systems`` AI systems, ``banded`` of them with
+        confidence bands (0: bands not read)."""
+        return self.first.shape[-1] == systems and (
+            not banded or self.band_first is not None and self.band_first.shape[-1] == banded)
+
     # --- what the estimators read ----------------------------------------------------------
     def moments(self, stratum: str | None = None, weights=None) -> ClusterMoments:
         """The :class:`ClusterMoments` of one stratum (None: the whole study) — or, with
@@ -254,7 +260,8 @@ def moment_sums(labels: LabelArrays, k: int, n_systems: int) -> MomentSums:
     key, stratum = key[order], stratum[order]
     cls = np.asarray(labels.k, dtype=np.int64)[order]
     yes = np.asarray(labels.yes, dtype=bool)[order]
-    kind = (4 * yes[:, None] + np.asarray(labels.code, dtype=np.int64)[order]) & 7
+    kind = (4 * yes[:, None].astype(np.int8)
+            + np.asarray(labels.code, dtype=np.int8)[order]) & 7  # int8: 8× less to move
     ordinary = (yes if k >= 3 else np.ones(n, dtype=bool)).astype(np.int64)
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     sizes = np.diff(np.r_[starts, n])
@@ -269,15 +276,16 @@ def moment_sums(labels: LabelArrays, k: int, n_systems: int) -> MomentSums:
     class_second = np.zeros((k, k, 4, 4, n_systems), np.int64)
     # one count per (stratum, class(es), kind(s)) and system: strata and classes are both
     # sums of it (a cluster is in one stratum)
-    single_group = stratum * k + cls
-    pair_group = (stratum[left] * k + cls[left]) * k + cls[right]
+    single_group = (stratum * k + cls) * KINDS
+    pair_group = ((stratum[left] * k + cls[left]) * k + cls[right]) * KINDS * KINDS
+    by_system = np.ascontiguousarray(kind.T)  # a system's kinds contiguous: cheap gathers
     for j in j_all:
-        column = kind[:, j]
-        singles = np.bincount(single_group * KINDS + column,
+        column = by_system[j]
+        singles = np.bincount(single_group + column,
                               minlength=n_strata * k * KINDS).reshape(n_strata, k, KINDS) @ y
         first[..., j] = singles.sum(axis=1)
         class_first[..., j] = singles.sum(axis=0)
-        index = (pair_group * KINDS + column[left]) * KINDS + column[right]
+        index = pair_group + (column[left] * KINDS + column[right])
         pairs = np.bincount(index, minlength=n_strata * k * k * KINDS * KINDS).reshape(
             n_strata, k, k, KINDS, KINDS)
         second[..., j] = _contract(pairs.sum(axis=(1, 2)), y)

@@ -307,6 +307,8 @@ def _paper_payload(study: Study, *, first_queries_only: bool,
     sums = None
     if study.queries_per_item > 1 and systems:
         sums = tallies.moment_sums() if tallies is not None else None
+        if sums is not None and not sums.fits(len(systems), len(banded or ())):
+            sums = None  # a system added or banded since the fold: read the labels
         if sums is None:
             sums = labels_moment_sums(
                 study_item_labels(study=study, ordinals=ordinals, bands=bool(n_bands)), k,

@@ -141,6 +141,10 @@ def moments_built(study_id: int, sig: tuple | None) -> None:
     columns = [ordinals.index(o) for o in banded] or None
     sums = {}
     for part in PARTS:
+        if part == "uniform" and not Query.objects.filter(
+                study_id=study_id, draw_uniform=False, is_quality_check=False).exists():
+            sums[part] = sums["all"]  # no targeted draw: the uniform part is every label
+            continue
         with uniform_part_only() if part == "uniform" else nullcontext():
             labels = study_item_labels(study=study, ordinals=list(ordinals),
                                        bands=bool(banded))

@@ -243,6 +243,21 @@ def test_the_kept_sums_of_a_banded_study_follow_every_step(banded_study, steps):
         raise Rollback
 
 
+def test_sums_kept_before_a_system_was_added_are_not_read(base_study):
+    """Statistics read just before a system is added: the estimates read the labels for
+    the clustered variance (the sums have a column fewer) and equal the full recompute."""
+    from assistants.systems import system_create
+
+    study = base_study
+    answer(study, 0, "no")
+    tallies = tallies_current(study_id=study.pk)
+    system_create(study=study, name="late")
+    assert not tallies.moment_sums().fits(3, 0)
+    difference, detail = payload_difference(recompute_payload(study, tallies),
+                                            recompute_payload(study, None))
+    assert not detail and difference == 0, detail
+
+
 def test_a_fold_takes_only_the_new_entries(base_study):
     study = base_study
     tallies_fold(study_id=study.pk)

@@ -149,12 +149,14 @@ def test_a_long_audit_runs_in_chunks_with_progress_and_the_researcher_cancels_it
     real_chunk = runs.audit_run_chunk
     monkeypatch.setattr(runs, "audit_run_chunk", lambda **kw: chunks.append(1) or real_chunk(**kw))
     study, researcher = make_audit_study("browser-chunks")
+    # signed in first: the run's thread writes from the start, and SQLite's shared in-memory
+    # cache fails a second writer at once ("table is locked") where a file would wait
+    login(page, live_server, researcher.username)
     data = DATA * 40
     audit = runs.audit_start(study=study, rubric=make_rubric(study),
                              commitments=commitments_file(liar, data=data),
                              commitments_name="c.jsonl", datapoints=datapoints_file(data),
                              datapoints_name="d.jsonl", rounds=3)
-    login(page, live_server, researcher.username)
     page.goto(f"{live_server.url}/studies/{study.pk}/audits/{audit.pk}/")
     progress = page.get_by_test_id("progress")
     expect(progress).to_have_text(re.compile(r"^(Running|Queued): [1-9]\d*/400 datapoints$"))

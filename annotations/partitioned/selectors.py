@@ -604,7 +604,14 @@ def study_item_labels(*, study: Study, ordinals: list[int],
     band per system (``ItemLabels.band``). PostgreSQL sends the labels as one bytea per
     stratum by binary COPY (:func:`_item_labels_copied`); elsewhere they are fetched."""
     read = _item_labels_copied if connection.vendor == "postgresql" else _item_labels_fetched
-    names, label_stratum, data = read(study, bands)
+    return item_labels_of(*read(study, bands), ordinals=ordinals, bands=bands)
+
+
+def item_labels_of(names: list[str], label_stratum: np.ndarray, data: np.ndarray, *,
+                   ordinals: list[int], bands: bool = False) -> ItemLabels:
+    """:class:`ItemLabels` from :data:`LabelRows` — each label's stratum (an index into
+    ``names``) and its columns item id, k, yes (1/0), match mask, present mask and, with
+    ``bands``, the three band bit planes — the masks' bits of ``ordinals`` unpacked."""
     items, first, index = np.unique(data[:, 0], return_index=True, return_inverse=True)
     bits = np.array(ordinals, dtype=np.int64)
     return ItemLabels(

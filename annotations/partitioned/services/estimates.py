@@ -291,7 +291,8 @@ def _paper_payload(study: Study, *, first_queries_only: bool,
     ordinals = [s.ordinal for s in systems]
     n_bands = n_bands_of(systems)
     band_counts = None
-    banded = [systems[j].ordinal for j in banded_systems(systems)] if n_bands else None
+    banded_columns = banded_systems(systems) if n_bands else None
+    banded = [systems[j].ordinal for j in banded_columns] if n_bands else None
     if tallies is not None:
         counts, band_counts = tallies.label_counts(ordinals, banded, n_bands)
     elif n_bands:  # confidences: the per-band counts come out of the same aggregation
@@ -312,7 +313,7 @@ def _paper_payload(study: Study, *, first_queries_only: bool,
         if sums is None:
             sums = labels_moment_sums(
                 study_item_labels(study=study, ordinals=ordinals, bands=bool(n_bands)), k,
-                banded_systems(systems) if n_bands else None)
+                banded_columns)
     clusters = sums.moments() if sums is not None else None
     strata = sorted(set(counts.strata.tolist()))
     payload: dict = {

@@ -114,7 +114,8 @@ def _fold(study_id: int, *, read: bool = False) -> tuple[int, list[tuple] | None
                 if taken:
                     _groups_add(study_id, taken)
                     if sig is not None:
-                        tally_moments.moments_folded(study_id, sig, held, taken, labels)
+                        held = tally_moments.moments_folded(study_id, sig, held, taken,
+                                                            labels)
                     TallyState.objects.filter(study_id=study_id).update(
                         entries_folded=state.entries_folded + len(taken))
                 if len(taken) < FOLD_BATCH:
@@ -122,9 +123,7 @@ def _fold(study_id: int, *, read: bool = False) -> tuple[int, list[tuple] | None
                         return folded + len(taken), None
                     rows = list(TallyGroup.objects.filter(study_id=study_id)
                                 .values_list(*TallyKey.KEY, "n", "codes"))
-                    moments = TallyState.objects.filter(study_id=study_id).values_list(
-                        "moments", flat=True).first()
-                    return folded + len(taken), (rows, tally_moments.read(moments, sig))
+                    return folded + len(taken), (rows, held)
         except tally_moments.Rebuild as why:
             (log.warning if why.inconsistent else log.info)(
                 "statistics of study %s rebuilt from its queries: %s", study_id, why)

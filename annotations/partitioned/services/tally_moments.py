@@ -29,12 +29,13 @@ from annotations.core.models import Study, StudyClass
 from annotations.partitioned.models import Query, TallyKey, TallyState
 from annotations.partitioned.selectors import (
     CODE_COLUMNS,
+    item_labels_of,
     study_item_labels,
     uniform_part_only,
 )
 from annotations.partitioned.services.scope_estimates import labels_moment_sums
 from assistants.models import AISystem
-from estimators.partitioned.moment_sums import LabelArrays, MomentSums, moment_sums
+from estimators.partitioned.moment_sums import MomentSums
 
 PARTS = ("all", "uniform")
 LABEL_STATES = (Query.Answer.YES, Query.Answer.NO)
@@ -95,37 +96,26 @@ def _label(row) -> tuple:
             bool(row[7]), *(int(b) for b in row[CODES:CODES + 5]))
 
 
-def _arrays(labels: list[tuple], sig: tuple, uniform: bool) -> LabelArrays:
-    """The counted labels among ``labels`` (:func:`_label` tuples: not rejected, item not
-    withdrawn; ``uniform``: of the uniform part only) as :class:`LabelArrays` over the
-    signature's systems."""
-    _, ordinals, banded = sig
-    kept = [r for r in labels if not r[5] and not r[6] and (r[4] or not uniform)]
-    strata = tuple(sorted({r[1] for r in kept}))
-    index = {h: i for i, h in enumerate(strata)}
-    data = np.array([r[7:] for r in kept], dtype=np.int64).reshape(-1, 5).view(np.uint64)
-    one = np.uint64(1)
-    bits = np.array(ordinals, dtype=np.uint64)
-    present, match = (data[:, 0:1] >> bits) & one, (data[:, 1:2] >> bits) & one
-    band = None
-    if banded:
-        chosen = np.array(banded, dtype=np.uint64)
-        band = sum(((data[:, 2 + p:3 + p] >> chosen) & one).astype(np.int64) << p
-                   for p in range(3))
-    return LabelArrays(
-        cluster=np.array([r[0] for r in kept], dtype=np.int64),
-        stratum=np.array([index[r[1]] for r in kept], dtype=np.int64), strata=strata,
-        k=np.array([r[2] for r in kept], dtype=np.int64),
-        yes=np.array([r[3] == Query.Answer.YES for r in kept], dtype=bool),
-        code=(present | match << one).astype(np.int64),
-        band=band, band_columns=tuple(ordinals.index(o) for o in banded))
-
-
 def sums_of(labels: list[tuple], sig: tuple) -> dict[str, MomentSums]:
-    """Per part (:data:`PARTS`) the sums of ``labels`` (:func:`_label` tuples)."""
-    k, ordinals, _ = sig
-    return {part: moment_sums(_arrays(labels, sig, part == "uniform"), k, len(ordinals))
-            for part in PARTS}
+    """Per part (:data:`PARTS`) the sums of ``labels`` (:func:`_label` tuples) — the
+    counted ones: not rejected, item not withdrawn, of the uniform part for "uniform" —
+    through the reference recompute's own conversion (``selectors.item_labels_of``,
+    ``scope_estimates.labels_moment_sums``)."""
+    k, ordinals, banded = sig
+    columns = [ordinals.index(o) for o in banded] or None
+    out = {}
+    for part in PARTS:
+        kept = [r for r in labels if not r[5] and not r[6] and (r[4] or part == "all")]
+        names = sorted({r[1] for r in kept})
+        index = {h: i for i, h in enumerate(names)}
+        # LabelRows' columns: item, k, yes, match, present, band planes (CODE_COLUMNS has
+        # present before match)
+        data = np.array([(r[0], r[2], r[3] == Query.Answer.YES, r[8], r[7], *r[9:])
+                         for r in kept], dtype=np.int64).reshape(-1, 8)
+        item_labels = item_labels_of(names, np.array([index[r[1]] for r in kept], np.intp),
+                                     data, ordinals=list(ordinals), bands=bool(banded))
+        out[part] = labels_moment_sums(item_labels, k, columns)
+    return out
 
 
 # --- build, fold, store --------------------------------------------------------------------
@@ -153,12 +143,13 @@ def moments_built(study_id: int, sig: tuple | None) -> None:
 
 
 def moments_folded(study_id: int, sig: tuple, held: dict[str, MomentSums],
-                   taken: list[tuple], rows: list[tuple]) -> None:
+                   taken: list[tuple], rows: list[tuple]) -> dict[str, MomentSums]:
     """Move the sums ``held`` by the entries ``taken`` given the touched items' current
-    rows ``rows`` (both in the log's layout; module docstring), and store them."""
+    rows ``rows`` (both in the log's layout; module docstring), store them and return
+    them."""
     changed = [e for e in taken if e[2] in LABEL_STATES]
     if not changed:
-        return
+        return held
     if any(e[ITEM] is None for e in changed):
         raise Rebuild("an entry without its item (logged before the sums were kept)")
     now = [_label(r) for r in rows]
@@ -170,8 +161,9 @@ def moments_folded(study_id: int, sig: tuple, held: dict[str, MomentSums],
                       inconsistent=True)
     was = [label for label, count in before.items() for _ in range(count)]
     new, old = sums_of(now, sig), sums_of(was, sig)
-    _store(study_id, sig, {part: held[part].plus(new[part]).plus(old[part], -1)
-                           for part in PARTS})
+    moved = {part: held[part].plus(new[part]).plus(old[part], -1) for part in PARTS}
+    _store(study_id, sig, moved)
+    return moved
 
 
 def touched(taken: list[tuple]) -> list[int]:

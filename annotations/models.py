@@ -57,6 +57,7 @@ from annotations.partitioned.models import (
     RoutingDesign,
     TallyEntry,
     TallyGroup,
+    TallyItem,
     TallyState,
 )
 
@@ -69,7 +70,8 @@ __all__ = [
     "RoutingChange", "Sentence",
     "AnswerReview", "EstimateSnapshot", "ImportJob", "ImportJobFile", "Item", "ItemFlag",
     "LeasedTask", "Query",
-    "QueryEvent", "QuerySkip", "RoutingDesign", "TallyEntry", "TallyGroup", "TallyState",
+    "QueryEvent", "QuerySkip", "RoutingDesign", "TallyEntry", "TallyGroup", "TallyItem",
+    "TallyState",
     "RecomputeState", "Study", "StudyClass", "StudyEvent", "StudyMembership", "TaskEvent",
     "User", "_new_seed", "new_public_id", "study_event_kind_register",
 ]

@@ -264,3 +264,24 @@ class TallyState(models.Model):
     # (``estimators.partitioned.moment_sums.MomentSums`` of every label and of the uniform
     # part's, ``services.tallies``), an .npz; null: not kept (one query per item)
     moments = models.BinaryField(null=True, blank=True, editable=False)
+    # a study with a targeted routing design: the design-weighted estimate's item types
+    # with their counts (``services.tally_designs``), an .npz; null: not kept
+    design = models.BinaryField(null=True, blank=True, editable=False)
+
+
+class TallyItem(models.Model):
+    """An item's share of its study's kept design statistics (``TallyState.design``): how
+    many of its answered steps the design-weighted estimate reads and, per AI system, the
+    key of the item's **type** (its steps as that system's estimate sees them). The fold
+    takes the item's old share out by these keys before it adds the new one
+    (``services.tally_designs``); an item without such a step has no row."""
+
+    id = models.BigAutoField(primary_key=True)
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="tally_items")
+    item_id = models.BigIntegerField()
+    steps = models.PositiveIntegerField()
+    keys = models.BinaryField()  # uint64 per system, in the order of the statistics' systems
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "item_id"],
+                                               name="tally_item_unique")]

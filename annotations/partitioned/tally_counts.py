@@ -37,12 +37,15 @@ class Tallies:
     """A study's folded statistics: ``keys[g]`` a ``TallyKey`` tuple (``TallyKey.KEY``
     order), ``n[g]`` its queries, ``codes[g, s, c]`` how many of them carry code c for the
     system of ordinal s (code 0 included); ``moments``: with several queries per item, the
-    clustered variance's sums per part ("all", "uniform": ``services.tally_moments``)."""
+    clustered variance's sums per part ("all", "uniform": ``services.tally_moments``);
+    ``design``: with a targeted design, the design-weighted estimate's kept types
+    (``services.tally_designs.KeptDesign``)."""
 
     keys: list[tuple]
     n: np.ndarray
     codes: np.ndarray
     moments: dict[str, MomentSums] | None = None
+    design: object | None = None  # services.tally_designs.KeptDesign (a targeted design)
 
     def moment_sums(self) -> MomentSums | None:
         """The clustered variance's sums the estimates read now: of the uniform part inside
@@ -52,8 +55,8 @@ class Tallies:
         return self.moments["uniform" if _uniform_part.get() else "all"]
 
     @classmethod
-    def of_rows(cls, rows: list[tuple], moments: dict[str, MomentSums] | None = None
-                ) -> Tallies:
+    def of_rows(cls, rows: list[tuple], moments: dict[str, MomentSums] | None = None,
+                design: object | None = None) -> Tallies:
         """From (*key, n, codes JSON) rows (``TallyGroup``)."""
         codes = np.zeros((len(rows), SYSTEMS, CODES), dtype=np.int64)
         for g, (*_, n, stored) in enumerate(rows):
@@ -63,7 +66,7 @@ class Tallies:
             codes[g, :, 0] = n - codes[g, :, 1:].sum(axis=1)
         return cls(keys=[tuple(r[:len(TallyKey.KEY)]) for r in rows],
                    n=np.array([r[len(TallyKey.KEY)] for r in rows], dtype=np.int64),
-                   codes=codes, moments=moments)
+                   codes=codes, moments=moments, design=design)
 
     def _where(self, **conditions) -> np.ndarray:
         """Groups whose key fields equal ``conditions`` (a tuple value: any of them)."""

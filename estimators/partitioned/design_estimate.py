@@ -122,7 +122,11 @@ class DesignSteps:
     ``present``: s has a prediction; ``valid``: False on padding; ``depth``: the design's
     number of steps per item. For the working-model coefficients (the default):
     ``rest`` (..., n) = 1 − Σ_{i<j} π(k_i), the design mass left at step j, and
-    ``inv_total`` (..., n) = Σ_{k ∈ R_j} 1/π_j(k)."""
+    ``inv_total`` (..., n) = Σ_{k ∈ R_j} 1/π_j(k). ``count`` (..., M), optional: how many
+    items each item index stands for (items of one **type**, whose steps are identical):
+    every sum over the items counts an index that many times, so the estimate equals that
+    of the steps with each item repeated ``count`` times (the kept statistics of a
+    targeted study, ``annotations.partitioned.services.tally_designs``); None: 1 each."""
 
     item: np.ndarray
     step: np.ndarray
@@ -137,6 +141,7 @@ class DesignSteps:
     depth: int
     rest: np.ndarray | None = None
     inv_total: np.ndarray | None = None
+    count: np.ndarray | None = None
 
     @property
     def stack_shape(self) -> tuple:
@@ -219,6 +224,7 @@ class _Steps:
     depth: int  # D: the fixed denominator of X_i
     weight: np.ndarray  # (steps,) 1/Π_{l ≤ j}(1 − u_l) on an available step (0: unavailable)
     has: np.ndarray  # (B·M,) the item is in the sample: its first step answered
+    count: np.ndarray  # (B·M,) the items each index stands for (DesignSteps.count; 1)
     rates: np.ndarray  # (B, P) u_l per study and step position
     asked: np.ndarray  # (B·M, P) position l asked
     missing: np.ndarray  # (B·M, P) position l asked and missing (unsure or pending)
@@ -260,12 +266,13 @@ class _Steps:
         per = per.reshape(self.b, self.m, npos, -1)
         tail = np.flip(np.cumsum(np.flip(per, axis=2), axis=2), axis=2) / self.depth
         has = self.has.reshape(self.b, self.m, 1, 1)
-        n = has.sum(axis=1, keepdims=True)
-        tbar = (tail * has).sum(axis=1, keepdims=True) / np.maximum(n, 1)
+        many = self.count.reshape(self.b, self.m, 1, 1)
+        n = (has * many).sum(axis=1, keepdims=True)
+        tbar = (tail * has * many).sum(axis=1, keepdims=True) / np.maximum(n, 1)
         u = self.rates[:, None, :, None]
         a = self.asked.reshape(self.b, self.m, npos, 1)
         mi = self.missing.reshape(self.b, self.m, npos, 1)
-        big_n = a.sum(axis=1, keepdims=True)
+        big_n = (a * many).sum(axis=1, keepdims=True)
         ok = (big_n > 0) & (u < 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             c = np.where(ok, n * tbar * (mi - u * a) / np.where(ok, (1 - u) * big_n, 1.0), 0.0)
@@ -322,9 +329,14 @@ def _step_terms(steps: DesignSteps, rates=None) -> _Steps:
     npos = max(st.depth, int(step[vflat].max()) + 1 if vflat.any() else 1)
     pos_avail, asked, first = _positions(key, step, vflat, st.unsure.reshape(-1),
                                          st.yes.reshape(-1), b * m, npos)
+    count = np.ones(b * m)
+    if st.count is not None:
+        given = np.asarray(st.count, dtype=float).reshape(b, -1)[:, :m]
+        count = np.pad(given, ((0, 0), (0, m - given.shape[1])), constant_values=1.0).ravel()
+    many = count.reshape(b, m, 1)
     if rates is None:  # û_l: the share of asked steps at position l that are missing
-        n_asked = asked.reshape(b, m, npos).sum(axis=1)
-        n_miss = (asked & ~pos_avail).reshape(b, m, npos).sum(axis=1)
+        n_asked = (asked.reshape(b, m, npos) * many).sum(axis=1)
+        n_miss = ((asked & ~pos_avail).reshape(b, m, npos) * many).sum(axis=1)
         u = n_miss / np.where(n_asked > 0, n_asked, 1)
     else:  # known rates (..., P') or (P',), padded with 0 to P positions
         r = np.asarray(rates, dtype=float)
@@ -353,7 +365,8 @@ def _step_terms(steps: DesignSteps, rates=None) -> _Steps:
     with np.errstate(divide="ignore", invalid="ignore"):
         other = np.where(ipw & ~own & (safe_own < 1), p_asked[:, None] / (1 - safe_own), 0.0)
     detect = np.where(ipw, np.where(ipw, p_own, 0.0) + other, avail[:, None] * 1.0)
-    return _Steps(key=key, b=b, m=m, depth=st.depth, weight=weight, has=first, rates=u,
+    return _Steps(key=key, b=b, m=m, depth=st.depth, weight=weight, has=first, count=count,
+                  rates=u,
                   asked=asked, missing=asked & ~pos_avail, estimated=rates is None, step=step,
                   x=x_all, x_ipw=x, detect=detect,
                   d=np.stack([d1, du, dv], axis=1), ipw=ipw, p_own=safe_own,
@@ -468,10 +481,11 @@ def _model_terms(steps: DesignSteps, prior: float = 1.0, clip: float = 0.01, rat
     s = steps.systems
     has = t.has
     w = has.reshape(t.b, t.m, 1)
+    many = t.count.reshape(t.b, t.m, 1)
     xs = t.item_mean(t.x_ipw).reshape(t.b, t.m, s) * w
     us = t.item_mean(np.where(t.ipw, t.d[:, 1] + 1, 0.0)).reshape(t.b, t.m, s) * w
-    num = xs.sum(axis=1, keepdims=True) - xs + 0.5 * prior
-    den = us.sum(axis=1, keepdims=True) - us + prior
+    num = (xs * many).sum(axis=1, keepdims=True) - xs + 0.5 * prior
+    den = (us * many).sum(axis=1, keepdims=True) - us + prior
     alpha = np.clip(num / den, clip, 1 - clip).reshape(t.b * t.m, s)[t.key]
     sel = t.ipw  # only the inverse-probability steps carry coefficients
     idx = np.nonzero(sel)
@@ -485,7 +499,7 @@ def _model_terms(steps: DesignSteps, prior: float = 1.0, clip: float = 0.01, rat
         shift[lo:lo + CHUNK] = (coef * t.d[r, :, c]).sum(axis=-1)  # (q, 3) each
     z[idx] -= shift
     return (t.item_mean(z).reshape(t.b, t.m, s), has.reshape(t.b, t.m), _detectable(t),
-            t.rate_correction(z).reshape(t.b, t.m, s))
+            t.rate_correction(z).reshape(t.b, t.m, s), t.count.reshape(t.b, t.m))
 
 
 def _detectable(t: _Steps) -> np.ndarray:
@@ -495,7 +509,7 @@ def _detectable(t: _Steps) -> np.ndarray:
     y ∝ π_j: a "yes" at another class); an exact step counts 1. The number of items whose
     errors the design can see: the cap of the effective count."""
     r = np.minimum(t.per_item(t.detect), 1.0).reshape(t.b, t.m, -1)
-    return r.sum(axis=1)
+    return (r * t.count.reshape(t.b, t.m, 1)).sum(axis=1)
 
 
 def _pinv(gram):
@@ -508,16 +522,21 @@ def _pinv(gram):
     return (vecs * inv_vals[..., None, :]) @ np.swapaxes(vecs, -1, -2), keep.sum(axis=-1)
 
 
-def _fit(x, d, mask, coefficients="loo", correction=None):
+def _fit(x, d, mask, coefficients="loo", correction=None, count=None):
     """Â, SE, n, p, each item's term minus Â (B, M, S; 0 off the mask) and b̂ (B, S, 3)
-    from item terms (module docstring)."""
+    from item terms (module docstring); ``count`` (B, M): the items each index stands for
+    (fixed coefficients only)."""
     w = mask.astype(float)[..., None]  # (B, M, 1)
-    n = w.sum(axis=1)  # (B, 1)
+    many = np.ones_like(w) if count is None else np.asarray(count, float)[..., None]
+    n = (w * many).sum(axis=1)  # (B, 1)
     safe_n = np.where(n > 0, n, 1.0)
     p = np.zeros((x.shape[0], x.shape[2]), dtype=int)
     if isinstance(coefficients, str):
         if coefficients not in ("loo", "pooled"):
             raise ValueError(f"coefficients: unknown '{coefficients}' (loo, pooled or b)")
+        if count is not None and not np.all(count[mask] == 1):
+            raise ValueError(f"coefficients '{coefficients}': items counted more than once "
+                             "need the model or fixed coefficients")
         # Z_i = (1, D_i) on the mask: (B, S, M, 4); X: (B, S, M, 1)
         zt = np.moveaxis(np.concatenate([np.ones_like(x)[:, :, None], d], axis=2)
                          * w[..., None], (1, 2), (2, 3))
@@ -550,12 +569,12 @@ def _fit(x, d, mask, coefficients="loo", correction=None):
     else:
         coef = np.broadcast_to(np.asarray(coefficients, float), (x.shape[0], x.shape[2], 3))
         terms = x - (d * np.moveaxis(coef, 1, 2)[:, None]).sum(axis=2)
-    acc = (terms * w).sum(axis=1) / safe_n
+    acc = (terms * w * many).sum(axis=1) / safe_n
     cx, cd = correction if correction is not None else (None, None)
     if cx is not None and (cx.any() or cd.any()):  # the estimated rates' share (residuals)
         terms = terms + cx - (cd * np.moveaxis(coef, 1, 2)[:, None]).sum(axis=2)
     resid = (terms - acc[:, None]) * w
-    ss = (resid**2).sum(axis=1)
+    ss = (resid**2 * many).sum(axis=1)
     pooled = isinstance(coefficients, str) and coefficients == "pooled"
     dof = np.maximum(n - 1 - (p if pooled else 0), 1)
     se = np.sqrt(ss / dof / safe_n)
@@ -612,15 +631,17 @@ def interval(acc, se, n, p, confidence: float = 0.95, method: str = "clopper_pea
     return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
 
 
-def approximate(resid, n, se, acc) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def approximate(resid, n, se, acc, count=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(flag, decisive events, largest share): an interval is **approximate** where it
     rests on fewer than ``APPROXIMATE_EVENTS`` decisive events — min(n_eff·ã, n_eff·(1 −
     ã)), the binomial events its width stands for (``n``: the effective count's cap) — or
     where one item carries more than ``MAX_SHARE`` of the residual sum of squares (a heavy
-    inverse-probability weight dominating the SE)."""
+    inverse-probability weight dominating the SE). ``count`` (B, M): the items each row of
+    ``resid`` stands for (default 1)."""
     n_eff, a = effective_count(acc, se, n)
     events = np.minimum(n_eff * a, n_eff * (1 - a))
-    ss = (resid**2).sum(axis=1)
+    many = 1.0 if count is None else np.asarray(count, float)[..., None]
+    ss = (resid**2 * many).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(ss > 0, (resid**2).max(axis=1) / np.where(ss > 0, ss, 1.0), 0.0)
     return (events < APPROXIMATE_EVENTS) | (share > MAX_SHARE), events, share
@@ -638,17 +659,18 @@ def design_estimates(steps: DesignSteps, confidence: float = 0.95,
     if not 0 < confidence < 1:
         raise ValueError(f"confidence: must be in (0, 1), got {confidence}")
     if isinstance(coefficients, str) and coefficients == "model":
-        z, mask, cap, cz = _model_terms(steps, rates=rates)
+        z, mask, cap, cz, many = _model_terms(steps, rates=rates)
         zero_d = np.zeros((*z.shape[:2], 3, z.shape[2]))
-        acc, se, n, p, resid, coef = _fit(z, zero_d, mask, np.zeros(3), (cz, zero_d))
+        acc, se, n, p, resid, coef = _fit(z, zero_d, mask, np.zeros(3), (cz, zero_d), many)
         coef = np.full(coef.shape, np.nan)  # per step: no single b̂
     else:
         t = _step_terms(steps, rates)
+        many = t.count.reshape(t.b, t.m)
         x, d, mask, cx, cd = _item_terms(t, steps.systems)
-        acc, se, n, p, resid, coef = _fit(x, d, mask, coefficients, (cx, cd))
+        acc, se, n, p, resid, coef = _fit(x, d, mask, coefficients, (cx, cd), many)
         cap = _detectable(t)
     cap = np.minimum(cap, n)
-    flag, events, share = approximate(resid, cap, se, acc)
+    flag, events, share = approximate(resid, cap, se, acc, many)
     no_data = n <= 0
     shape = (*steps.stack_shape, steps.systems)
     clipped = np.clip(acc, 0.0, 1.0)

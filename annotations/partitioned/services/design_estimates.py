@@ -117,22 +117,31 @@ def uniform_equivalent(accuracy, se, k: int) -> np.ndarray:
         return np.where((se > 0) & (one > 0), (one / np.where(se > 0, se, 1.0)) ** 2, np.nan)
 
 
-def design_payload(*, study: Study, systems: list, k: int, confidence: float) -> dict:
+def design_payload(*, study: Study, systems: list, k: int, confidence: float,
+                   kept=None) -> dict:
     """The design-weighted estimate of every system from every answer (``design_estimate``
     on :func:`design_step_arrays`), each with the answers a uniform design would have needed
     for the same standard error (:func:`uniform_equivalent`), and the study's designs with
     the answers each drew. Payload key ``design``; each system's cell is ``design_cells``
-    [j]."""
-    rows = study_design_rows(study=study, ordinals=[s.ordinal for s in systems])
-    arrays = design_step_arrays(rows, k, depth=min(study.queries_per_item, k))
-    answers = len(arrays["item"])
-    items = len(np.unique(arrays["item"]))
+    [j]. ``kept``: the study's maintained types (``services.tally_designs.KeptDesign``),
+    read instead of the answers when they are of these systems, K and depth."""
+    depth = min(study.queries_per_item, k)
+    sig = (k, depth, tuple(s.ordinal for s in systems))
+    if kept is not None and kept.signature == sig:
+        answers, items = kept.types.answers, kept.types.items
+        steps = kept.steps() if systems and answers else None
+    else:
+        rows = study_design_rows(study=study, ordinals=[s.ordinal for s in systems])
+        arrays = design_step_arrays(rows, k, depth=depth)
+        answers = len(arrays["item"])
+        items = len(np.unique(arrays["item"]))
+        steps = DesignSteps(**arrays) if systems and answers else None
     cells = []
-    if systems and answers:
-        est = design_estimate(DesignSteps(**arrays), confidence=confidence)
-        fields = {f: np.atleast_1d(np.asarray(getattr(est, f), float))
+    if steps is not None:
+        est = design_estimate(steps, confidence=confidence)
+        fields = {f: np.asarray(getattr(est, f), float).reshape(-1)
                   for f in ("accuracy", "se", "ci_low", "ci_high")}
-        flags = np.atleast_1d(np.asarray(est.approximate, bool))
+        flags = np.asarray(est.approximate, bool).reshape(-1)
         needed = uniform_equivalent(fields["accuracy"], fields["se"], k)
         for j in range(len(systems)):
             need = float(needed[j])

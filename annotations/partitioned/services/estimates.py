@@ -247,7 +247,8 @@ def recompute_payload(study: Study, tallies: Tallies | None) -> dict:
                     study=study, status=Query.Status.ANSWERED, is_quality_check=False))
                 .count() if tallies is None else tallies.estimated_answers())}
         design = design_payload(study=study, systems=systems, k=payload["k"],
-                                confidence=CONFIDENCE)
+                                confidence=CONFIDENCE,
+                                kept=None if tallies is None else tallies.design)
         payload["design"] = {key: v for key, v in design.items() if key != "cells"}
         for row, cell in zip(payload["systems"], design["cells"], strict=False):
             row["design"] = cell

@@ -22,6 +22,9 @@ Contract:
 * **Clustered sums** (several queries per item, ``services.tally_moments``): each batch also
   moves the item-clustered variance's sums by the touched items' labels now less before,
   those labels read in the batch's own snapshot; a build computes them from every label.
+* **Design types** (a targeted routing design, ``services.tally_designs``): each batch also
+  reads the steps of the items its entries name and moves their types' counts (the old
+  share out by the keys ``TallyItem`` stored, the new one in); a build types every item.
 
 Why a log folded by a worker rather than counts updated in the answer's transaction: a
 count row per group would be one hot row that every concurrent answer of the group must
@@ -54,7 +57,7 @@ from annotations.partitioned.selectors import (
     _system_codes,
     codes_fetched,
 )
-from annotations.partitioned.services import tally_moments
+from annotations.partitioned.services import tally_designs, tally_moments
 from annotations.partitioned.tally_counts import ANSWERS, CODES, Tallies
 from assistants.models import AISystem
 
@@ -95,27 +98,38 @@ def tallies_fold(*, study_id: int) -> int:
 def _fold(study_id: int, *, read: bool = False) -> tuple[int, list[tuple] | None]:
     """Fold batch after batch; with ``read``, the groups as the last batch leaves them, read
     in its transaction, under its lock (no other fold can move entries in between). Returns
-    (entries folded, the groups' rows and the kept moment sums, or None). A study that keeps
+    (entries folded, the groups' rows, the kept moment sums and design types, or None). A
+    study that keeps
     the clustered variance's sums (``services.tally_moments``) rebuilds when a batch comes
     back full: the touched items' labels are read in the batch's snapshot, which holds the
     entries left in the log too."""
     folded, rebuilt = 0, 0
     while True:
         sig = tally_moments.signature(study_id)
+        design_sig = tally_designs.signature(study_id)
         try:
             with transaction.atomic():
                 state = _lock(study_id)
                 held = tally_moments.read(state.moments, sig)
+                types = tally_designs.read(state.design, design_sig)
                 if state.built_at is None or (sig is not None and held is None):
                     raise tally_moments.Rebuild("never built, or its sums' shape changed")
+                if design_sig is not None and types is None:  # the study's first targeted
+                    # design, or a system added: its types alone, from every answered step
+                    log.info("design statistics of study %s built from its queries (%s)",
+                             study_id, "a targeted design or another system")
+                    types = tally_designs.designs_built(study_id, design_sig)
                 taken, labels = _entries_taken(study_id, sig is not None)
-                if sig is not None and len(taken) >= FOLD_BATCH:
+                if (sig is not None or design_sig is not None) and len(taken) >= FOLD_BATCH:
                     raise tally_moments.Rebuild(f"{len(taken)} entries or more to fold")
                 if taken:
                     _groups_add(study_id, taken)
                     if sig is not None:
                         held = tally_moments.moments_folded(study_id, sig, held, taken,
                                                             labels)
+                    if design_sig is not None:
+                        types = tally_designs.designs_folded(study_id, design_sig, types,
+                                                             taken)
                     TallyState.objects.filter(study_id=study_id).update(
                         entries_folded=state.entries_folded + len(taken))
                 if len(taken) < FOLD_BATCH:
@@ -123,7 +137,9 @@ def _fold(study_id: int, *, read: bool = False) -> tuple[int, list[tuple] | None
                         return folded + len(taken), None
                     rows = list(TallyGroup.objects.filter(study_id=study_id)
                                 .values_list(*TallyKey.KEY, "n", "codes"))
-                    return folded + len(taken), (rows, held)
+                    design = (None if types is None
+                              else tally_designs.KeptDesign(design_sig, types))
+                    return folded + len(taken), (rows, held, design)
         except tally_moments.Rebuild as why:
             (log.warning if why.inconsistent else log.info)(
                 "statistics of study %s rebuilt from its queries: %s", study_id, why)
@@ -324,6 +340,7 @@ def _build(study_id: int) -> None:
     codes = np.concatenate([codes, np.zeros((len(skips), *codes.shape[1:]), np.int64)])
     _groups_merge(study_id, keys, n, codes, ordinals, replace=True)
     tally_moments.moments_built(study_id, tally_moments.signature(study_id))
+    tally_designs.designs_built(study_id, tally_designs.signature(study_id))
     TallyEntry.objects.filter(study_id=study_id).delete()
     TallyState.objects.filter(study_id=study_id).update(built_at=timezone.now())
 
@@ -426,9 +443,9 @@ def _skip_counts(study_id: int) -> list[tuple[int, int]]:
 def tallies_current(*, study_id: int) -> Tallies:
     """The study's statistics, current: the log folded and the groups read in the last
     batch's transaction, under its lock (no fold can move entries between the two)."""
-    rows, moments = _fold(study_id, read=True)[1]
+    rows, moments, design = _fold(study_id, read=True)[1]
     return Tallies.of_rows([(*_key(r[:len(TallyKey.KEY)]), *r[len(TallyKey.KEY):])
-                            for r in rows], moments=moments)
+                            for r in rows], moments=moments, design=design)
 
 
 def orphan_entries_drop() -> int:

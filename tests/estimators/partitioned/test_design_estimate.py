@@ -428,3 +428,33 @@ def test_unbiased_against_known_truth(design):
     est = design_estimate(st.steps)
     err = est.accuracy - st.truth
     assert (np.abs(err.mean(axis=0)) < 4 * err.std(axis=0) / np.sqrt(400)).all()
+
+
+@pytest.mark.parametrize(("design", "depth", "unsure"), [
+    ("targeted", 1, 0.0), ("targeted", 3, 0.15), ("uniform", 2, 0.1)])
+@pytest.mark.parametrize("coefficients", ["model", "fixed"])
+def test_items_counted_equal_items_repeated(design, depth, unsure, coefficients):
+    """``DesignSteps.count``: each item standing for ``count`` items of its type gives the
+    estimate (and its SE, interval, flag and decisive events) of the study with every item
+    written out that many times (1e-12) — how the kept statistics of a targeted study are
+    read. The pooled and leave-one-out fits refuse counts (a type's items would leave
+    each other out)."""
+    from dataclasses import replace
+
+    rng = np.random.default_rng(17)
+    st = simulate(rng, 1, 30, K, [0.6, 0.9, 0.8], agree=True, design=design,
+                  routed=[0, 1, 2], depth=depth, unsure=unsure, missing=0.1)
+    it = st.items
+    many = rng.integers(1, 5, size=30)
+    b = np.full(3, 0.2) if coefficients == "fixed" else "model"
+    counted = design_estimate(replace(design_steps(it["orders"], it["pi"], it["answers"],
+                                                   it["predictions"], depth),
+                                      count=many[None]), coefficients=b)
+    repeated = design_estimate(design_steps(*(np.repeat(it[f], many, axis=1) for f in (
+        "orders", "pi", "answers", "predictions")), depth), coefficients=b)
+    for field in ("accuracy", "se", "ci_low", "ci_high", "events"):
+        np.testing.assert_allclose(getattr(counted, field), getattr(repeated, field),
+                                   atol=1e-12, err_msg=field)
+    np.testing.assert_array_equal(counted.approximate, repeated.approximate)
+    with pytest.raises(ValueError, match="counted more than once"):
+        design_estimate(replace(st.steps, count=many[None]), coefficients="pooled")

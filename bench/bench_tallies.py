@@ -3,12 +3,16 @@
     .venv/bin/python bench/bench_tallies.py                       # 100 000 vs 10 000 000
     .venv/bin/python bench/bench_tallies.py --big 2000000 --keep  # smaller, kept for reuse
     .venv/bin/python bench/bench_tallies.py --queries-per-item 2  # + the clustered sums
+    .venv/bin/python bench/bench_tallies.py --targeted --big 1000000  # + the design types
 
 On a scratch PostgreSQL database (``BENCH_DATABASE_URL`` overrides the default), seeds with
 bulk SQL (the triggers off while seeding, ``session_replication_role = replica``, as a bulk
 load would) three partitioned studies of 20 AI systems, K = 5, one query per item
 (``--queries-per-item``: more, each item's classes distinct; the studies then keep the
-clustered variance's sums as well): "small"
+clustered variance's sums as well; ``--targeted``: under a targeted design, every system
+predicting every item — the studies then keep the design-weighted estimate's item types,
+``services/tally_designs.py``; the seeded draws are shaped like the design's, for timing,
+not drawn by it): "small"
 (``--small`` answers), "big" (``--big``) and "rebuild" (``--rebuild`` answers), each with
 spare pending queries. Then, in one run, prints:
 
@@ -43,6 +47,8 @@ from _scratch import ROOT, scratch_database  # noqa: E402
 SYSTEMS = 20
 K = 5
 QPI = 1  # --queries-per-item
+TARGETED = False  # --targeted
+EPSILON = 0.3
 
 
 def main() -> None:
@@ -61,9 +67,12 @@ def main() -> None:
     parser.add_argument("--queries-per-item", type=int, default=1,
                         help="queries per item (> 1: the studies keep the clustered "
                              "variance's sums too, services/tally_moments.py)")
+    parser.add_argument("--targeted", action="store_true",
+                        help="under a targeted design, with every system's predictions (the "
+                             "studies keep the design types too, services/tally_designs.py)")
     args = parser.parse_args()
-    global QPI
-    QPI = args.queries_per_item
+    global QPI, TARGETED
+    QPI, TARGETED = args.queries_per_item, args.targeted
     os.environ["CELERY_BROKER_URL"] = args.broker  # answers queue their recompute, as live
     with scratch_database(args.db, keep=args.keep, reuse=args.keep) as url:
         run(args, url)
@@ -79,7 +88,7 @@ def _seed(name: str, answers: int, spare: int):
     from annotations.partitioned.services.imports import study_stratum_sizes_refresh
     from annotations.partitioned.services.predictions import system_create
 
-    name += f" q{QPI}" if QPI > 1 else ""
+    name += (f" q{QPI}" if QPI > 1 else "") + (" targeted" if TARGETED else "")
     study = Study.objects.filter(name=name).first()
     if study is not None:
         print(f"reusing '{name}'")
@@ -132,6 +141,8 @@ def _seed(name: str, answers: int, spare: int):
             [study.pk, QPI, *[answers // QPI] * 4, full, full, QPI])
         cur.execute("UPDATE annotations_query SET match_mask = match_mask & present_mask "
                     "WHERE study_id = %s AND match_mask & ~present_mask <> 0", [study.pk])
+        if TARGETED:
+            _target(study)
         cur.execute("SET session_replication_role = DEFAULT")
         cur.execute("VACUUM ANALYZE annotations_query")
         cur.execute("VACUUM ANALYZE annotations_item")
@@ -164,6 +175,56 @@ def _pending_add(study, n: int) -> None:
                       false, 'pending', '', 0, 0, 0
                FROM annotations_item CROSS JOIN generate_series(0, %s - 1) q(seq)
                WHERE id = ANY(%s)""", [QPI, ids])
+    if TARGETED:
+        _target(study, ids)
+
+
+def _target(study, ids: list[int] | None = None) -> None:
+    """The study (its items ``ids``, or all) under a targeted design: every system predicts
+    each item — its base class with probability 0.75, else one at random — each query
+    stores the systems' counts and π of its class (ε/K + (1 − ε) m_k / S, the first
+    step's), and a uniform coin with probability ε; the items' class orders follow their
+    queries."""
+    from django.db import connection
+
+    from annotations.models import RoutingDesign
+
+    design, _ = RoutingDesign.objects.get_or_create(
+        study=study, number=1, defaults={"kind": RoutingDesign.Kind.TARGETED,
+                                         "epsilon": EPSILON})
+    items = "i.study_id = %s" + (" AND i.id = ANY(%s)" if ids is not None else "")
+    params = [study.pk] + ([ids] if ids is not None else [])
+    with connection.cursor() as cur:
+        cur.execute(
+            f"""INSERT INTO assistants_prediction (system_id, item_id, option, position, raw,
+                   created_at)
+               SELECT s.id, i.id, p.c, p.c, '', now() FROM annotations_item i
+               JOIN assistants_aisystem s ON s.study_id = i.study_id
+               CROSS JOIN LATERAL (SELECT CASE WHEN random() < 0.75 THEN (i.id * 7919) %% {K}
+                                   ELSE floor(random() * {K})::int END AS c
+                                   WHERE s.id > 0) p
+               WHERE {items}""", params)
+        cur.execute("ANALYZE assistants_prediction")  # the planner's counts after a bulk load
+        cur.execute("ANALYZE annotations_query")
+        cur.execute(
+            f"""WITH c AS (SELECT p.item_id, p.position, count(*) AS n
+                          FROM assistants_prediction p JOIN annotations_item i
+                          ON i.id = p.item_id WHERE {items} GROUP BY 1, 2),
+                    t AS (SELECT item_id, jsonb_agg(jsonb_build_array(position, n)
+                                                    ORDER BY position) AS targets
+                          FROM c GROUP BY 1)
+               UPDATE annotations_query q SET design_id = %s,
+                   draw_uniform = random() < {EPSILON}, draw_targets = t.targets,
+                   draw_p = {EPSILON / K} + {1 - EPSILON} * COALESCE((
+                       SELECT (e->>1)::float FROM jsonb_array_elements(t.targets) e
+                       WHERE (e->>0)::int = q.k), 0) / {SYSTEMS}
+               FROM t WHERE t.item_id = q.item_id AND q.study_id = %s""",
+            [*params, design.pk, study.pk])
+        cur.execute(
+            f"""UPDATE annotations_item i SET class_order = o.orders FROM (
+                   SELECT item_id, jsonb_agg(k ORDER BY sequence) AS orders
+                   FROM annotations_query q WHERE q.study_id = %s GROUP BY 1) o
+               WHERE o.item_id = i.id AND {items}""", [study.pk, *params])
 
 
 def _answer_pending(study, n: int) -> None:
@@ -199,7 +260,32 @@ def _refresh(study, args) -> float:
         times.append(time.perf_counter() - t0)
     print(f"  {study.name}: refresh after {args.new:,} new answers {_ms(_median(times))} "
           f"(median of {args.reps}; {snapshot.n_answered:,} answered)")
+    if TARGETED:
+        _design_read(study)
     return _median(times)
+
+
+def _design_read(study) -> None:
+    """The design-weighted estimate from the kept types against the same from every
+    answered step (the reference), back to back, median of 3; and the types kept."""
+    from annotations.partitioned.services.design_estimates import design_payload
+    from annotations.partitioned.services.tallies import tallies_current
+    from assistants.models import AISystem
+
+    systems = list(AISystem.objects.filter(study=study).order_by("ordinal"))
+    kept_design = tallies_current(study_id=study.pk).design
+    kept, full = [], []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        design_payload(study=study, systems=systems, k=K, confidence=0.95, kept=kept_design)
+        kept.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        design_payload(study=study, systems=systems, k=K, confidence=0.95)
+        full.append(time.perf_counter() - t0)
+    types = kept_design.types
+    print(f"    design-weighted estimate: from {len(types.key):,} kept types "
+          f"{_ms(_median(kept))}, from the {types.answers:,} steps of {types.items:,} items "
+          f"(the reference) {_ms(_median(full))}")
 
 
 def _rebuild(study) -> None:
@@ -220,6 +306,12 @@ def _rebuild(study) -> None:
         t0 = time.perf_counter()
         tallies_build(study_id=study.pk)
         build.append(time.perf_counter() - t0)
+    if TARGETED:
+        from annotations.partitioned.services import tally_designs
+
+        t0 = time.perf_counter()
+        tally_designs.designs_built(study.pk, tally_designs.signature(study.pk))
+        print(f"  of which the design types alone: {_ms(time.perf_counter() - t0)}")
     for _ in range(2):
         t0 = time.perf_counter()
         recompute_payload(study, None)
@@ -295,7 +387,8 @@ def _disk() -> None:
 
     with connection.cursor() as cur:
         for table in ("annotations_query", "annotations_item", "annotations_tallyentry",
-                      "annotations_tallygroup"):
+                      "annotations_tallygroup", "annotations_tallyitem",
+                      "assistants_prediction"):
             cur.execute("SELECT pg_total_relation_size(%s)", [table])
             print(f"  {table}: {cur.fetchone()[0] / 2**20:,.0f} MB")
 

@@ -25,6 +25,7 @@ class Migration(migrations.Migration):
                 ('item_id', models.BigIntegerField()),
                 ('steps', models.PositiveIntegerField()),
                 ('keys', models.BinaryField()),
+                ('designs', models.BinaryField()),
                 ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE,
                                             related_name='tally_items',
                                             to='annotations.study')),

@@ -271,16 +271,18 @@ class TallyState(models.Model):
 
 class TallyItem(models.Model):
     """An item's share of its study's kept design statistics (``TallyState.design``): how
-    many of its answered steps the design-weighted estimate reads and, per AI system, the
-    key of the item's **type** (its steps as that system's estimate sees them). The fold
-    takes the item's old share out by these keys before it adds the new one
-    (``services.tally_designs``); an item without such a step has no row."""
+    many of its answered steps the design-weighted estimate reads, per AI system the key of
+    the item's **type** (its steps as that system's estimate sees them; none without such a
+    step), and its queries per routing design, answered and open. The fold takes the item's
+    old share out by these before it adds the new one (``services.tally_designs``); an item
+    without a routed query has no row."""
 
     id = models.BigAutoField(primary_key=True)
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="tally_items")
     item_id = models.BigIntegerField()
     steps = models.PositiveIntegerField()
     keys = models.BinaryField()  # uint64 per system, in the order of the statistics' systems
+    designs = models.BinaryField()  # int64 (design id, 0: none; answered; open) per design
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["study", "item_id"],

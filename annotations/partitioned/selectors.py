@@ -25,7 +25,7 @@ from annotations.partitioned.models import (
     TallyEntry,
     TallyState,
 )
-from assistants.models import Prediction
+from assistants.models import AISystem, Prediction
 
 Role = StudyMembership.Role
 
@@ -935,8 +935,6 @@ class SetupChecklist:
 
 
 def study_setup_checklist(*, study: Study) -> SetupChecklist:
-    from assistants.models import AISystem
-
     classes = list(study.classes.order_by("index").annotate(
         n=Count("specialists", filter=Q(specialists__role=Role.SPECIALIST))))
     items = Item.objects.filter(study=study).aggregate(
@@ -1076,15 +1074,20 @@ class DesignRow:
     allocation: dict | None = None  # Neyman: rates, spreads, weights, ratio, pilot
 
 
-def study_designs(*, study: Study) -> list[DesignRow]:
+def study_designs(*, study: Study, counts: dict | None = None) -> list[DesignRow]:
     """The study's routing designs, oldest first, each with its answered and pending routed
-    queries; the uniform default comes first while any query was drawn under it."""
-    tallies = {
-        row["design_id"]: row for row in Query.objects.filter(
-            study=study, is_quality_check=False).values("design_id").annotate(
-            answered=Count("id", filter=Q(status=Query.Status.ANSWERED)),
-            pending=Count("id", filter=Q(status__in=[Query.Status.PENDING,
-                                                     Query.Status.LEASED]))).order_by()}
+    queries; the uniform default comes first while any query was drawn under it.
+    ``counts``: {design id (None: the default): (answered, pending)} kept by the study's
+    statistics (``services.tally_designs``), instead of counting the queries."""
+    if counts is not None:
+        tallies = {d: {"answered": a, "pending": p} for d, (a, p) in counts.items()}
+    else:
+        tallies = {
+            row["design_id"]: row for row in Query.objects.filter(
+                study=study, is_quality_check=False).values("design_id").annotate(
+                answered=Count("id", filter=Q(status=Query.Status.ANSWERED)),
+                pending=Count("id", filter=Q(status__in=[Query.Status.PENDING,
+                                                         Query.Status.LEASED]))).order_by()}
     rows = []
     default = tallies.get(None)
     if default is not None or not RoutingDesign.objects.filter(study=study).exists():
@@ -1111,12 +1114,48 @@ def study_item_picks(*, study: Study, ordinals: list[int], limit: int = 2000) ->
     return item_picks(study=study, item_ids=ids, ordinals=ordinals)
 
 
+# a binary COPY row of three int columns: field count, then (length, value) per field
+PICK_ROW = np.dtype([("fields", ">i2"), ("l0", ">i4"), ("item", ">i8"), ("l1", ">i4"),
+                     ("ordinal", ">i4"), ("l2", ">i4"), ("position", ">i4")])
+
+
+def _picks_copied(study: Study, item_ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(item, ordinal, position) of the study's predictions of ``item_ids`` that name a
+    class, by one binary COPY decoded as fixed-width rows (the ORM's tuples took 1.1 s for
+    400 000 predictions)."""
+    q = connection.ops.quote_name
+    sql = (f"COPY (SELECT p.{q('item_id')}::int8, s.{q('ordinal')}::int4, "
+           f"p.{q('position')}::int4 FROM {q(Prediction._meta.db_table)} p JOIN "
+           f"{q(AISystem._meta.db_table)} s ON s.{q('id')} = p.{q('system_id')} WHERE "
+           f"s.{q('study_id')} = %s AND p.{q('position')} IS NOT NULL AND "
+           f"p.{q('item_id')} = ANY(%s)) TO STDOUT (FORMAT BINARY)")
+    with connection.cursor() as cursor, cursor.cursor.copy(
+            sql, [study.pk, [int(i) for i in item_ids]]) as copy:
+        raw = b"".join(copy)
+    if raw[:11] != COPY_SIGNATURE or raw[15:19] != bytes(4) or raw[-2:] != b"\xff\xff":
+        raise ValueError("unexpected COPY output")
+    rows = np.frombuffer(raw[19:-2], dtype=PICK_ROW)
+    return (rows["item"].astype(np.int64), rows["ordinal"].astype(np.int64),
+            rows["position"].astype(np.int64))
+
+
 def item_picks(*, study: Study, item_ids: list[int], ordinals: list[int]) -> np.ndarray:
     """(items, systems): the class (position) each of the study's AI systems (``ordinals``
     order) predicted for each of ``item_ids`` (rows in that order); −1 where it predicted
     nothing parseable. No ordinals: no read, no column."""
     picks = np.full((len(item_ids), len(ordinals)), -1, dtype=np.int64)
     if not ordinals:
+        return picks
+    if connection.vendor == "postgresql":
+        items, ordinal, position = _picks_copied(study, item_ids)
+        row = np.searchsorted(np.sort(np.asarray(item_ids, np.int64)), items)
+        order = np.argsort(np.asarray(item_ids, np.int64), kind="stable")
+        lookup = np.full(max(ordinals) + 1, -1, np.int64)
+        lookup[list(ordinals)] = np.arange(len(ordinals))
+        known = ordinal <= max(ordinals)
+        column = np.where(known, lookup[np.where(known, ordinal, 0)], -1)
+        kept = column >= 0
+        picks[order[row[kept]], column[kept]] = position[kept]
         return picks
     row = {int(pk): i for i, pk in enumerate(item_ids)}
     column = {o: j for j, o in enumerate(ordinals)}

@@ -127,7 +127,9 @@ def design_payload(*, study: Study, systems: list, k: int, confidence: float,
     read instead of the answers when they are of these systems, K and depth."""
     depth = min(study.queries_per_item, k)
     sig = (k, depth, tuple(s.ordinal for s in systems))
-    if kept is not None and kept.signature == sig:
+    if kept is not None and kept.signature != sig:
+        kept = None  # of other systems (one added since the fold): the reference
+    if kept is not None:
         answers, items = kept.types.answers, kept.types.items
         steps = kept.steps() if systems and answers else None
     else:
@@ -152,5 +154,6 @@ def design_payload(*, study: Study, systems: list, k: int, confidence: float,
         "answers": answers, "items": items, "cells": cells,
         "designs": [{"number": d.number, "kind": d.kind, "label": d.label,
                      "epsilon": d.epsilon, "answered": d.answered}
-                    for d in study_designs(study=study)],
+                    for d in study_designs(study=study, counts=None if kept is None
+                                           else kept.types.design_counts())],
     }

@@ -35,7 +35,12 @@ from annotations.partitioned.services.tallies import (
     tallies_current,
     tallies_fold,
 )
-from annotations.partitioned.services.tally_designs import signature, steps_read, types_of
+from annotations.partitioned.services.tally_designs import (
+    design_counts_read,
+    signature,
+    steps_read,
+    types_of,
+)
 from assistants.models import AISystem
 from tests.factories import make_study, role_user, specialist
 
@@ -103,6 +108,12 @@ def _types_agree(study, tallies) -> None:
     assert dict(zip(kept.key.tolist(), kept.count.tolist(), strict=True)) == dict(
         zip(fresh.key.tolist(), fresh.count.tolist(), strict=True))
     assert (kept.answers, kept.items) == (fresh.answers, fresh.items)
+    counted = {}
+    for rows in design_counts_read(study.pk).values():
+        for d, answered, open_ in rows:
+            a, o = counted.get(int(d) or None, (0, 0))
+            counted[int(d) or None] = (a + int(answered), o + int(open_))
+    assert tallies.design.types.design_counts() == counted
 
 
 def _steps_agree(study, steps, banded: bool = False) -> None:

@@ -136,3 +136,31 @@ def test_the_routing_design_page_recommends_a_design_from_the_pilot_answers():
     assert table.count("<tr") == 6  # a header, uniform and four targeted designs
     assert table.count("(recommended)") == 1
     assert "fewer answers than the uniform design" in page
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_item_picks_are_the_predictions_asked_for(monkeypatch, whole):
+    """``selectors.item_picks`` — the design rows' picks — give each asked item's and
+    system's predicted class (−1: none, or a missing prediction) in the order asked, and
+    nothing of another study or an item not asked; on PostgreSQL read by probe (few items)
+    or by the study's every prediction (``whole``: many items)."""
+    from annotations.partitioned import selectors
+
+    if whole:
+        monkeypatch.setattr(selectors, "PICKS_WHOLE", 0)
+    study = make_study(k=3, n_items=12, systems=SYSTEMS, seed=41)
+    make_study(k=3, n_items=12, systems=SYSTEMS, seed=42)  # another study's predictions
+    item_ids = list(Item.objects.filter(study=study, is_quality_check=False)
+                    .order_by("-pk").values_list("pk", flat=True))[:7]
+    ordinals = sorted(AISystem.objects.filter(study=study).values_list("ordinal", flat=True),
+                      reverse=True)
+    first = Prediction.objects.filter(item_id=item_ids[0], system__study=study)
+    first.filter(system__ordinal=ordinals[0]).delete()
+    first.filter(system__ordinal=ordinals[1]).update(position=None, option=None)
+    picks = selectors.item_picks(study=study, item_ids=item_ids, ordinals=ordinals)
+    known = {(i, o): p for i, o, p in Prediction.objects.filter(system__study=study)
+             .values_list("item_id", "system__ordinal", "position")}
+    expected = [[-1 if known.get((i, o)) is None else known[(i, o)] for o in ordinals]
+                for i in item_ids]
+    assert picks.tolist() == expected
+    assert picks[0, 0] == picks[0, 1] == -1 and (picks[1:] >= 0).all()

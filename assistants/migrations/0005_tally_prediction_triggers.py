@@ -18,10 +18,19 @@ READ = ("EXISTS (SELECT 1 FROM annotations_routingdesign d WHERE d.study_id = i.
 
 def touch(items: str) -> str:
     """The entries of the items ``items`` (a FROM source with column item_id) whose steps
-    a targeted design's estimate reads."""
+    a targeted design's estimate reads — driven from those items (an index probe each: a
+    filter on every item of the table cost a scan of it per statement)."""
     return (f"INSERT INTO {ENTRY} SELECT i.stratum, 0, 'touch', FALSE, TRUE, FALSE, FALSE, "
-            "FALSE, i.study_id, 0, 0, 0, 0, 0, 0, i.id FROM annotations_item i WHERE i.id IN "
-            f"(SELECT item_id FROM {items}) AND {READ};")
+            "FALSE, i.study_id, 0, 0, 0, 0, 0, 0, i.id FROM (SELECT DISTINCT item_id FROM "
+            f"{items}) m JOIN annotations_item i ON i.id = m.item_id WHERE {READ};")
+
+
+def targeted(rows: str) -> str:
+    """Whether a system of the rows ``rows`` is of a study with a targeted design (a
+    statement's guard: no study without one reads an item of the statement)."""
+    return ("EXISTS (SELECT 1 FROM annotations_routingdesign d JOIN assistants_aisystem s ON "
+            "s.study_id = d.study_id WHERE d.kind = 'targeted' AND s.id IN (SELECT system_id "
+            f"FROM {rows}))")
 
 
 MOVED = ("OLD.position IS NOT NEW.position OR OLD.item_id IS NOT NEW.item_id OR "
@@ -45,9 +54,12 @@ for event, rows, tables in (("insert", "new_rows", "NEW TABLE AS new_rows"),
                             ("delete", "old_rows", "OLD TABLE AS old_rows"),
                             ("update", MOVED_ROWS,
                              "OLD TABLE AS old_rows NEW TABLE AS new_rows")):
+    systems = ("(SELECT system_id FROM old_rows UNION ALL SELECT system_id FROM new_rows) x"
+               if event == "update" else rows)
     POSTGRESQL += [
         f"CREATE OR REPLACE FUNCTION tally_prediction_{event}() RETURNS trigger LANGUAGE "
-        f"plpgsql AS $$ BEGIN {touch(rows)} RETURN NULL; END $$",
+        f"plpgsql AS $$ BEGIN IF {targeted(systems)} THEN {touch(rows)} END IF; RETURN NULL; "
+        "END $$",
         f"CREATE TRIGGER tally_prediction_{event} AFTER {event.upper()} ON "
         f"assistants_prediction REFERENCING {tables} FOR EACH STATEMENT EXECUTE FUNCTION "
         f"tally_prediction_{event}()"]

@@ -1021,18 +1021,15 @@ def study_has_allocated_answers(*, study: Study) -> bool:
                                 design__kind=RoutingDesign.Kind.NEYMAN).exists()
 
 
-def _json_decoded(rows: list[tuple], columns: tuple[int, ...]) -> list[tuple]:
-    """``rows`` with the JSON texts in ``columns`` decoded (None stays None), every value
-    of a column by one ``json.loads`` of their array."""
-    if not rows:
-        return rows
-    decoded = [json.loads("[" + ",".join("null" if r[c] is None else r[c] for r in rows) + "]")
-               for c in columns]
+def _json_decoded(rows: list[tuple], columns: tuple[int, ...]) -> list[list]:
+    """``rows`` (as lists) with the JSON texts in ``columns`` decoded (None stays None),
+    every value of a column by one ``json.loads`` of their array."""
     out = [list(r) for r in rows]
-    for values, c in zip(decoded, columns, strict=True):
-        for row, value in zip(out, values, strict=True):
+    for c in columns:
+        texts = ",".join("null" if r[c] is None else r[c] for r in out)
+        for row, value in zip(out, json.loads(f"[{texts}]"), strict=True):
             row[c] = value
-    return [tuple(r) for r in out]
+    return out
 
 
 def study_design_rows(*, study: Study, ordinals: list[int],
@@ -1138,17 +1135,20 @@ PICK = np.dtype([("item", ">i8"), ("system", ">i4"), ("position", ">i4")])
 PICKS_WHOLE = 20_000  # items above which item_picks reads the study's every prediction
 
 
-def _picks_copied(study: Study, item_ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(item, ordinal, position) of the study's predictions of ``item_ids`` that name a
-    class: packed by the server into one bytea per range of 16 384 item ids (16 bytes a
-    prediction, ``PICK``), sent by binary COPY and decoded by numpy — a COPY row per
-    prediction cost psycopg 5 µs each (10 s for 2 100 000), the ORM's tuples more. Many
-    items: every prediction of the study's systems (``system_id = ANY``: one pass over the
-    heap, hashed into the ranges: 0.85 s for 2 000 000, where an index scan per system and a
-    sort took 2.7 s), the items not asked for dropped by the caller; few: an index probe per
-    item and system (``unnest``: ``= ANY`` of a parameter array of items would be a linear
-    scan per row)."""
-    systems = dict(AISystem.objects.filter(study=study).values_list("pk", "ordinal"))
+def _picks_copied(study: Study, item_ids, ordinals: list[int]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(item, column, position) of the predictions of ``item_ids`` by the study's systems
+    of ``ordinals`` (column: the index into them) that name a class: packed by the server
+    into one bytea per range of 16 384 item ids (16 bytes a prediction, ``PICK``), sent by
+    binary COPY and decoded by numpy — a COPY row per prediction cost psycopg 5 µs each
+    (10 s for 2 100 000), the ORM's tuples more. Many items: every prediction of those
+    systems (``system_id = ANY``: one pass over the heap, hashed into the ranges: 0.85 s
+    for 2 000 000, where an index scan per system and a sort took 2.7 s), the items not
+    asked for dropped by the caller; few: an index probe per item and system (``unnest``:
+    ``= ANY`` of a parameter array of items would be a linear scan per row)."""
+    column = {o: j for j, o in enumerate(ordinals)}
+    systems = {pk: column[o] for pk, o in AISystem.objects.filter(
+        study=study, ordinal__in=ordinals).values_list("pk", "ordinal")}
     if not systems:
         empty = np.zeros(0, np.int64)
         return empty, empty, empty
@@ -1168,9 +1168,9 @@ def _picks_copied(study: Study, item_ids) -> tuple[np.ndarray, np.ndarray, np.nd
             raw = b"".join(copy)
     rows = np.frombuffer(b"".join(bytes(block) for block, in _copy_tuples(raw)), dtype=PICK)
     ids = np.array(sorted(systems), np.int64)
-    ordinals = np.array([systems[i] for i in ids], np.int64)
+    columns = np.array([systems[i] for i in ids], np.int64)
     system = rows["system"].astype(np.int64)
-    return (rows["item"].astype(np.int64), ordinals[np.searchsorted(ids, system)],
+    return (rows["item"].astype(np.int64), columns[np.searchsorted(ids, system)],
             rows["position"].astype(np.int64))
 
 
@@ -1182,18 +1182,12 @@ def item_picks(*, study: Study, item_ids: list[int], ordinals: list[int]) -> np.
     if not ordinals:
         return picks
     if connection.vendor == "postgresql" and len(item_ids):
-        items, ordinal, position = _picks_copied(study, item_ids)
+        items, column, position = _picks_copied(study, item_ids, ordinals)
         wanted = np.asarray(item_ids, np.int64)
         order = np.argsort(wanted, kind="stable")
         row = np.minimum(np.searchsorted(wanted[order], items), len(wanted) - 1)
         asked = wanted[order][row] == items  # the study's other items: not asked for
-        items, ordinal, position, row = items[asked], ordinal[asked], position[asked], row[asked]
-        lookup = np.full(max(ordinals) + 1, -1, np.int64)
-        lookup[list(ordinals)] = np.arange(len(ordinals))
-        known = ordinal <= max(ordinals)
-        column = np.where(known, lookup[np.where(known, ordinal, 0)], -1)
-        kept = column >= 0
-        picks[order[row[kept]], column[kept]] = position[kept]
+        picks[order[row[asked]], column[asked]] = position[asked]
         return picks
     row = {int(pk): i for i, pk in enumerate(item_ids)}
     column = {o: j for j, o in enumerate(ordinals)}

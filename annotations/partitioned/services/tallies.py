@@ -99,10 +99,9 @@ def _fold(study_id: int, *, read: bool = False) -> tuple[int, list[tuple] | None
     """Fold batch after batch; with ``read``, the groups as the last batch leaves them, read
     in its transaction, under its lock (no other fold can move entries in between). Returns
     (entries folded, the groups' rows, the kept moment sums and design types, or None). A
-    study that keeps
-    the clustered variance's sums (``services.tally_moments``) rebuilds when a batch comes
-    back full: the touched items' labels are read in the batch's snapshot, which holds the
-    entries left in the log too."""
+    study that keeps the clustered variance's sums (``services.tally_moments``) or design
+    types (``services.tally_designs``) rebuilds when a batch comes back full: the touched
+    items are read in the batch's snapshot, which holds the entries left in the log too."""
     folded, rebuilt = 0, 0
     while True:
         sig = tally_moments.signature(study_id)

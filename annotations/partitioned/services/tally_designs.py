@@ -161,7 +161,7 @@ class DesignTypes:
         return {(int(d) or None): (int(a), int(o)) for d, a, o in self.designs}
 
     def take(self, keep: np.ndarray) -> DesignTypes:
-        """The types ``keep`` (indices, ascending) with their steps."""
+        """The types ``keep`` (indices, in that order) with their steps."""
         lengths = np.diff(self.first)[keep]
         rows = _ranges(self.first[keep], lengths)
         return replace(self, key=self.key[keep], system=self.system[keep],
@@ -308,11 +308,12 @@ def design_counts_read(study_id: int, item_ids: list[int] | None = None
             for item, by in out.items()}
 
 
-def _designs_total(per_item, sign: int = 1) -> dict[int, np.ndarray]:
+def _designs_total(per_item) -> dict[int, np.ndarray]:
+    """{design id: (answered, open)} summed over the (d, 3) arrays ``per_item``."""
     total: dict[int, np.ndarray] = {}
     for rows in per_item:
         for d, a, o in rows:
-            total[int(d)] = total.get(int(d), np.zeros(2, np.int64)) + sign * np.array([a, o])
+            total[int(d)] = total.get(int(d), np.zeros(2, np.int64)) + np.array([a, o])
     return total
 
 
@@ -356,11 +357,10 @@ def designs_folded(study_id: int, sig: tuple, held: DesignTypes, taken: list[tup
     read = steps_read(Study.objects.get(pk=study_id), sig, items)
     counts = design_counts_read(study_id, items)
     moved = types_moved(held, types_of(read), removed, sum(s for s, _, _ in old), len(typed))
-    total = _designs_total([held.designs, *counts.values()])
-    for d, c in _designs_total([np.frombuffer(bytes(b), np.int64).reshape(-1, 3)
-                                for _, _, b in old], -1).items():
-        total[d] = total.get(d, np.zeros(2, np.int64)) + c
-    moved = replace(moved, designs=_designs_array(total))
+    taken_out = [np.frombuffer(bytes(b), np.int64).reshape(-1, 3) * (1, -1, -1)
+                 for _, _, b in old]  # the old shares' counts, negated
+    moved = replace(moved, designs=_designs_array(
+        _designs_total([held.designs, *counts.values(), *taken_out])))
     TallyItem.objects.filter(study_id=study_id, item_id__in=items).delete()
     _shares_store(study_id, read, counts)
     _store(study_id, sig, moved)

@@ -253,9 +253,12 @@ def answer_too_soon(kind: TaskKind, task: LeasedTask, now: dt.datetime) -> None:
 
 
 def task_heartbeat(kind: TaskKind, task: LeasedTask) -> LeasedTask:
-    """Extend the lease of a task checked with ``task_for_holder`` by one lease length."""
+    """Extend the lease of a task checked with ``task_for_holder`` by one lease length; a
+    task deleted meanwhile (its study removed) is ``NotLeaseHolder``, not a server error."""
     task.lease_expires_at = timezone.now() + kind.lease_for(task)
-    task.save(update_fields=["lease_expires_at"])
+    if not kind.model.objects.filter(pk=task.pk).update(
+            lease_expires_at=task.lease_expires_at):
+        raise NotLeaseHolder(f"This {kind.noun} is not leased to you.")
     return task
 
 

@@ -48,6 +48,22 @@ def watch_csp(context) -> list[str]:
     return violations
 
 
+@pytest.fixture(autouse=True)
+def _pages_closed_before_the_database(request):
+    """Close every browser context a test opened before its database is flushed: fixtures
+    end in reverse order, so a page still open at the flush (its heartbeat timer firing)
+    would write through the live server into tables being emptied, on SQLite the very
+    connection being flushed. Depends on ``live_server`` so that it ends first."""
+    if "browser" not in request.fixturenames and "page" not in request.fixturenames:
+        yield
+        return
+    browser = request.getfixturevalue("browser")
+    request.getfixturevalue("live_server")
+    yield
+    for context in list(browser.contexts):
+        context.close()
+
+
 @pytest.fixture
 def page(browser):
     """A page whose CSP violations fail the test (every browser test checks the policy)."""

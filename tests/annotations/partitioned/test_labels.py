@@ -243,6 +243,20 @@ def test_heartbeat_on_an_answered_query_is_refused_and_changes_nothing():
     assert (q.status, q.lease_expires_at) == ("answered", None)
 
 
+def test_heartbeat_on_a_query_deleted_meanwhile_is_refused_not_a_server_error():
+    from annotations.core import engine
+    from annotations.core.errors import NotLeaseHolder
+    from annotations.models import Query
+    from annotations.partitioned.services.routing import QUERY_KIND
+
+    study = make_study(k=3, n_items=9)
+    q = query_lease_next(study=study, user=specialist(study, 0))
+    Query.objects.filter(pk=q.pk).delete()  # e.g. its study removed while the page is open
+    with pytest.raises(NotLeaseHolder, match="not leased to you"):
+        engine.task_heartbeat(QUERY_KIND, q)
+    assert not Query.objects.filter(pk=q.pk).exists()
+
+
 def test_api_heartbeat_on_an_answered_query_answers_409():
     from django.test import Client
     from django.urls import reverse

@@ -68,8 +68,8 @@ def lock(args: list[str]) -> None:
     common = ["--generate-hashes", "--universal", "--python-version", "3.11", "--quiet",
               "--custom-compile-command", "python3.11 dev.py lock"]
     upgrade = args or ["--upgrade"]
-    run(uv, "pip", "compile", "pyproject.toml", "--extra", "dev", *common, *upgrade,
-        "-o", DEV_LOCK)
+    run(uv, "pip", "compile", "pyproject.toml", "--extra", "dev", "--extra", "inspect",
+        *common, *upgrade, "-o", DEV_LOCK)
     run(uv, "pip", "compile", "pyproject.toml", *common, "-c", DEV_LOCK, "-o",
         PRODUCTION_LOCK)
 

@@ -9,9 +9,11 @@ class AnnotationsConfig(AppConfig):
         # Each study type plugs its task kind, recompute, opening, dashboard and import
         # kinds into the core (annotations/<type>/hooks.py): the core never imports a type.
         from annotations.assisted import hooks as assisted
+        from annotations.core.services import eval_logs
         from annotations.critique import hooks as critique
         from annotations.partitioned import hooks as partitioned
 
+        eval_logs.register()  # the "eval_log" import kind; each type registers its writer
         for study_type in (partitioned, assisted, critique):
             study_type.register()
         # the evaluation service's dashboard panel (above the study types: it registers)

@@ -14,11 +14,13 @@ from annotations.assisted.services.analysis import (
     assisted_recompute,
     connect_signals,
 )
+from annotations.assisted.services.eval_logs import assisted_eval_log_import
 from annotations.assisted.services.exports import ratings_export
 from annotations.assisted.services.routing import assisted_study_open
 from annotations.core.exports import export_register, figures_register
 from annotations.core.models import Study, StudyMembership
 from annotations.core.reviews.registry import Reviewable, reviewable_register
+from annotations.core.services.eval_logs import eval_log_writer_register
 from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
@@ -30,6 +32,7 @@ from annotations.core.views import (
 
 
 def register() -> None:
+    eval_log_writer_register(Study.Kind.ASSISTED, assisted_eval_log_import)
     connect_signals()  # the analysis recomputes after each rating
     recompute_kind_register(Study.Kind.ASSISTED, assisted_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.ASSISTED, assisted_study_open, made=("sentence", "routed"))

@@ -307,6 +307,32 @@ class UploadForm(forms.Form):
         return upload
 
 
+class EvalLogUploadForm(forms.Form):
+    """The upload of an evaluation log (``core.services.eval_logs``), into any study type."""
+
+    file = forms.FileField(
+        help_text="An Inspect log (.eval or .json), an lm-evaluation-harness samples file "
+                  "(samples_<task>_<time>.jsonl) or Every Eval Ever instance-level JSONL.",
+        error_messages={"required": "file: choose an evaluation log to import.",
+                        "empty": "file: the file is empty."})
+    log_format = forms.ChoiceField(
+        label="Format", required=False,
+        choices=[("", "Told from the file"), ("inspect", "Inspect"),
+                 ("lm-eval", "lm-evaluation-harness"), ("eee", "Every Eval Ever")])
+    model = forms.CharField(
+        required=False, max_length=150, label="Model",
+        help_text="The evaluated model's name: needed for lm-evaluation-harness samples "
+                  "files (they do not say it); replaces the log's own otherwise.")
+    task = forms.CharField(required=False, max_length=150, label="Task",
+                           help_text="Default: the log's task.")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > settings.OVERSIGHT_IMPORT_MAX_BYTES:
+            raise forms.ValidationError(file_too_large_message(upload.name, upload.size))
+        return upload
+
+
 def study_actions_html(study: Study) -> str:
     """A row of the Studies list: what the researcher does with ``study``, each link its
     type's own page (``core.views.study_actions``)."""

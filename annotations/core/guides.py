@@ -30,7 +30,7 @@ GUIDES = {**ROLE_GUIDES, "annotator-critique": "annotator-critique.md",
           "performance-history": "performance-history.md",
           "audit": "audit.md", "nodata": "nodata.md",
           "evaluation-service": "evaluation-service.md",
-          "evaluation-example": "evaluation-example.md"}
+          "evaluation-example": "evaluation-example.md", "eval-logs": "eval-logs.md"}
 # What each role does, in the words of the /help/ index (one line under each guide's title).
 ROLE_WHO = {"specialist": "Answers yes-or-no questions about one class of a partitioned study.",
             "rater": "Rates sentences of an AI's answers, with or without an AI fact-check.",

@@ -372,6 +372,9 @@ class ImportJob(models.Model):
         ITEMS = "items", "items"
         PREDICTIONS = "predictions", "AI predictions"
         AUDIT = "audit", "audit files"  # an audit's datapoints and commitments, checked
+        # an Inspect, lm-evaluation-harness or Every Eval Ever log (core.services.eval_logs), into
+        # any study type (core.services.eval_logs)
+        EVAL_LOG = "eval_log", "evaluation log"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "queued"
@@ -384,7 +387,8 @@ class ImportJob(models.Model):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="import_jobs")
     kind = models.CharField(max_length=20, choices=Kind.choices)
     name = models.CharField(max_length=255, help_text="The file's name (API: 'request').")
-    fmt = models.CharField(max_length=8, help_text="csv or jsonl")
+    fmt = models.CharField(max_length=8, help_text="csv or jsonl; an evaluation log's "
+                           "format: inspect, lm-eval or eee")
     update = models.BooleanField(default=False, help_text="Rewrite existing ids.")
     size = models.PositiveBigIntegerField(help_text="Bytes uploaded.")
     sha256 = models.CharField(max_length=64)

@@ -89,6 +89,9 @@ def study_actions(study: Study) -> list[tuple[str, str]]:
                ("Members", reverse("admin:annotations_study_members", args=[study.pk]))]
     actions += [(label, reverse(name, args=[study.pk]))
                 for label, name in _STUDY_IMPORTS.get(study.kind, ())]
+    # every type takes evaluation logs (core.services.eval_logs)
+    actions.append(("Import an evaluation log",
+                    reverse("admin:annotations_study_import_eval_log", args=[study.pk])))
     actions.append(("Dashboard", reverse("dashboard", args=[study.pk])))
     exports = exports_of(study.kind)
     if exports:

@@ -10,6 +10,7 @@ from functools import partial
 from annotations.core.exports import export_register, figures_register
 from annotations.core.models import Study, StudyMembership
 from annotations.core.reviews.registry import Reviewable, reviewable_register
+from annotations.core.services.eval_logs import eval_log_writer_register
 from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import study_opener_register, study_roles_register
@@ -23,11 +24,13 @@ from annotations.critique.dashboard import FIGURES
 from annotations.critique.models import CritiqueOutput, CritiqueQuestion
 from annotations.critique.services import assignment  # the tasks' kind
 from annotations.critique.services.analysis import answered_counts, critique_recompute
+from annotations.critique.services.eval_logs import critique_eval_log_import
 from annotations.critique.services.exports import critique_export
 from annotations.critique.services.studies import critique_study_open
 
 
 def register() -> None:
+    eval_log_writer_register(Study.Kind.CRITIQUE, critique_eval_log_import)
     recompute_kind_register(Study.Kind.CRITIQUE, critique_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.CRITIQUE, critique_study_open, made=("task", "made"))
     figures_register(Study.Kind.CRITIQUE, FIGURES)

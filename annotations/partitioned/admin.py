@@ -14,6 +14,7 @@ from django.utils.html import format_html, format_html_join
 
 from annotations.core.admin import (
     SHORT_TEXT,
+    EvalLogUploadForm,
     MembershipInline,
     ResearcherScopedAdmin,
     StaffCreatesStudiesMixin,
@@ -47,6 +48,7 @@ from annotations.core.selectors import (
     study_events,
     study_import_jobs,
 )
+from annotations.core.services.eval_logs import eval_log_submit
 from annotations.core.services.import_jobs import import_job_submit, import_jobs_expire
 from annotations.core.services.recompute import study_recompute_any
 from annotations.core.services.studies import (
@@ -239,6 +241,8 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                  name="annotations_study_import_items"),
             path("<int:study_id>/import-predictions/", wrap(self.import_predictions_view),
                  name="annotations_study_import_predictions"),
+            path("<int:study_id>/import-eval-log/", wrap(self.import_eval_log_view),
+                 name="annotations_study_import_eval_log"),
             path("<int:study_id>/import-jobs/<int:job_id>/", wrap(self.import_job_view),
                  name="annotations_study_import_job"),
             path("<int:study_id>/export/", wrap(self.export_view),
@@ -397,6 +401,32 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
     def import_predictions_view(self, request, study_id: int):
         return self._import_view(request, study_id, ImportJob.Kind.PREDICTIONS)
 
+    @accepts_upload
+    def import_eval_log_view(self, request, study_id: int) -> HttpResponse:
+        """An evaluation log into this study, whatever its type: the upload becomes an
+        import job of kind "eval_log" (``core.services.eval_logs``) and the browser goes to
+        its page."""
+        study = self._study_or_403(request, study_id)
+        form = (EvalLogUploadForm(request.POST, request.FILES) if request.method == "POST"
+                else EvalLogUploadForm())
+        errors: list[str] = []
+        if request.method == "POST" and form.is_valid():
+            upload, given = form.cleaned_data["file"], form.cleaned_data
+            try:
+                job, _ = eval_log_submit(study=study, data=upload.read(), name=upload.name,
+                                         user=request.user,
+                                         log_format_given=given["log_format"] or None,
+                                         model=given["model"], task=given["task"])
+            except DomainError as exc:
+                errors = getattr(exc, "errors", [exc.message])
+            else:
+                return redirect("admin:annotations_study_import_job", study.pk, job.pk)
+        return self._page(request, "admin/annotations/study/import_eval_log.html", study,
+                          f"Import an evaluation log — {study.name}", form=form,
+                          errors=errors, action="Import an evaluation log",
+                          jobs=study_import_jobs(study=study,
+                                                 kind=ImportJob.Kind.EVAL_LOG)[:5])
+
     def import_job_view(self, request, study_id: int, job_id: int):
         """A job's page: its progress bar (htmx polls this view for the fragment every
         second until the job ends), then its summary or its errors."""
@@ -410,7 +440,8 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
         if getattr(request, "htmx", False):
             return render(request, "admin/annotations/_import_job.html",
                           {**context, "study": study})
-        kind = "items" if job.kind == ImportJob.Kind.ITEMS else "AI predictions"
+        kind = {ImportJob.Kind.ITEMS: "items", ImportJob.Kind.PREDICTIONS: "AI predictions",
+                ImportJob.Kind.EVAL_LOG: "an evaluation log"}.get(job.kind, job.kind)
         return self._page(request, "admin/annotations/import_job.html", study,
                           f"Import of {kind} from {job.name}", **context)
 

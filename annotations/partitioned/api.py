@@ -27,6 +27,7 @@ from annotations.core.db_router import replica_reads
 from annotations.core.errors import ImportFailed, NotPermitted
 from annotations.core.inputs import accepts_upload, file_too_large_message
 from annotations.core.models import ImportJob, Study
+from annotations.core.services.eval_logs import eval_log_submit
 from annotations.core.services.import_jobs import import_job_submit, import_jobs_expire
 from annotations.core.sqlite_locks import while_sqlite_locked
 from annotations.partitioned.selectors import (
@@ -157,7 +158,8 @@ class ImportJobListApi(APIView):
 
     @extend_schema(request={"multipart/form-data": ImportJobInputSerializer},
                    responses={202: ImportJobOutputSerializer},
-                   summary="Import a CSV or JSONL file of items or predictions",
+                   summary="Import a file: items or predictions (CSV or JSONL), or an "
+                   "evaluation log into a study of any type",
                    description="The file as the study's import page takes it (file uploads "
                    "are not limited by the JSON body size; at most OVERSIGHT_IMPORT_MAX_BYTES). "
                    + ASYNC_IMPORT.replace(" ?wait=true imports within the request instead.",
@@ -169,9 +171,15 @@ class ImportJobListApi(APIView):
         upload = data.validated_data["file"]
         if upload.size > settings.OVERSIGHT_IMPORT_MAX_BYTES:
             raise ImportFailed([file_too_large_message(upload.name, upload.size)])
-        job, _ = import_job_submit(study=study, kind=data.validated_data["kind"],
-                                   data=upload.read(), name=upload.name, user=request.user,
-                                   update=data.validated_data["update"])
+        given = data.validated_data
+        if given["kind"] == ImportJob.Kind.EVAL_LOG:
+            job, _ = eval_log_submit(study=study, data=upload.read(), name=upload.name,
+                                     user=request.user, log_format_given=given.get("log_format"),
+                                     model=given.get("model", ""), task=given.get("task", ""))
+        else:
+            job, _ = import_job_submit(study=study, kind=given["kind"], data=upload.read(),
+                                       name=upload.name, user=request.user,
+                                       update=given["update"])
         return _job_response(request, job, status.HTTP_202_ACCEPTED)
 
 

@@ -10,6 +10,7 @@ from django.urls import reverse
 from annotations.core.exports import export_register, figures_register
 from annotations.core.models import ImportJob, Item, Study, StudyMembership
 from annotations.core.reviews.registry import Reviewable, reviewable_register
+from annotations.core.services.eval_logs import eval_log_writer_register
 from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.import_jobs import import_kind_register
 from annotations.core.services.recompute import recompute_kind_register
@@ -25,6 +26,7 @@ from annotations.partitioned.models import Query
 from annotations.partitioned.selectors import studies_with_unfolded_changes
 from annotations.partitioned.services import routing  # the queries' task kind
 from annotations.partitioned.services.estimates import answered_counts, study_recompute
+from annotations.partitioned.services.eval_logs import partitioned_eval_log_import
 from annotations.partitioned.services.exports import labels_export
 from annotations.partitioned.services.imports import items_import
 from annotations.partitioned.services.predictions import predictions_import
@@ -32,6 +34,7 @@ from annotations.partitioned.services.studies import partitioned_study_open
 
 
 def register() -> None:
+    eval_log_writer_register(Study.Kind.PARTITIONED, partitioned_eval_log_import)
     recompute_kind_register(Study.Kind.PARTITIONED, study_recompute, answered=answered_counts,
                             behind=studies_with_unfolded_changes)
     study_opener_register(Study.Kind.PARTITIONED, partitioned_study_open)

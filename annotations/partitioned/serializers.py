@@ -240,11 +240,26 @@ class ImportJobOutputSerializer(serializers.Serializer):
 
 
 class ImportJobInputSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["items", "predictions"])
+    kind = serializers.ChoiceField(
+        choices=["items", "predictions", "eval_log"],
+        help_text="items or predictions (partitioned studies), or eval_log: an evaluation "
+                  "log into a study of any type (its samples become items, questions or "
+                  "sentences; the model's answers an AI system's).")
     file = serializers.FileField(help_text="CSV (with a header row) or JSONL, UTF-8; the name "
-                                 "ends in .csv, .jsonl or .ndjson.")
+                                 "ends in .csv, .jsonl or .ndjson. eval_log: an Inspect log "
+                                 "(.eval or .json), an lm-evaluation-harness samples file or "
+                                 "Every Eval Ever instance-level JSONL.")
     update = serializers.BooleanField(required=False, default=False,
-                                      help_text="Rewrite existing ids.")
+                                      help_text="Rewrite existing ids (items, predictions).")
+    log_format = serializers.ChoiceField(
+        choices=["inspect", "lm-eval", "eee"], required=False,
+        help_text="eval_log: the log's format (default: told from the file).")
+    model = serializers.CharField(
+        required=False, allow_blank=True, max_length=150,
+        help_text="eval_log: the evaluated model's name (needed for lm-evaluation-harness "
+                  "samples files, which do not say it; replaces the log's otherwise).")
+    task = serializers.CharField(required=False, allow_blank=True, max_length=150,
+                                 help_text="eval_log: the task's name (default: the log's).")
 
 
 class RoutingDesignInputSerializer(serializers.Serializer):

@@ -323,6 +323,13 @@ OVERSIGHT_IMPORT_MAX_BYTES = int(os.environ.get("OVERSIGHT_IMPORT_MAX_BYTES",
 # still being checked) one study may hold (annotations/audit/services/uploads.py): 1 GiB.
 OVERSIGHT_AUDIT_STUDY_QUOTA_BYTES = int(os.environ.get("OVERSIGHT_AUDIT_STUDY_QUOTA_BYTES",
                                                        str(1024 * 1024 * 1024)))
+# Evaluation logs (annotations/core/eval_logs/): the most samples × epochs one import reads
+# (a log declaring more is refused before it is read), and the most bytes an Inspect log's
+# zip may inflate to (checked before Inspect opens it).
+OVERSIGHT_EVAL_LOG_MAX_SAMPLES = int(os.environ.get("OVERSIGHT_EVAL_LOG_MAX_SAMPLES",
+                                                    "200000"))
+OVERSIGHT_EVAL_LOG_MAX_INFLATED = int(os.environ.get("OVERSIGHT_EVAL_LOG_MAX_INFLATED",
+                                                     str(1024 * 1024 * 1024)))
 OVERSIGHT_IMPORT_TIME_LIMIT = int(os.environ.get("OVERSIGHT_IMPORT_TIME_LIMIT", "1800"))
 OVERSIGHT_IMPORT_PROGRESS_SECONDS = float(os.environ.get("OVERSIGHT_IMPORT_PROGRESS_SECONDS",
                                                          "0.5"))

@@ -177,6 +177,10 @@ UPLOADS = {
     "admin:annotations_critiquesettings_import_questions": (_critique, {}),
     "admin:annotations_critiquesettings_import_outputs": (_critique, {}),
     "api-import-jobs": (_partitioned, {"kind": "items"}),
+    # evaluation logs, into every study type (the JSONL formats read lines like any file)
+    "admin:annotations_study_import_eval_log": (_assisted, {"log_format": "eee"}),
+    "api-import-jobs eval_log": (_critique, {"kind": "eval_log", "log_format": "lm-eval",
+                                             "model": "m"}),
     "audits": (_partitioned, {"action": "rubric", "name": "r", "aggregator": "majority"}),
 }
 BAD_FILES = [

@@ -69,13 +69,23 @@ _SERVICES: dict[str, Callable] = {}
 _TAKES_OPTIONS: set[str] = set()
 
 
-def import_kind_register(kind: str, service: Callable, *, options: bool = False) -> None:
+_FORMATS: dict[str, Callable[[str, bytes, str | None], str]] = {}
+
+
+def import_kind_register(kind: str, service: Callable, *, options: bool = False,
+                         formats: Callable[[str, bytes, str | None], str] | None = None
+                         ) -> None:
     """Make jobs of ``kind`` (an ``ImportJob.Kind``) run ``service(study=, source=, name=,
     fmt=, update=)`` — with ``options=`` the job's ``options`` too when ``options`` — (the
-    package that owns the kind registers it from its ``hooks`` or app config)."""
+    package that owns the kind registers it from its ``hooks`` or app config).
+    ``formats(name, data, fmt)`` tells a job's format (stored as ``ImportJob.fmt``) for a
+    kind whose files are not CSV or JSONL (evaluation logs); it raises ImportFailed naming
+    the file when it cannot."""
     _SERVICES[kind] = service
     if options:
         _TAKES_OPTIONS.add(kind)
+    if formats is not None:
+        _FORMATS[kind] = formats
 
 
 def _service(kind: str) -> Callable:
@@ -98,10 +108,11 @@ def import_job_submit(*, study: Study, kind: str, data: bytes, name: str, update
     count in the "same job" test; ``max_bytes`` replaces the per-file limit for a job
     whose data holds several files, each already checked by its caller."""
     if kind not in ImportJob.Kind.values:
-        raise DomainError(f"Unknown import kind '{kind}' (items or predictions).", field="kind")
+        raise DomainError(f"Unknown import kind '{kind}' ("
+                          f"{', '.join(ImportJob.Kind.values)}).", field="kind")
     if len(data) > (max_bytes or settings.OVERSIGHT_IMPORT_MAX_BYTES):
         raise ImportFailed([file_too_large_message(name, len(data))])
-    fmt = detect_format(name, fmt)
+    fmt = _FORMATS[kind](name, data, fmt) if kind in _FORMATS else detect_format(name, fmt)
     sha = hashlib.sha256(data)
     if options:
         sha.update(json.dumps(options, sort_keys=True).encode())

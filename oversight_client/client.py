@@ -1,18 +1,14 @@
 """The evaluation client: one call per evaluation, retries with exponential backoff on 429
-(throttled) and 5xx answers and on connection errors, typed results."""
+(throttled) and 5xx answers and on connection errors (``oversight_client.http``), typed
+results."""
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-# 429 codes that no retry will fix today
-FINAL_REFUSALS = {"budget_spent", "final_spent"}
+from oversight_client.http import ApiError, Transport
 
 
 @dataclass(frozen=True)
@@ -108,13 +104,9 @@ class Evaluation:
                    budget=Budget(**data["budget"]), raw=data)
 
 
-class EvaluationError(Exception):
-    """A refused call: ``status`` (HTTP), ``code`` (machine-readable), ``detail`` and
+class EvaluationError(ApiError):
+    """A refused evaluation: ``status`` (HTTP), ``code`` (machine-readable), ``detail`` and
     ``errors`` (the offending entries of the request)."""
-
-    def __init__(self, status: int, code: str, detail: str, errors: list | None = None):
-        super().__init__(f"{status} {code}: {detail}")
-        self.status, self.code, self.detail, self.errors = status, code, detail, errors or []
 
 
 def entries(predictions) -> list[dict]:
@@ -140,15 +132,17 @@ class Evaluator:
 
     Retries (``retries`` times at most) on 429 throttling, 5xx and connection errors,
     waiting ``backoff`` · 2^attempt seconds (capped by ``max_backoff``; a ``Retry-After``
-    header wins when shorter than the cap). A spent budget or final report is not retried."""
+    header wins when shorter than the cap) — :mod:`oversight_client.http`, as every call of
+    the client. A spent budget or final report is not retried."""
 
     def __init__(self, base_url: str, study_id: int, token: str, *, timeout: float = 60.0,
                  retries: int = 5, backoff: float = 0.5, max_backoff: float = 30.0,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.base_url = base_url.rstrip("/")
-        self.study_id, self.token, self.timeout = study_id, token, timeout
-        self.retries, self.backoff, self.max_backoff, self.sleep = (retries, backoff,
-                                                                    max_backoff, sleep)
+        self.study_id, self.token = study_id, token
+        self.http = Transport(self.base_url, {"Authorization": f"Evaluation {token}"},
+                              timeout=timeout, retries=retries, backoff=backoff,
+                              max_backoff=max_backoff, sleep=sleep, error=EvaluationError)
 
     def evaluate(self, predictions, candidate: str) -> Evaluation:
         """Score ``candidate``'s ``predictions`` (see :func:`entries`) on the study's labels."""
@@ -159,47 +153,6 @@ class Evaluator:
         return self._post("evaluations/final/", candidate, predictions)
 
     def _post(self, path: str, candidate: str, predictions) -> Evaluation:
-        url = f"{self.base_url}/api/studies/{self.study_id}/{path}"
-        body = json.dumps({"candidate": candidate,
-                           "predictions": entries(predictions)}).encode()
-        attempt = 0
-        while True:
-            request = urllib.request.Request(url, data=body, method="POST", headers={
-                "Authorization": f"Evaluation {self.token}",
-                "Content-Type": "application/json", "Accept": "application/json"})
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return Evaluation.from_json(json.loads(response.read()))
-            except urllib.error.HTTPError as exc:
-                error = _error(exc)
-                retry = exc.code >= 500 or (exc.code == 429 and error.code not in
-                                            FINAL_REFUSALS)
-                if not retry or attempt >= self.retries:
-                    raise error from None
-                wait = self._wait(attempt, exc.headers.get("Retry-After"))
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                if attempt >= self.retries:
-                    raise
-                wait = self._wait(attempt, None)
-            self.sleep(wait)
-            attempt += 1
-
-    def _wait(self, attempt: int, retry_after: str | None) -> float:
-        wait = min(self.max_backoff, self.backoff * 2 ** attempt)
-        try:
-            if retry_after is not None:
-                wait = min(self.max_backoff, max(wait, float(retry_after)))
-        except ValueError:
-            pass
-        return wait
-
-
-def _error(exc: urllib.error.HTTPError) -> EvaluationError:
-    try:
-        data: Any = json.loads(exc.read() or b"{}")
-    except ValueError:
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
-    return EvaluationError(exc.code, str(data.get("code", "error")),
-                           str(data.get("detail", exc.reason)), data.get("errors"))
+        body = {"candidate": candidate, "predictions": entries(predictions)}
+        return Evaluation.from_json(self.http.json(
+            "POST", f"api/studies/{self.study_id}/{path}", body))

@@ -36,6 +36,7 @@ urlpatterns = [
     path("api/", include("annotations.critique.api_urls")),
     path("api/", include("annotations.assisted.api_urls")),
     path("api/", include("annotations.evaluation.api_urls")),
+    path("api/", include("annotations.audit.api_urls")),
     path("", include("annotations.evaluation.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # the split view serves its settings script as a file: no inline script (the CSP). No

@@ -14,16 +14,23 @@ from annotations.assisted.services.analysis import (
     assisted_recompute,
     connect_signals,
 )
+from annotations.assisted.services.design import assisted_study_create_with_arms
 from annotations.assisted.services.eval_logs import assisted_eval_log_import
-from annotations.assisted.services.exports import ratings_export
+from annotations.assisted.services.exports import RATING_FIELDS, rating_rows
+from annotations.assisted.services.imports import sentences_import, traces_import
 from annotations.assisted.services.routing import assisted_study_open
 from annotations.core.exports import export_register, figures_register
-from annotations.core.models import Study, StudyMembership
+from annotations.core.models import ImportJob, Study, StudyMembership
 from annotations.core.reviews.registry import Reviewable, reviewable_register
 from annotations.core.services.eval_logs import eval_log_writer_register
 from annotations.core.services.flags import Flaggable, flaggable_register
+from annotations.core.services.import_jobs import import_kind_register
 from annotations.core.services.recompute import recompute_kind_register
-from annotations.core.services.studies import study_opener_register, study_roles_register
+from annotations.core.services.studies import (
+    study_creator_register,
+    study_opener_register,
+    study_roles_register,
+)
 from annotations.core.views import (
     dashboard_register,
     study_home_register,
@@ -32,6 +39,11 @@ from annotations.core.views import (
 
 
 def register() -> None:
+    import_kind_register(ImportJob.Kind.SENTENCES, sentences_import)
+    import_kind_register(ImportJob.Kind.TRACES, traces_import)
+    study_creator_register(Study.Kind.ASSISTED, assisted_study_create_with_arms, frozenset({
+        "description", "seed", "lease_minutes", "ratings_per_item", "item_order", "routing",
+        "arms"}))
     eval_log_writer_register(Study.Kind.ASSISTED, assisted_eval_log_import)
     connect_signals()  # the analysis recomputes after each rating
     recompute_kind_register(Study.Kind.ASSISTED, assisted_recompute, answered=answered_counts)
@@ -39,7 +51,7 @@ def register() -> None:
     figures_register(Study.Kind.ASSISTED, FIGURES)
     dashboard_register(Study.Kind.ASSISTED, views.assisted_dashboard_page)
     export_register(Study.Kind.ASSISTED, "ratings", "Ratings with comments, what each rater "
-                    "was shown and what they opened", ratings_export)
+                    "was shown and what they opened", rating_rows, RATING_FIELDS)
     study_page_register(
         Study.Kind.ASSISTED, "admin:annotations_assistedstudy_change",
         add=("Add assisted study", "admin:annotations_assistedstudy_add"),

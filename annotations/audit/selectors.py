@@ -27,8 +27,13 @@ def audit_of(*, study: Study, audit_id: int) -> Audit:
     return audit
 
 
+def audits_query(study: Study):
+    """The study's audits, newest first (``Audit.Meta.ordering``), with their rubrics."""
+    return Audit.objects.filter(study=study).select_related("rubric", "ai_system")
+
+
 def audits_of(study: Study, limit: int = 50) -> list[Audit]:
-    return list(Audit.objects.filter(study=study).select_related("rubric", "ai_system")[:limit])
+    return list(audits_query(study)[:limit])
 
 
 def rubrics_of(study: Study) -> list[Rubric]:

@@ -22,10 +22,21 @@ from annotations.core.exports import FORMATS, export_response, requested_format
 from annotations.core.models import Study, StudyMembership
 from annotations.core.serializers import (
     FlagInputSerializer,
+    FlagListOutputSerializer,
     FlagOutputSerializer,
+    MemberInputSerializer,
+    MemberOutputSerializer,
+    StudyCreateInputSerializer,
     StudyOutputSerializer,
 )
-from annotations.core.services.flags import flag_item, worker_role
+from annotations.core.services.flags import flag_item, flaggable, worker_role
+from annotations.core.services.studies import (
+    NewMember,
+    members_add,
+    study_close,
+    study_create_any,
+    study_open,
+)
 
 Role = StudyMembership.Role
 
@@ -87,6 +98,11 @@ def undo_api(name: str, undo: Callable[..., dict], *, response, summary: str
     return type(name, (APIView,), {"post": post, "__doc__": None})
 
 
+def _study_body(request, study: Study) -> dict:
+    roles = {study.pk: selectors.user_roles(user=request.user, study=study)}
+    return StudyOutputSerializer(study, context={"roles": roles}).data
+
+
 class StudyListApi(APIView):
     @extend_schema(responses=StudyOutputSerializer(many=True), summary="Studies you belong to")
     def get(self, request):
@@ -96,13 +112,77 @@ class StudyListApi(APIView):
         return Response(StudyOutputSerializer(studies, many=True,
                                               context={"roles": roles}).data)
 
+    @extend_schema(request=StudyCreateInputSerializer, responses={201: StudyOutputSerializer},
+                   summary="Create a draft study of any type (staff accounts; you become "
+                   "its researcher)",
+                   description="400 naming the field: an unknown kind, a setting the type "
+                   "does not take, a name you already use, fewer than 2 classes …")
+    def post(self, request):
+        data = StudyCreateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        study = study_create_any(kind=data.validated_data["kind"],
+                                 name=data.validated_data["name"], by=request.user,
+                                 settings=data.validated_data["settings"])
+        return Response(_study_body(request, study), status=status.HTTP_201_CREATED)
+
 
 class StudyDetailApi(APIView):
     @extend_schema(responses=StudyOutputSerializer, summary="One study")
     def get(self, request, study_id: int):
         study = study_for(request, study_id, *Role.values)
-        roles = {study.pk: selectors.user_roles(user=request.user, study=study)}
-        return Response(StudyOutputSerializer(study, context={"roles": roles}).data)
+        return Response(_study_body(request, study))
+
+
+class StudyOpenApi(APIView):
+    @extend_schema(request=None, responses=StudyOutputSerializer,
+                   summary="Open a study to its workers (researchers; its first tasks are "
+                   "made)")
+    def post(self, request, study_id: int):
+        study = study_for(request, study_id, Role.RESEARCHER)
+        study_open(study=study, by=request.user)
+        study.refresh_from_db()
+        return Response(_study_body(request, study))
+
+
+class StudyCloseApi(APIView):
+    @extend_schema(request=None, responses=StudyOutputSerializer,
+                   summary="Close a study (researchers): no task is offered or answered "
+                   "any more")
+    def post(self, request, study_id: int):
+        study = study_for(request, study_id, Role.RESEARCHER)
+        study_close(study=study, by=request.user)
+        study.refresh_from_db()
+        return Response(_study_body(request, study))
+
+
+class StudyMemberApi(APIView):
+    @extend_schema(responses=MemberOutputSerializer(many=True),
+                   summary="The study's members (researchers)")
+    def get(self, request, study_id: int):
+        study = study_for(request, study_id, Role.RESEARCHER)
+        rows = [{"username": m.user.username, "role": m.role,
+                 "class_index": m.study_class.index if m.study_class else None}
+                for m in selectors.study_memberships(study=study)]
+        return Response(MemberOutputSerializer(rows, many=True).data)
+
+    @extend_schema(request=MemberInputSerializer(many=True),
+                   responses={201: MemberOutputSerializer(many=True)},
+                   summary="Add members, all or none (researchers); new accounts come back "
+                   "with a one-time password and an invitation link, once")
+    def post(self, request, study_id: int):
+        study = study_for(request, study_id, Role.RESEARCHER)
+        data = MemberInputSerializer(data=request.data, many=True)
+        data.is_valid(raise_exception=True)
+        added = members_add(study=study, by=request.user, members=[
+            NewMember(**row) for row in data.validated_data])
+        rows = [{"username": a.membership.user.username, "role": a.membership.role,
+                 "class_index": (a.membership.study_class.index if a.membership.study_class
+                                 else None),
+                 "password": a.password,
+                 "invitation": a.invitation and request.build_absolute_uri(a.invitation)}
+                for a in added]
+        return Response(MemberOutputSerializer(rows, many=True).data,
+                        status=status.HTTP_201_CREATED)
 
 
 class StudyExportApi(APIView):
@@ -128,6 +208,17 @@ class StudyExportApi(APIView):
 
 
 class StudyFlagApi(APIView):
+    @extend_schema(responses=FlagListOutputSerializer(many=True),
+                   summary="The study's flags, open first then newest (researchers, "
+                   "managers)")
+    def get(self, request, study_id: int):
+        study = study_for(request, study_id, Role.RESEARCHER, Role.MANAGER)
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(selectors.study_flags(study=study), request,
+                                           view=self)
+        rows = selectors.flag_rows(page, flaggable(study.kind).item_model)
+        return paginator.get_paginated_response(FlagListOutputSerializer(rows, many=True).data)
+
     @extend_schema(
         request=FlagInputSerializer,
         responses={201: FlagOutputSerializer,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -94,14 +94,23 @@ def replica_reads_within() -> Iterator[None]:
 
 def replica_reads(view: Callable) -> Callable:
     """View decorator: the view's reads may go to the replica (:func:`replica_reads_within`).
-    For views that only read and whose response is complete when they return."""
+    For views that only read; a streamed response (a raw export) reads while it is sent,
+    after the view returned, so its content is read within the same block."""
 
     @functools.wraps(view)
     def wrapped(*args, **kwargs):
         with replica_reads_within():
-            return view(*args, **kwargs)
+            response = view(*args, **kwargs)
+        if getattr(response, "streaming", False):
+            response.streaming_content = _streamed_within(response.streaming_content)
+        return response
 
     return wrapped
+
+
+def _streamed_within(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    with replica_reads_within():
+        yield from chunks
 
 
 class ReplicaRouter:

@@ -14,11 +14,12 @@ Contract of ``rows_write``:
 from __future__ import annotations
 
 import csv
+import io
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 
 FORMATS = ("csv", "jsonl")
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl"}
@@ -36,27 +37,60 @@ def csv_cell(value: object) -> object:
     return value
 
 
+CHUNK_CHARS = 1 << 16  # a streamed export's pieces: about 64 kB each
+
+
+def rows_chunks(rows: Iterable[dict], *, fmt: str = "csv",
+                fields: list[str] | None = None) -> Iterator[str]:
+    """``rows`` as ``fmt`` (csv or jsonl, the module's contract) in pieces of about
+    ``CHUNK_CHARS`` characters, as they are made: what a streamed download sends (memory
+    bounded by one piece, whatever the number of rows)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format: csv or jsonl, got '{fmt}'")
+    buffer = io.StringIO()
+    if fmt == "jsonl":
+        def put(row: dict) -> None:
+            buffer.write(json.dumps(row, ensure_ascii=False))
+            buffer.write("\n")
+    else:
+        if fields is None:
+            rows = list(rows)
+            fields = list(dict.fromkeys(key for row in rows for key in row))
+        writer = csv.DictWriter(buffer, fieldnames=fields, restval="", extrasaction="ignore",
+                                lineterminator="\n")
+        writer.writeheader()
+
+        def put(row: dict) -> None:
+            writer.writerow({key: csv_cell(value) for key, value in row.items()})
+    for row in rows:
+        put(row)
+        if buffer.tell() >= CHUNK_CHARS:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    if buffer.tell():
+        yield buffer.getvalue()
+
+
 def rows_write(rows: Iterable[dict], *, out: IO[str], fmt: str = "csv",
                fields: list[str] | None = None) -> int:
     """Write ``rows`` to ``out`` as ``fmt`` (csv or jsonl); returns how many rows."""
-    if fmt not in FORMATS:
-        raise ValueError(f"format: csv or jsonl, got '{fmt}'")
-    n = 0
-    if fmt == "jsonl":
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
-        return n
-    if fields is None:
-        rows = list(rows)
-        fields = list(dict.fromkeys(key for row in rows for key in row))
-    writer = csv.DictWriter(out, fieldnames=fields, restval="", extrasaction="ignore",
-                            lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({key: csv_cell(value) for key, value in row.items()})
-        n += 1
-    return n
+    counted = _Counted(rows)
+    for chunk in rows_chunks(counted, fmt=fmt, fields=fields):
+        out.write(chunk)
+    return counted.n
+
+
+class _Counted:
+    """An iterable of rows that counts the rows taken from it."""
+
+    def __init__(self, rows: Iterable[dict]) -> None:
+        self.rows, self.n = rows, 0
+
+    def __iter__(self) -> Iterator[dict]:
+        for row in self.rows:
+            self.n += 1
+            yield row
 
 
 def requested_format(request: HttpRequest) -> str:
@@ -73,34 +107,40 @@ def download(filename: str, fmt: str = "csv") -> HttpResponse:
 
 
 # Raw exports of every study type, registered by each type's ``hooks``: kind → what →
-# (title, write(study=, out=, fmt=) → rows written). Served by ``core.views.study_export``
-# and the API's ``StudyExportApi`` to the study's researchers and managers.
-_EXPORTS: dict[str, dict[str, tuple[str, Callable[..., int]]]] = {}
+# (title, rows(study) → the rows, in order, streamed from the database; the CSV columns, or
+# None for every key). Served by ``core.views.study_export`` and the API's
+# ``StudyExportApi`` to the study's researchers and managers, and by the types' commands.
+_EXPORTS: dict[str, dict[str, tuple[str, Callable[..., Iterable[dict]], list[str] | None]]] = {}
 
 
-def export_register(kind: str, what: str, title: str, write: Callable[..., int]) -> None:
-    _EXPORTS.setdefault(kind, {})[what] = (title, write)
+def export_register(kind: str, what: str, title: str, rows: Callable[..., Iterable[dict]],
+                    fields: list[str] | None) -> None:
+    _EXPORTS.setdefault(kind, {})[what] = (title, rows, fields)
 
 
 def exports_of(kind: str) -> list[tuple[str, str]]:
     """(what, title) of every raw export a study of ``kind`` offers, the first the default."""
-    return [(what, title) for what, (title, _) in _EXPORTS.get(kind, {}).items()]
+    return [(what, title) for what, (title, _, _) in _EXPORTS.get(kind, {}).items()]
 
 
 def export_write(study, what: str, out: IO[str], fmt: str) -> int:
     """Write the export ``what`` of ``study``; KeyError for one its type does not offer."""
-    return _EXPORTS[study.kind][what][1](study=study, out=out, fmt=fmt)
+    _, rows, fields = _EXPORTS[study.kind][what]
+    return rows_write(rows(study), out=out, fmt=fmt, fields=fields)
 
 
-def export_response(study, what: str | None, fmt: str) -> HttpResponse:
-    """The download of ``what`` (default: the type's first export) as ``fmt``; 404 for a
-    study type without exports."""
+def export_response(study, what: str | None, fmt: str) -> StreamingHttpResponse:
+    """The download of ``what`` (default: the type's first export) as ``fmt``, streamed
+    as its rows are read (no length known in advance; memory bounded by one piece); 404
+    for a study type without exports."""
     offered = exports_of(study.kind)
     if not offered:
         raise Http404("This study type has no export.")
     what = what if what in dict(offered) else offered[0][0]
-    response = download(f"study-{study.pk}-{what}.{fmt}", fmt)
-    export_write(study, what, response, fmt)
+    _, rows, fields = _EXPORTS[study.kind][what]
+    response = StreamingHttpResponse(rows_chunks(rows(study), fmt=fmt, fields=fields),
+                                     content_type=CONTENT_TYPES[fmt])
+    response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-{what}.{fmt}"'
     return response
 
 

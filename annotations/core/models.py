@@ -375,6 +375,10 @@ class ImportJob(models.Model):
         # an Inspect, lm-evaluation-harness or Every Eval Ever log (core.services.eval_logs), into
         # any study type (core.services.eval_logs)
         EVAL_LOG = "eval_log", "evaluation log"
+        SENTENCES = "sentences", "sentences"  # assisted
+        TRACES = "traces", "AI traces"  # assisted
+        QUESTIONS = "questions", "questions"  # critique
+        AI_OUTPUTS = "ai_outputs", "AI outputs"  # critique
 
     class Status(models.TextChoices):
         QUEUED = "queued", "queued"

@@ -268,3 +268,26 @@ def study_flag_counts(*, study: Study) -> FlagCounts:
         .values_list("resolution", "n").order_by())
     return FlagCounts(open=rows.get(ItemFlag.Resolution.OPEN, 0),
                       withdrawn=rows.get(ItemFlag.Resolution.WITHDRAWN, 0))
+
+
+def study_flags(*, study: Study) -> QuerySet[ItemFlag]:
+    """The study's flags, open first then newest (``ItemFlag.Meta.ordering``), with their
+    authors."""
+    return ItemFlag.objects.filter(study=study).select_related("user").order_by(
+        "resolution", "-updated_at", "-id")
+
+
+def flag_rows(flags: list[ItemFlag], item_model) -> list[dict]:
+    """The API's rows of ``flags`` (one page): each item named by its id in the study (the
+    study type's ``item_model``, one query per page)."""
+    ids = dict(item_model.objects.filter(pk__in={f.item_id for f in flags})
+               .values_list("pk", "external_id"))
+    return [{"item": ids.get(f.item_id, str(f.item_id)), "reason": f.reason, "note": f.note,
+             "flagged_by": f.user.username, "flagged_at": f.updated_at,
+             "resolution": f.resolution, "resolved_at": f.resolved_at} for f in flags]
+
+
+def study_memberships(*, study: Study) -> QuerySet[StudyMembership]:
+    """The study's members by role and name, with their accounts and classes."""
+    return (StudyMembership.objects.filter(study=study).select_related("user", "study_class")
+            .order_by("role", "user__username"))

@@ -5,15 +5,18 @@ Members page offers, and what a flag names (the question of a task)."""
 
 from __future__ import annotations
 
-from functools import partial
-
 from annotations.core.exports import export_register, figures_register
-from annotations.core.models import Study, StudyMembership
+from annotations.core.models import ImportJob, Study, StudyMembership
 from annotations.core.reviews.registry import Reviewable, reviewable_register
 from annotations.core.services.eval_logs import eval_log_writer_register
 from annotations.core.services.flags import Flaggable, flaggable_register
+from annotations.core.services.import_jobs import import_kind_register
 from annotations.core.services.recompute import recompute_kind_register
-from annotations.core.services.studies import study_opener_register, study_roles_register
+from annotations.core.services.studies import (
+    study_creator_register,
+    study_opener_register,
+    study_roles_register,
+)
 from annotations.core.views import (
     dashboard_register,
     study_home_register,
@@ -23,13 +26,20 @@ from annotations.critique import reviews, views
 from annotations.critique.dashboard import FIGURES
 from annotations.critique.models import CritiqueOutput, CritiqueQuestion
 from annotations.critique.services import assignment  # the tasks' kind
+from annotations.critique.services.ai_outputs import critique_ai_outputs_import
 from annotations.critique.services.analysis import answered_counts, critique_recompute
 from annotations.critique.services.eval_logs import critique_eval_log_import
-from annotations.critique.services.exports import critique_export
-from annotations.critique.services.studies import critique_study_open
+from annotations.critique.services.exports import EXPORTS
+from annotations.critique.services.questions import critique_questions_import
+from annotations.critique.services.studies import critique_study_create, critique_study_open
 
 
 def register() -> None:
+    import_kind_register(ImportJob.Kind.QUESTIONS, critique_questions_import)
+    import_kind_register(ImportJob.Kind.AI_OUTPUTS, critique_ai_outputs_import)
+    study_creator_register(Study.Kind.CRITIQUE, critique_study_create, frozenset({
+        "description", "guidelines", "seed", "top_level", "counts", "mode",
+        "time_limit_minutes"}))
     eval_log_writer_register(Study.Kind.CRITIQUE, critique_eval_log_import)
     recompute_kind_register(Study.Kind.CRITIQUE, critique_recompute, answered=answered_counts)
     study_opener_register(Study.Kind.CRITIQUE, critique_study_open, made=("task", "made"))
@@ -38,7 +48,7 @@ def register() -> None:
     for what, title in (("outputs", "Outputs: every response and critique"),
                         ("tasks", "Tasks and their timing"),
                         ("metrics", "Metrics of the latest analysis")):
-        export_register(Study.Kind.CRITIQUE, what, title, partial(critique_export, what=what))
+        export_register(Study.Kind.CRITIQUE, what, title, *EXPORTS[what])
     study_page_register(
         Study.Kind.CRITIQUE, "admin:annotations_critiquesettings_change",
         add=("Add critique study", "admin:annotations_critiquesettings_add"),

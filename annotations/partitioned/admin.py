@@ -35,7 +35,7 @@ from annotations.core.admin_forms import (
     study_help_texts,
 )
 from annotations.core.errors import DomainError
-from annotations.core.exports import download, requested_format
+from annotations.core.exports import export_response, requested_format
 from annotations.core.inputs import accepts_upload
 from annotations.core.models import (
     ImportJob,
@@ -70,7 +70,6 @@ from annotations.partitioned.services.designs import (
     neyman_allocation,
     routing_design_set,
 )
-from annotations.partitioned.services.exports import labels_export
 from annotations.partitioned.services.imports import item_create, item_update
 from annotations.partitioned.services.predictions import prediction_set, predictions_delete
 from annotations.partitioned.services.running import (
@@ -447,10 +446,7 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
 
     def export_view(self, request, study_id: int):
         study = self._study_or_403(request, study_id)
-        fmt = requested_format(request)
-        response = download(f"study-{study.pk}-labels.{fmt}", fmt)
-        labels_export(study=study, out=response, fmt=fmt)
-        return response
+        return export_response(study, "labels", requested_format(request))
 
 
 @admin.register(Item)

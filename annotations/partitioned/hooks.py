@@ -14,7 +14,12 @@ from annotations.core.services.eval_logs import eval_log_writer_register
 from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.import_jobs import import_kind_register
 from annotations.core.services.recompute import recompute_kind_register
-from annotations.core.services.studies import study_opener_register, study_roles_register
+from annotations.core.services.studies import (
+    study_create,
+    study_creator_register,
+    study_opener_register,
+    study_roles_register,
+)
 from annotations.core.views import (
     dashboard_register,
     study_home_register,
@@ -27,13 +32,16 @@ from annotations.partitioned.selectors import studies_with_unfolded_changes
 from annotations.partitioned.services import routing  # the queries' task kind
 from annotations.partitioned.services.estimates import answered_counts, study_recompute
 from annotations.partitioned.services.eval_logs import partitioned_eval_log_import
-from annotations.partitioned.services.exports import labels_export
+from annotations.partitioned.services.exports import EXPORT_FIELDS, label_rows
 from annotations.partitioned.services.imports import items_import
 from annotations.partitioned.services.predictions import predictions_import
 from annotations.partitioned.services.studies import partitioned_study_open
 
 
 def register() -> None:
+    study_creator_register(Study.Kind.PARTITIONED, study_create, frozenset({
+        "classes", "description", "queries_per_item", "lease_minutes", "shuffle_options",
+        "gold_rate", "seed", "interval_method"}))
     eval_log_writer_register(Study.Kind.PARTITIONED, partitioned_eval_log_import)
     recompute_kind_register(Study.Kind.PARTITIONED, study_recompute, answered=answered_counts,
                             behind=studies_with_unfolded_changes)
@@ -43,7 +51,7 @@ def register() -> None:
     import_kind_register(ImportJob.Kind.ITEMS, items_import)
     import_kind_register(ImportJob.Kind.PREDICTIONS, predictions_import)
     export_register(Study.Kind.PARTITIONED, "labels",
-                    "Labels: every answered query with its routing", labels_export)
+                    "Labels: every answered query with its routing", label_rows, EXPORT_FIELDS)
     study_page_register(
         Study.Kind.PARTITIONED, "admin:annotations_study_change",
         add=("Add partitioned study", "admin:annotations_study_add"),

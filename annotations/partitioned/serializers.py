@@ -241,8 +241,10 @@ class ImportJobOutputSerializer(serializers.Serializer):
 
 class ImportJobInputSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(
-        choices=["items", "predictions", "eval_log"],
-        help_text="items or predictions (partitioned studies), or eval_log: an evaluation "
+        choices=["items", "predictions", "sentences", "traces", "questions", "ai_outputs",
+                 "eval_log"],
+        help_text="items or predictions (partitioned studies), sentences or traces "
+                  "(assisted), questions or ai_outputs (critique), or eval_log: an evaluation "
                   "log into a study of any type (its samples become items, questions or "
                   "sentences; the model's answers an AI system's).")
     file = serializers.FileField(help_text="CSV (with a header row) or JSONL, UTF-8; the name "

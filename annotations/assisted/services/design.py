@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -116,6 +116,31 @@ def assisted_study_create(*, name: str, description: str = "", seed: int | None 
     study = Study(name=name, description=description, lease_minutes=lease_minutes,
                   created_by=created_by, **extra)
     return assisted_study_insert(study=study, baseline=baseline, **settings)
+
+
+ARM_COMPONENTS = ("search", "evidence", "reasoning", "judgments", "confidence", "debate")
+
+
+@transaction.atomic
+def assisted_study_create_with_arms(*, name: str, arms: Sequence[Mapping] = (),
+                                    **settings: Any) -> Study:
+    """``assisted_study_create`` and then its assisted arms, each {name, components} (the
+    panel's components: ``ARM_COMPONENTS``), after the baseline arm — what the API's study
+    creation takes. An unknown component is refused naming the arm."""
+    study = assisted_study_create(name=name, **settings)
+    for position, given in enumerate(arms, start=1):
+        arm_name = str(given.get("name") or "").strip() if isinstance(given, Mapping) else ""
+        components = given.get("components", []) if isinstance(given, Mapping) else None
+        if not arm_name or not isinstance(components, list):
+            raise InvalidStudy(f"arms[{position - 1}]: an object with a name and a list of "
+                               f"components.", field="arms")
+        unknown = sorted(set(components) - set(ARM_COMPONENTS))
+        if unknown:
+            raise InvalidStudy(f"arms[{position - 1}]: unknown components {', '.join(unknown)} "
+                               f"(use {', '.join(ARM_COMPONENTS)}).", field="arms")
+        arm_save(arm=Arm(study=study, name=arm_name, position=position,
+                         **{f"show_{c}": True for c in components}))
+    return study
 
 
 @transaction.atomic

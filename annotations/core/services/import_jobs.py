@@ -291,7 +291,8 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
                 del data
                 progress_phase("committing", total=0)
                 _deferred_checks_now()
-            rows = result.created + result.updated + getattr(result, "unchanged", 0)
+            rows = (result.created + getattr(result, "updated", 0)
+                    + getattr(result, "unchanged", 0))
             ended = timezone.now()
             if not while_sqlite_locked(lambda: ImportJob.objects.filter(
                     pk=job.pk, status=ImportJob.Status.RUNNING).update(

@@ -124,6 +124,40 @@ _OPENED_WORDS: dict[str, tuple[str, str]] = {}
 _OPENERS: dict[str, Callable[..., int]] = {}
 
 
+_CREATORS: dict[str, tuple[Callable[..., Study], frozenset[str]]] = {}
+
+
+def study_creator_register(kind: str, create: Callable[..., Study],
+                           settings: frozenset[str]) -> None:
+    """Make :func:`study_create_any` create studies of ``kind`` with ``create(name=,
+    created_by=, **settings)``, which takes exactly ``settings`` (each study type registers
+    its ``*_study_create`` from its ``hooks``)."""
+    _CREATORS[kind] = (create, frozenset(settings))
+
+
+@transaction.atomic
+def study_create_any(*, kind: str, name: str, by: User, settings: dict) -> Study:
+    """A draft study of ``kind`` made by ``by`` (an active staff account or a superuser),
+    who becomes its researcher (a superuser sees every study already). Refused with the
+    field named: an unknown kind, a setting the type does not take, and whatever the
+    type's own creation refuses (a name in use, fewer than 2 classes …)."""
+    if not (by.is_active and (by.is_staff or by.is_superuser)):
+        raise NotPermitted("Only staff accounts create studies.")
+    if kind not in _CREATORS:
+        raise InvalidStudy(f"kind: one of {', '.join(sorted(_CREATORS))}, not '{kind}'.",
+                           field="kind")
+    create, known = _CREATORS[kind]
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise InvalidStudy(f"settings: a {kind} study takes {', '.join(sorted(known))}; "
+                           f"not {', '.join(unknown)}.", field="settings")
+    study = create(name=name, created_by=by, **settings)
+    if not by.is_superuser and not StudyMembership.objects.filter(
+            study=study, user=by, role=StudyMembership.Role.RESEARCHER).exists():
+        membership_add(study=study, user=by, role=StudyMembership.Role.RESEARCHER)
+    return study
+
+
 def study_opener_register(kind: str, opener: Callable[..., int],
                           made: tuple[str, str] = ("item", "routed")) -> None:
     """Make :func:`study_open` open studies of ``kind`` with ``opener(study=, by=)`` (each

@@ -252,15 +252,21 @@ def _slots(rows: list[_Row], existing: dict[tuple[int, int], dict[int, str]],
 
 
 @transaction.atomic
-def critique_ai_outputs_import(*, study: Study, source: IO | str, name: str | None = None
+def critique_ai_outputs_import(*, study: Study, source: IO | str, name: str | None = None,
+                               fmt: str | None = None, update: bool = False
                                ) -> OutputsImported:
     """Add AI outputs from a JSONL file (module docstring). Raises ImportFailed listing
-    every problem (``file:line: field: problem``); nothing is written then."""
+    every problem (``file:line: field: problem``); nothing is written then. ``fmt`` (the
+    import jobs' argument) must say JSONL if given; outputs are never rewritten
+    (``update`` is refused)."""
     from annotations.critique.services.generation import critique_generate
 
     settings = critique_settings(study)
     name = name or (str(source) if isinstance(source, str | Path)
                     else getattr(source, "name", "upload"))
+    if update or fmt not in (None, "jsonl"):
+        raise ImportFailed([f"{name}: AI outputs are JSONL and never rewritten"
+                            + ("" if fmt in (None, "jsonl") else f" (not {fmt})")])
     questions = {q.external_id: q for q in CritiqueQuestion.objects.filter(study=study)}
     stored = {ext: (pk, q, lv) for ext, pk, q, lv in CritiqueOutput.objects.filter(
         study=study).exclude(external_id="").values_list("external_id", "pk", "question_id",

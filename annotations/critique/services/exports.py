@@ -98,14 +98,14 @@ def metric_rows(study: Study) -> list[dict]:
             for row in payload.get(table) or []]
 
 
+# what → (its rows, its CSV columns; None: every key of the rows)
+EXPORTS = {"outputs": (output_rows, OUTPUT_FIELDS), "tasks": (task_rows, TASK_FIELDS),
+           "metrics": (metric_rows, None)}
+
+
 def critique_export(*, study: Study, what: str, out: IO[str], fmt: str = "csv") -> int:
     """Write one of ``WHATS`` to ``out`` as CSV or JSONL; returns the number of rows."""
     if what not in WHATS:
         raise ValueError(f"what: one of {', '.join(WHATS)}, got '{what}'")
-    if what == "outputs":
-        rows, fields = output_rows(study), OUTPUT_FIELDS
-    elif what == "tasks":
-        rows, fields = task_rows(study), TASK_FIELDS
-    else:
-        rows, fields = metric_rows(study), None
-    return rows_write(rows, out=out, fmt=fmt, fields=fields)
+    rows, fields = EXPORTS[what]
+    return rows_write(rows(study), out=out, fmt=fmt, fields=fields)

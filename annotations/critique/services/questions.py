@@ -106,14 +106,18 @@ def _options(value) -> list[str]:
 
 @transaction.atomic
 def critique_questions_import(*, study: Study, source: IO | str, name: str | None = None,
-                              fmt: str | None = None) -> QuestionsImported:
+                              fmt: str | None = None, update: bool = False
+                              ) -> QuestionsImported:
     """Add questions to a critique study (draft or open; an open study gets their tasks at
-    once). Raises ImportFailed listing every bad line; nothing is written then."""
+    once). Raises ImportFailed listing every bad line; nothing is written then. Questions
+    are never rewritten: ``update`` (the import jobs' flag) is refused."""
     from annotations.critique.services.generation import critique_generate
 
     critique_settings(study)
     name = name or (str(source) if isinstance(source, str | Path)
                     else getattr(source, "name", "upload"))
+    if update:
+        raise ImportFailed([f"{name}: questions cannot be updated; import new ids"])
     existing = set(CritiqueQuestion.objects.filter(study=study)
                    .values_list("external_id", flat=True))
     rows: list[dict] = []

@@ -19,7 +19,8 @@ EXPORT_FIELDS = [
 ]
 
 
-def _rows(study: Study):
+def label_rows(study: Study):
+    """Every answered query of the study, oldest answer first, as the export's rows."""
     names = dict(study.classes.values_list("index", "name"))
     qs = (
         Query.objects.filter(study=study, status=Query.Status.ANSWERED)
@@ -53,4 +54,4 @@ def _rows(study: Study):
 def labels_export(*, study: Study, out: IO[str], fmt: str = "csv") -> int:
     """Write every answered query of the study to ``out`` (``core.exports.rows_write``);
     returns the number of rows."""
-    return rows_write(_rows(study), out=out, fmt=fmt, fields=EXPORT_FIELDS)
+    return rows_write(label_rows(study), out=out, fmt=fmt, fields=EXPORT_FIELDS)

@@ -58,9 +58,8 @@ def test_the_assisted_export_has_comments_exposures_and_interactions(client, set
     client.force_login(_manager(study))  # managers download as they read the dashboard
     jsonl = client.get(reverse("study-export", args=[study.pk]) + "?format=jsonl")
     assert jsonl.status_code == 200 and jsonl["Content-Type"] == "application/jsonl"
-    rows = [json.loads(line) for line in b"".join(jsonl.streaming_content
-                                                  if jsonl.streaming else [jsonl.content])
-            .decode().splitlines()]
+    assert jsonl.streaming  # sent as it is read, never held whole
+    rows = [json.loads(line) for line in jsonl.getvalue().decode().splitlines()]
     by_arm = {r["arm"]: r for r in rows}
     helped, blind = by_arm["E"], by_arm["Baseline"]
     assert helped["comment"].endswith("useful") and helped["shown_components"] == [
@@ -68,7 +67,7 @@ def test_the_assisted_export_has_comments_exposures_and_interactions(client, set
     assert [i["section"] for i in helped["interactions"]] == ["evidence"]
     assert blind["shown_components"] == [] and blind["confidence"] is None
     table = client.get(reverse("study-export", args=[study.pk]) + "?format=csv")
-    parsed = list(csv.DictReader(io.StringIO(table.content.decode())))
+    parsed = list(csv.DictReader(io.StringIO(table.getvalue().decode())))
     assert {r["arm"] for r in parsed} == {"E", "Baseline"}
     comment = next(r["comment"] for r in parsed if r["arm"] == "E")
     assert comment.startswith("'=")  # a formula is not run by a spreadsheet
@@ -120,7 +119,7 @@ def test_the_assisted_export_labels_confidence_and_helpfulness_as_the_rating_pag
     study = _rated_assisted_study(settings)
     client.force_login(_manager(study))
     table = client.get(reverse("study-export", args=[study.pk]) + "?format=csv")
-    by_arm = {r["arm"]: r for r in csv.DictReader(io.StringIO(table.content.decode()))}
+    by_arm = {r["arm"]: r for r in csv.DictReader(io.StringIO(table.getvalue().decode()))}
     helped, blind = by_arm["E"], by_arm["Baseline"]
     # confidence 2 and helpfulness 1 as the page offers them: the words beside the keys 3 and 8
     page_words = {v: label for v, label, _ in CONFIDENCE_CHOICES}

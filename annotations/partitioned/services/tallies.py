@@ -37,7 +37,7 @@ import logging
 import time
 
 import numpy as np
-from django.db import OperationalError, connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -319,6 +319,10 @@ def tallies_build(*, study_id: int) -> None:
             return
         except OperationalError as exc:  # a fold committed after this snapshot: again
             if attempt == 4 or "serializ" not in str(exc).lower():
+                raise
+            time.sleep(0.05 * (attempt + 1))
+        except IntegrityError:  # another process's first build made the study's state row
+            if attempt == 4:  # after this snapshot began (it cannot see it): again
                 raise
             time.sleep(0.05 * (attempt + 1))
 

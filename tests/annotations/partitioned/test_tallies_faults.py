@@ -187,3 +187,48 @@ def test_a_rejection_racing_a_prediction_refresh_ends_in_the_counts_of_both(answ
                "WHERE id = %s", [query.pk])
     _race(refresh, reject, study) if answer_first else _race(reject, refresh, study)
     _agree(study)
+
+
+def test_two_first_builds_of_one_study_at_once_both_end_built():
+    """The hourly check of two web processes (the embedded sweeper of each gunicorn worker)
+    building a study's statistics for the first time at once: the second's snapshot began
+    before the first's state row was committed, so its insert fails on the key — it builds
+    again in a new snapshot instead of failing (seen in bench_client)."""
+    from django.db import connections
+
+    from annotations.models import TallyState
+    from annotations.partitioned.services.tallies import tallies_build
+
+    study = make_study(k=3, n_items=12, systems={"a": 0.8}, seed=611)
+    TallyState.objects.filter(study=study).delete()
+    first = psycopg.connect(_dsn(), autocommit=False)
+    failure: list[BaseException] = []
+
+    def second_build():
+        try:
+            tallies_build(study_id=study.pk)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            failure.append(exc)
+        finally:
+            connections.close_all()
+
+    try:
+        first.execute("INSERT INTO annotations_tallystate (study_id, entries_folded, "
+                      "check_detail) VALUES (%s, 0, '')", [study.pk])
+        thread = threading.Thread(target=second_build)
+        thread.start()
+        deadline = time.monotonic() + 10  # the second build waits on the first's key
+        with psycopg.connect(_dsn(), autocommit=True) as probe:
+            while not probe.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND query LIKE 'INSERT INTO \"annotations_tallystate\"%%'").fetchone()[0]:
+                assert time.monotonic() < deadline, "the second build never met the key"
+                time.sleep(0.05)
+        first.commit()
+        thread.join(30)
+        assert not thread.is_alive()
+    finally:
+        first.close()
+    assert failure == []
+    assert TallyState.objects.get(study=study).built_at is not None
+    _agree(study)

@@ -312,7 +312,7 @@ class EvalLogUploadForm(forms.Form):
 
     file = forms.FileField(
         help_text="An Inspect log (.eval or .json), an lm-evaluation-harness samples file "
-                  "(samples_<task>_<time>.jsonl) or Every Eval Ever instance-level JSONL.",
+                  "(samples_TASK_TIME.jsonl) or Every Eval Ever instance-level JSONL.",
         error_messages={"required": "file: choose an evaluation log to import.",
                         "empty": "file: the file is empty."})
     log_format = forms.ChoiceField(

@@ -426,6 +426,17 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
                           jobs=study_import_jobs(study=study,
                                                  kind=ImportJob.Kind.EVAL_LOG)[:5])
 
+    # the upload page of each kind of job this admin runs: its title, URL and form (a job's
+    # page offers the same upload again)
+    IMPORT_PAGES = {
+        ImportJob.Kind.ITEMS: ("Import items", "admin:annotations_study_import_items",
+                               UploadForm),
+        ImportJob.Kind.PREDICTIONS: ("Import AI predictions",
+                                     "admin:annotations_study_import_predictions", UploadForm),
+        ImportJob.Kind.EVAL_LOG: ("Import an evaluation log",
+                                  "admin:annotations_study_import_eval_log", EvalLogUploadForm),
+    }
+
     def import_job_view(self, request, study_id: int, job_id: int):
         """A job's page: its progress bar (htmx polls this view for the fragment every
         second until the job ends), then its summary or its errors."""
@@ -434,8 +445,11 @@ class StudyAdmin(StaffCreatesStudiesMixin, ResearcherScopedAdmin):
             import_jobs_expire(study=study),
             get_object_or_404(ImportJob.objects.select_related("created_by"), pk=job_id,
                               study=study))[1])
+        title, url_name, form_class = self.IMPORT_PAGES.get(job.kind,
+                                                             self.IMPORT_PAGES["predictions"])
         context = {"job": job, "progress": import_job_progress(job=job), "poll_url": request.path,
-                   "errors": job.errors, "form": UploadForm()}
+                   "errors": job.errors, "form": form_class(),
+                   "again_title": title, "again_url": reverse(url_name, args=[study.pk])}
         if getattr(request, "htmx", False):
             return render(request, "admin/annotations/_import_job.html",
                           {**context, "study": study})

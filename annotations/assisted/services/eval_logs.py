@@ -71,6 +71,5 @@ def assisted_eval_log_import(*, study: Study, log: EvalLog, label: str) -> EvalL
         samples=len(log.samples), created=len(new), unchanged=len(records) - len(new),
         answers=len(new), unparsed=sum(1 for s in log.samples if s.answer is None),
         things="sentence",
-        next_text=(result.next_step() if result and hasattr(result, "next_step") else
-                   "Raters judge the new sentences; the dashboard gives each AI system's "
-                   "figures as a stratum."))
+        next_text=(result.next_step() if result is not None else
+                   "Nothing new: every sentence of this log is already in the study."))

@@ -24,6 +24,10 @@ class AnnotationsConfig(AppConfig):
         from annotations.audit.services import uploads as audit_uploads
 
         audit_uploads.register()
+        # notices to researchers' endpoints (annotations.webhooks: a listener of the core's)
+        from annotations.webhooks.services import deliveries as webhooks
+
+        webhooks.register()
         # every Celery task registered in this process too: services start them by name
         import annotations.tasks  # noqa: F401
 

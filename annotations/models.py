@@ -60,6 +60,7 @@ from annotations.partitioned.models import (
     TallyItem,
     TallyState,
 )
+from annotations.webhooks.models import Webhook, WebhookDelivery
 
 __all__ = [
     "EvaluationCall", "EvaluationSettings", "EvaluationToken",
@@ -74,4 +75,5 @@ __all__ = [
     "TallyState",
     "RecomputeState", "Study", "StudyClass", "StudyEvent", "StudyMembership", "TaskEvent",
     "User", "_new_seed", "new_public_id", "study_event_kind_register",
+    "Webhook", "WebhookDelivery",
 ]

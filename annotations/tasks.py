@@ -12,9 +12,11 @@ from annotations.core.tasks import (
 )
 from annotations.critique.tasks import critique_run_task
 from annotations.partitioned.tasks import tallies_check_task
+from annotations.webhooks.tasks import webhook_deliver_task, webhooks_due_task
 
 __all__ = [
     "audit_run_task", "audits_sweep_task",
     "critique_run_task", "import_job_task", "leases_reclaim_task", "recomputes_catch_up_task",
     "sample_sentence_task", "study_recompute_task", "tallies_check_task",
+    "webhook_deliver_task", "webhooks_due_task",
 ]

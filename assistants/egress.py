@@ -75,10 +75,15 @@ class EgressPolicy:
     networks: tuple[IPNetwork, ...]
     site_base_url: str = ""
     resolver: Resolver = resolve
+    # what the refusals name: the setting that decides and what is called (webhooks have
+    # their own allow-list, ``annotations.webhooks``)
+    setting: str = SETTING
+    noun: str = "AI endpoint"
 
     @classmethod
     def parse(cls, entries: Sequence[str], *, site_base_url: str = "",
-              resolver: Resolver = resolve) -> EgressPolicy:
+              resolver: Resolver = resolve, setting: str = SETTING,
+              noun: str = "AI endpoint") -> EgressPolicy:
         """Entries: ``*``, a host name, ``.domain``, an IP address or a CIDR network (IPv6
         in brackets or bare). Empty entries are ignored; anything else unparseable is a
         ValueError naming it (a typo must not widen or silently narrow the list)."""
@@ -95,10 +100,11 @@ class EgressPolicy:
             except ValueError:
                 pass
             if "/" in entry or ":" in entry or " " in entry:
-                raise ValueError(f"{SETTING}: '{raw.strip()}' is neither a host name nor an IP "
+                raise ValueError(f"{setting}: '{raw.strip()}' is neither a host name nor an IP "
                                  "address or network")
             names.append(entry)
-        return cls(tuple(names), tuple(networks), site_base_url.strip(), resolver)
+        return cls(tuple(names), tuple(networks), site_base_url.strip(), resolver, setting,
+                   noun)
 
     def host_allowed(self, host: str) -> bool:
         host = host.lower().rstrip(".")
@@ -215,8 +221,8 @@ def endpoint_check(base_url: str, *, policy: EgressPolicy | None = None,
     if policy.is_site(url):
         return
     if not policy.host_allowed(host):
-        raise EndpointRefused(f"the host '{host}' is not among the AI endpoint hosts this "
-                              f"server allows ({SETTING}; ask the operator)")
+        raise EndpointRefused(f"the host '{host}' is not among the {policy.noun} hosts this "
+                              f"server allows ({policy.setting}; ask the operator)")
     literal = ip_literal(host)
     if literal is not None:
         addresses_check(host, [str(literal)], policy)
@@ -234,8 +240,9 @@ def addresses_check(host: str, addresses: Sequence[str], policy: EgressPolicy) -
         why = address_refusal(address)
         if why and not policy.address_listed(address):
             shown = host if ip_literal(host) is not None else f"{host} ({address})"
-            raise EndpointRefused(f"{shown} is a {why} address: AI endpoints on internal "
-                                  f"addresses must be listed by the operator ({SETTING})")
+            raise EndpointRefused(f"{shown} is a {why} address: {policy.noun}s on internal "
+                                  f"addresses must be listed by the operator "
+                                  f"({policy.setting})")
 
 
 def site_key_for(base_url: str, study_key: str, site_key: str, site_base_url: str) -> str:
@@ -291,7 +298,7 @@ class GuardedBackend(httpcore2.NetworkBackend):
         raise last
 
     def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore2.NetworkStream:
-        raise EndpointRefused("AI endpoints are reached over TCP only")
+        raise EndpointRefused(f"{self.policy.noun}s are reached over TCP only")
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)

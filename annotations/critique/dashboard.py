@@ -284,3 +284,12 @@ FIGURES = {
     "input-pairs": ("By the inputs a critique compared", _payload_rows("input_pairs")),
     "choices": ("Position of the chosen input", _payload_rows("choices")),
 }
+
+
+def interval_widths(payload: dict) -> dict[str, float]:
+    """Each level's accuracy interval width (all authors, every domain): what a webhook's
+    target width is judged on (``core.services.notices``)."""
+    return {f"level {row['level']}": row["accuracy_upper"] - row["accuracy_lower"]
+            for row in payload.get("levels") or []
+            if row.get("author") == "all" and row.get("domain") is None
+            and row.get("accuracy_lower") is not None and row.get("accuracy_upper") is not None}

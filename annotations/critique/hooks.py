@@ -11,6 +11,7 @@ from annotations.core.reviews.registry import Reviewable, reviewable_register
 from annotations.core.services.eval_logs import eval_log_writer_register
 from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.import_jobs import import_kind_register
+from annotations.core.services.notices import interval_widths_register
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import (
     study_creator_register,
@@ -23,7 +24,7 @@ from annotations.core.views import (
     study_page_register,
 )
 from annotations.critique import reviews, views
-from annotations.critique.dashboard import FIGURES
+from annotations.critique.dashboard import FIGURES, interval_widths
 from annotations.critique.models import CritiqueOutput, CritiqueQuestion
 from annotations.critique.services import assignment  # the tasks' kind
 from annotations.critique.services.ai_outputs import critique_ai_outputs_import
@@ -35,6 +36,7 @@ from annotations.critique.services.studies import critique_study_create, critiqu
 
 
 def register() -> None:
+    interval_widths_register(Study.Kind.CRITIQUE, interval_widths)
     import_kind_register(ImportJob.Kind.QUESTIONS, critique_questions_import)
     import_kind_register(ImportJob.Kind.AI_OUTPUTS, critique_ai_outputs_import)
     study_creator_register(Study.Kind.CRITIQUE, critique_study_create, frozenset({

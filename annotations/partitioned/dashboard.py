@@ -455,3 +455,14 @@ FIGURES = {
     "strata": ("Accuracy by stratum", _rows_strata),
     "quality-checks": ("Quality checks", _rows_quality_checks),
 }
+
+
+def interval_widths(payload: dict) -> dict[str, float]:
+    """Each AI system's accuracy interval width (the ML estimate's, as the dashboard shows
+    it): what a webhook's target width is judged on (``core.services.notices``)."""
+    widths = {}
+    for system in payload.get("systems") or []:
+        ml = (system.get("estimates") or {}).get("ml") or {}
+        if ml.get("ci_low") is not None and ml.get("ci_high") is not None:
+            widths[system["name"]] = ml["ci_high"] - ml["ci_low"]
+    return widths

@@ -13,6 +13,7 @@ from annotations.core.reviews.registry import Reviewable, reviewable_register
 from annotations.core.services.eval_logs import eval_log_writer_register
 from annotations.core.services.flags import Flaggable, flaggable_register
 from annotations.core.services.import_jobs import import_kind_register
+from annotations.core.services.notices import interval_widths_register
 from annotations.core.services.recompute import recompute_kind_register
 from annotations.core.services.studies import (
     study_create,
@@ -26,7 +27,7 @@ from annotations.core.views import (
     study_page_register,
 )
 from annotations.partitioned import reviews, views
-from annotations.partitioned.dashboard import FIGURES
+from annotations.partitioned.dashboard import FIGURES, interval_widths
 from annotations.partitioned.models import Query
 from annotations.partitioned.selectors import studies_with_unfolded_changes
 from annotations.partitioned.services import routing  # the queries' task kind
@@ -39,6 +40,7 @@ from annotations.partitioned.services.studies import partitioned_study_open
 
 
 def register() -> None:
+    interval_widths_register(Study.Kind.PARTITIONED, interval_widths)
     study_creator_register(Study.Kind.PARTITIONED, study_create, frozenset({
         "classes", "description", "queries_per_item", "lease_minutes", "shuffle_options",
         "gold_rate", "seed", "interval_method"}))

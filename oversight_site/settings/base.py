@@ -220,6 +220,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     # partitioned studies' maintained statistics held to the full recompute
     # (annotations.partitioned.services.consistency; /healthz reports a difference)
+    # webhook deliveries due: retries, and those whose task was lost (annotations.webhooks)
+    "webhooks-due": {
+        "task": "annotations.tasks.webhooks_due_task",
+        "schedule": schedule(run_every=15.0),
+    },
     "check-estimates": {
         "task": "annotations.tasks.tallies_check_task",
         "schedule": schedule(run_every=float(os.environ.get("OVERSIGHT_CHECK_ESTIMATES_SECONDS",
@@ -323,7 +328,15 @@ OVERSIGHT_IMPORT_MAX_BYTES = int(os.environ.get("OVERSIGHT_IMPORT_MAX_BYTES",
 # still being checked) one study may hold (annotations/audit/services/uploads.py): 1 GiB.
 OVERSIGHT_AUDIT_STUDY_QUOTA_BYTES = int(os.environ.get("OVERSIGHT_AUDIT_STUDY_QUOTA_BYTES",
                                                        str(1024 * 1024 * 1024)))
-# Evaluation logs (annotations/core/eval_logs/): the most samples × epochs one import reads
+# Webhooks (annotations/webhooks/): the hosts they may call (host names, .domain, IP
+# addresses and networks, "*"; comma-separated; empty: none — the operator opens them), the
+# seconds one delivery may take in all, and who sends them without a broker ("thread": a
+# background thread of the web process; "request": at once, the test settings).
+OVERSIGHT_WEBHOOK_ALLOWED_HOSTS = [h for h in os.environ.get(
+    "OVERSIGHT_WEBHOOK_ALLOWED_HOSTS", "").split(",") if h.strip()]
+OVERSIGHT_WEBHOOK_TIMEOUT = float(os.environ.get("OVERSIGHT_WEBHOOK_TIMEOUT", "10"))
+OVERSIGHT_WEBHOOK_RUNNER = os.environ.get("OVERSIGHT_WEBHOOK_RUNNER", "thread")
+# Evaluation logs (annotations/core/services/eval_logs/): the most samples × epochs one import reads
 # (a log declaring more is refused before it is read), and the most bytes an Inspect log's
 # zip may inflate to (checked before Inspect opens it).
 OVERSIGHT_EVAL_LOG_MAX_SAMPLES = int(os.environ.get("OVERSIGHT_EVAL_LOG_MAX_SAMPLES",

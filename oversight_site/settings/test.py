@@ -15,6 +15,7 @@ OVERSIGHT_RECOMPUTE_DEBOUNCE_SECONDS = 0.0
 # Import jobs run in the call that submits them (the result exists on return), also in the
 # pass with a broker; tests of the thread and of the worker choose their runner.
 OVERSIGHT_IMPORT_RUNNER = "request"
+OVERSIGHT_WEBHOOK_RUNNER = "request"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -40,11 +40,11 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import transaction
 from django.db.models import Count, Q
 
 from annotations.assisted.models import Arm, Interaction, Rating, RatingSkip, Sentence
 from annotations.core.models import AnswerReview, EstimateSnapshot, ItemFlag, Study
+from annotations.core.services.recompute import snapshot_store
 from annotations.core.words import counted
 from estimators.assisted.agreement import agreement_with_ai, krippendorff_alpha_nominal
 from estimators.assisted.calibration import reliability_bins
@@ -466,10 +466,7 @@ def assisted_recompute(*, study_id: int) -> EstimateSnapshot:
     rows = assisted_rows(study=study)
     payload = analysis_payload(rows, seed=int(study.seed) % 2**32)
     duration_ms = (time.perf_counter() - started) * 1000
-    with transaction.atomic():
-        return EstimateSnapshot.objects.create(
-            study=study, n_answered=payload["n_answered"], duration_ms=duration_ms,
-            payload=payload)
+    return snapshot_store(study=study, payload=payload, duration_ms=duration_ms)
 
 
 def rating_recorded_receiver(sender, *, study_id: int, **kwargs) -> None:

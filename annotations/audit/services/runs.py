@@ -60,6 +60,7 @@ from annotations.audit.services.verify import (
 )
 from annotations.core.errors import DomainError, ImportFailed
 from annotations.core.models import Study, User
+from annotations.core.services.notices import study_notice
 from annotations.core.sqlite_locks import while_sqlite_locked
 from estimators.nodata.algorithm import NoDataResult, flip_failures, streams, theorem1_bound
 from estimators.nodata.commitments import CommitmentsError, parse_commitments
@@ -235,6 +236,7 @@ def _finish(audit_id: int, status: str, errors: list[str] | None = None, **field
             Audit.objects.filter(pk=audit_id).update(
                 status=status, finished_at=timezone.now(), errors=errors or [],
                 heartbeat_at=None, **fields)
+            _finished_notice(audit_id)
 
     while_sqlite_locked(write)
 
@@ -470,8 +472,17 @@ def _finalize(audit: Audit, rows, flip_rng: np.random.Generator) -> None:
                 status=Audit.Status.SUCCEEDED, finished_at=timezone.now(), errors=[],
                 done=result.n, successes=result.successes, flips=result.flips,
                 summary=summary, heartbeat_at=None)
+            _finished_notice(audit_id)
 
     while_sqlite_locked(store)
+
+
+def _finished_notice(audit_id: int) -> None:
+    """audit.finished, after the commit (``core.services.notices``): its status and counts."""
+    audit = Audit.objects.filter(pk=audit_id).values(
+        "study_id", "status", "total", "successes", "flips").first()
+    if audit is not None:
+        study_notice(audit.pop("study_id"), "audit.finished", {"audit": audit_id, **audit})
 
 
 def audits_sweep(*, now: dt.datetime | None = None) -> int:

@@ -26,6 +26,7 @@ from annotations.core.engine import TaskKind
 from annotations.core.errors import DomainError, NotPermitted
 from annotations.core.models import ItemFlag, Study, StudyMembership, User
 from annotations.core.selectors import user_roles
+from annotations.core.services.notices import study_notice
 from annotations.core.services.recompute import study_recompute_schedule
 from annotations.core.services.studies import study_roles
 from annotations.core.task_models import TaskEventKind
@@ -120,8 +121,14 @@ def flag_item(*, study: Study, user: User, public_id: str, reason: str,
                                             resolution=ItemFlag.Resolution.WITHDRAWN)
         state = ({"resolution": ItemFlag.Resolution.WITHDRAWN, "resolved_at": timezone.now()}
                  if withdrawn.exists() else {})
-        return ItemFlag.objects.create(study=study, item_id=item_id, user=user,
-                                       reason=reason, note=note, **state), True
+        flag = ItemFlag.objects.create(study=study, item_id=item_id, user=user,
+                                       reason=reason, note=note, **state)
+        # the item's id in the study and the reason; not the note (free text of a worker)
+        study_notice(study.pk, "flag.raised", {
+            "item": _external_id(study, item_id), "reason": reason,
+            "open_flags": ItemFlag.objects.filter(
+                study=study, resolution=ItemFlag.Resolution.OPEN).count()})
+        return flag, True
     flag.reason, flag.note = reason, note
     fields = ["reason", "note", "updated_at"]
     if flag.resolution in (ItemFlag.Resolution.FIXED, ItemFlag.Resolution.DISMISSED):
@@ -129,6 +136,11 @@ def flag_item(*, study: Study, user: User, public_id: str, reason: str,
         fields += ["resolution", "resolved_at", "resolved_by"]
     flag.save(update_fields=fields)
     return flag, False
+
+
+def _external_id(study: Study, item_id: int) -> str:
+    model = flaggable(study.kind).item_model
+    return model.objects.filter(pk=item_id).values_list("external_id", flat=True).first() or ""
 
 
 @transaction.atomic

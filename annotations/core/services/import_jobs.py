@@ -51,6 +51,7 @@ from annotations.core.inputs import file_too_large_message
 from annotations.core.models import ImportJob, ImportJobFile, Study, User
 from annotations.core.queue import IMPORT_JOB_TASK, task
 from annotations.core.selectors import progress_key
+from annotations.core.services.notices import study_notice
 from annotations.core.services.progress import Progress, progress_phase, progress_reporting
 from annotations.core.services.recompute import short_error
 from annotations.core.services.records import detect_format
@@ -300,6 +301,9 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
                     done=rows, total=rows, updated_at=ended, finished_at=ended)):
                 raise _Expired  # failed meanwhile (expired, or deleted): keep nothing
             ImportJobFile.objects.filter(job_id=job.pk).delete()
+            study_notice(job.study_id, "import.finished", {
+                "job": job.pk, "kind": job.kind, "name": job.name, "created": result.created,
+                "updated": getattr(result, "updated", 0)})
     except _Expired:
         pass
     except DomainError as exc:  # ImportFailed, refusals: rolled back, nothing written
@@ -328,9 +332,14 @@ def _finish_failed(job_id: int, errors: list[str], *,
 
     def mark() -> None:
         with transaction.atomic():
-            ImportJob.objects.filter(pk=job_id, status__in=status_from).update(
-                status=ImportJob.Status.FAILED, errors=errors, updated_at=ended,
-                finished_at=ended)
+            if ImportJob.objects.filter(pk=job_id, status__in=status_from).update(
+                    status=ImportJob.Status.FAILED, errors=errors, updated_at=ended,
+                    finished_at=ended):
+                job = ImportJob.objects.values("study_id", "kind", "name").get(pk=job_id)
+                # how many problems, never their text (it may quote a hidden gold answer)
+                study_notice(job["study_id"], "import.failed", {
+                    "job": job_id, "kind": job["kind"], "name": job["name"],
+                    "problems": len(errors)})
             ImportJobFile.objects.filter(job_id=job_id).delete()
 
     while_sqlite_locked(mark)

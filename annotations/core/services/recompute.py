@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from annotations.core.models import EstimateSnapshot, RecomputeState, Study
 from annotations.core.queue import RECOMPUTE_TASK, task
+from annotations.core.services.notices import study_notice
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +168,22 @@ def study_recompute_any(*, study_id: int) -> EstimateSnapshot:
     if kind is None:
         raise Study.DoesNotExist(f"No study {study_id}.")
     return _KINDS[kind].recompute(study_id=study_id)
+
+
+@transaction.atomic
+def snapshot_store(*, study: Study, payload: dict, duration_ms: float) -> EstimateSnapshot:
+    """Store a recompute's snapshot (every study type's, from its ``recompute``); when it
+    counts more answers than the study's latest one, say so (``answers.recorded``,
+    ``core.services.notices``: one notice per snapshot, so answers are told in batches)."""
+    before = (EstimateSnapshot.objects.filter(study=study).order_by("-computed_at", "-id")
+              .values_list("n_answered", flat=True).first()) or 0
+    snapshot = EstimateSnapshot.objects.create(study=study, n_answered=payload["n_answered"],
+                                               duration_ms=duration_ms, payload=payload)
+    if snapshot.n_answered > before:
+        study_notice(study.pk, "answers.recorded", {
+            "answers": snapshot.n_answered, "new": snapshot.n_answered - before,
+            "snapshot": snapshot.pk})
+    return snapshot
 
 
 # --- state ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from annotations.core.errors import InvalidStudy, NotPermitted
 from annotations.core.events import STUDY_EVENT_KINDS, StudyEvent
 from annotations.core.models import Study, StudyClass, StudyMembership, User
 from annotations.core.selectors import study_name_taken
+from annotations.core.services.notices import study_notice
 
 
 @transaction.atomic
@@ -208,6 +209,8 @@ def study_opening(*, study: Study, by: User | None, check: Callable[[Study], Non
     if was != Study.Status.OPEN or made:
         study_event_record(study=study, kind="opened" if was != Study.Status.OPEN
                            else "items_routed", by=by, detail={counted: made, "from": was})
+    if was != Study.Status.OPEN:
+        study_notice(study.pk, "study.opened", {"status": "open", counted: made})
     return made
 
 
@@ -224,6 +227,7 @@ def study_close(*, study: Study, by: User | None = None) -> None:
     study.closed_at = timezone.now()
     study.save(update_fields=["status", "closed_at"])
     study_event_record(study=study, kind="closed", by=by, detail={"from": was})
+    study_notice(study.pk, "study.closed", {"status": "closed", "from": was})
 
 
 # --- member accounts created by researchers ------------------------------------------------

@@ -18,11 +18,11 @@ from __future__ import annotations
 import math
 import time
 
-from django.db import transaction
 from django.db.models import Count, Q
 from scipy import stats
 
 from annotations.core.models import AnswerReview, EstimateSnapshot, ItemFlag, Study
+from annotations.core.services.recompute import snapshot_store
 from annotations.critique.models import (
     CritiqueOutput,
     CritiqueQuestion,
@@ -170,7 +170,5 @@ def critique_recompute(*, study_id: int) -> EstimateSnapshot:
     study = Study.objects.get(pk=study_id)
     payload = critique_payload(study)
     duration_ms = (time.perf_counter() - started) * 1000
-    with transaction.atomic():
-        return EstimateSnapshot.objects.create(study=study, n_answered=payload["n_answered"],
-                                               duration_ms=duration_ms, payload=payload)
+    return snapshot_store(study=study, payload=payload, duration_ms=duration_ms)
 

@@ -29,6 +29,7 @@ from django.db import transaction
 
 from annotations.core.errors import DomainError
 from annotations.core.models import Study
+from annotations.core.services.notices import study_notice
 from annotations.core.services.records import option_text
 from annotations.evaluation.models import EvaluationCall, EvaluationSettings, EvaluationToken
 from annotations.evaluation.selectors import budget_used
@@ -413,8 +414,12 @@ def _evaluate(token: EvaluationToken, study_id: int, body, kind: str, started: f
             estimates["design"] = designed.design
         released.update(score=score, estimates=estimates, ladder=None)
     released["budget"] = _budget(token, used + (0 if final else 1))
-    EvaluationCall.objects.create(
+    call = EvaluationCall.objects.create(
         token=token, study=study, kind=kind, candidate=sub.candidate, n_items=len(pks),
         n_used=n_used, accepted=True, score=score, released=released,
         duration_ms=(time.perf_counter() - started) * 1000)
+    if final:  # what the token's holder was released, no more
+        study_notice(study.pk, "evaluation.final_report", {
+            "call": call.pk, "token": token.name, "candidate": sub.candidate,
+            "score": released["score"], "items_used": n_used})
     return released

@@ -9,11 +9,11 @@ from contextlib import nullcontext
 from dataclasses import asdict
 
 import numpy as np
-from django.db import transaction
 from django.db.models import Count
 from scipy import stats
 
 from annotations.core.models import EstimateSnapshot, Study
+from annotations.core.services.recompute import snapshot_store
 from annotations.partitioned.models import Query, RoutingDesign
 from annotations.partitioned.selectors import (
     estimated_queries,
@@ -223,11 +223,7 @@ def study_recompute(*, study_id: int) -> EstimateSnapshot:
     study = Study.objects.get(pk=study_id)
     payload = recompute_payload(study, tallies_current(study_id=study.pk))
     duration_ms = (time.perf_counter() - started) * 1000
-    with transaction.atomic():
-        return EstimateSnapshot.objects.create(
-            study=study, n_answered=payload["n_answered"], duration_ms=duration_ms,
-            payload=payload,
-        )
+    return snapshot_store(study=study, payload=payload, duration_ms=duration_ms)
 
 
 def recompute_payload(study: Study, tallies: Tallies | None) -> dict:

@@ -60,12 +60,21 @@ def binom_ge_rows(t: np.ndarray, n: int, p: np.ndarray) -> np.ndarray:
     the rest follows by subtracting cumulated probabilities, ~10× cheaper than an
     incomplete beta per entry when n is large. Absolute error ~1e-15 · n (the
     log-factorials' rounding: 2e-11 at n = 20 000, tested), well under the intervals'
-    INTERPOLATION_TOLERANCE."""
+    INTERPOLATION_TOLERANCE.
+
+    Which of the two ways a row takes depends on that row alone (its thresholds' range),
+    never on the other rows: a row gives the same bits alone or in any batch."""
     t = np.clip(t, 0, n + 1)
     lo, hi = t.min(axis=1), t.max(axis=1)
+    short = (hi - lo) <= 4 * t.shape[1] + 16
+    if not short.all():  # wide rows one incomplete beta per entry, the others cumulated
+        out = np.empty(t.shape)
+        wide = ~short
+        out[wide] = binom_ge(t[wide], n, np.broadcast_to(p, (len(t), 1))[wide])
+        if short.any():
+            out[short] = binom_ge_rows(t[short], n, np.broadcast_to(p, (len(t), 1))[short])
+        return out
     span = int((hi - lo).max()) + 1
-    if span > 4 * t.shape[1] + 16 or len(t) < 8:  # few rows: the saving is not worth it
-        return binom_ge(t, n, p)
     s = lo[:, None] + np.arange(span)  # (rows, span)
     inside = s <= n
     s_in = np.where(inside, s, 0)

@@ -275,10 +275,11 @@ def _bracket(cell: _Cell, half: float, upper: bool) -> _Bracket:
 
 
 def _series_table(series: np.ndarray) -> np.ndarray:
-    """Values of the strict and inclusive series on the grid: (brackets, grid, 2)."""
-    m, nodes = series.shape[:2]
-    flat = series[:, :, :2].transpose(1, 0, 2).reshape(nodes, 2 * m)
-    return (_GRID_BASIS @ flat).reshape(len(_GRID), m, 2).transpose(1, 0, 2)
+    """Values of the strict and inclusive series on the grid: (brackets, grid, 2). Summed
+    by einsum's own loop, not a BLAS product, whose kernels change the order of the sums with
+    the number of brackets: a bracket's values (and so its interval) are the same bits alone
+    or among any others."""
+    return np.einsum("gn,mnc->mgc", _GRID_BASIS, series[:, :, :2])
 
 
 def _solve_series(series: np.ndarray, table: np.ndarray, r: np.ndarray, lo: np.ndarray,

@@ -330,12 +330,14 @@ OVERSIGHT_AUDIT_STUDY_QUOTA_BYTES = int(os.environ.get("OVERSIGHT_AUDIT_STUDY_QU
                                                        str(1024 * 1024 * 1024)))
 # Webhooks (annotations/webhooks/): the hosts they may call (host names, .domain, IP
 # addresses and networks, "*"; comma-separated; empty: none — the operator opens them), the
-# seconds one delivery may take in all, and who sends them without a broker ("thread": a
-# background thread of the web process; "request": at once, the test settings).
+# seconds one delivery may take in all, and who sends them: "celery" (a worker; the default
+# with a broker), "thread" (a background thread of the web process; the embedded default) or
+# "request" (at once, in the call that made the notice: the test settings).
 OVERSIGHT_WEBHOOK_ALLOWED_HOSTS = [h for h in os.environ.get(
     "OVERSIGHT_WEBHOOK_ALLOWED_HOSTS", "").split(",") if h.strip()]
 OVERSIGHT_WEBHOOK_TIMEOUT = float(os.environ.get("OVERSIGHT_WEBHOOK_TIMEOUT", "10"))
-OVERSIGHT_WEBHOOK_RUNNER = os.environ.get("OVERSIGHT_WEBHOOK_RUNNER", "thread")
+OVERSIGHT_WEBHOOK_RUNNER = os.environ.get("OVERSIGHT_WEBHOOK_RUNNER") or (
+    "thread" if CELERY_TASK_ALWAYS_EAGER else "celery")
 # Evaluation logs (annotations/core/services/eval_logs/): the most samples × epochs one import reads
 # (a log declaring more is refused before it is read), and the most bytes an Inspect log's
 # zip may inflate to (checked before Inspect opens it).

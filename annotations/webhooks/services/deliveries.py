@@ -190,11 +190,12 @@ def deliveries_enqueue(ids: list[int]) -> None:
     global _executor
     if not ids:
         return
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        if settings.OVERSIGHT_WEBHOOK_RUNNER == "request":  # the test settings
-            for pk in ids:
-                delivery_send(delivery_id=pk)
-            return
+    runner = settings.OVERSIGHT_WEBHOOK_RUNNER
+    if runner == "request":  # the test settings: here and now
+        for pk in ids:
+            delivery_send(delivery_id=pk)
+        return
+    if runner == "thread":
         with _executor_lock:
             if _executor is None:
                 _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhooks")

@@ -1,7 +1,10 @@
 """Uniform studies' estimates are bit-identical to those of the platform before routing
 designs existed (issue 28): the snapshot payloads of seeded simulated studies, written by
 the code of commit 2f8834f on SQLite and on PostgreSQL (``OVERSIGHT_GOLDEN_WRITE=1`` writes
-them again, on that code),
+them again, on that code) — with the one change to its numerics made since, which makes an
+interval's ends the same bits whatever other cells share its batch (``exact._series_table``
+summed by einsum, ``binom_ge_rows`` choosing its way per row; issue 30's session: 56 ends
+moved by at most 1.1e-16),
 are compared exactly — every float to the last bit — with today's. Exact floats hold on
 one floating-point environment: the references were written, and the suite runs, with
 OpenBLAS's Haswell kernels and numpy's dispatch up to AVX2 (``dev.py``'s PINNED_FLOATS; on

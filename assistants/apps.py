@@ -15,12 +15,6 @@ class AssistantsConfig(AppConfig):
 
 def egress_settings_check(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """OVERSIGHT_AI_ALLOWED_HOSTS parses (a typo must stop the server, not widen the list)."""
-    from assistants.egress import policy_from_settings
+    from assistants.egress import allow_list_errors, policy_from_settings
 
-    try:
-        policy_from_settings()
-    except ValueError as exc:
-        return [checks.Error(str(exc), hint="Host names, .domains, *, IP addresses or CIDR "
-                             "networks, comma-separated (docs/operations.md).",
-                             id="oversight.E001")]
-    return []
+    return allow_list_errors(policy_from_settings, "oversight.E001", "docs/operations.md")

@@ -137,6 +137,20 @@ def policy_from_settings(*, resolver: Resolver = resolve) -> EgressPolicy:
     return EgressPolicy.parse(list(entries), site_base_url=site, resolver=resolver)
 
 
+def allow_list_errors(make_policy: Callable[[], EgressPolicy], check_id: str,
+                      where: str) -> list:
+    """The system check of an allow-list setting: an error naming the entry when it does not
+    parse (a typo must stop the server, not widen the list nor fail a researcher's save)."""
+    from django.core import checks
+
+    try:
+        make_policy()
+    except ValueError as exc:
+        return [checks.Error(str(exc), hint="Host names, .domains, *, IP addresses or CIDR "
+                             f"networks, comma-separated ({where}).", id=check_id)]
+    return []
+
+
 def ip_literal(host: str) -> IPAddress | None:
     try:
         return ipaddress.ip_address(host.strip("[]"))

@@ -133,26 +133,24 @@ class StudyDetailApi(APIView):
         return Response(_study_body(request, study))
 
 
-class StudyOpenApi(APIView):
-    @extend_schema(request=None, responses=StudyOutputSerializer,
-                   summary="Open a study to its workers (researchers; its first tasks are "
-                   "made)")
+def _status_api(name: str, change: Callable[..., object], summary: str) -> type[APIView]:
+    """A study's open or close endpoint (researchers): ``change(study=, by=)``, then the
+    study as it is now."""
+
+    @extend_schema(request=None, responses=StudyOutputSerializer, summary=summary)
     def post(self, request, study_id: int):
         study = study_for(request, study_id, Role.RESEARCHER)
-        study_open(study=study, by=request.user)
+        change(study=study, by=request.user)
         study.refresh_from_db()
         return Response(_study_body(request, study))
 
+    return type(name, (APIView,), {"post": post, "__doc__": None})
 
-class StudyCloseApi(APIView):
-    @extend_schema(request=None, responses=StudyOutputSerializer,
-                   summary="Close a study (researchers): no task is offered or answered "
-                   "any more")
-    def post(self, request, study_id: int):
-        study = study_for(request, study_id, Role.RESEARCHER)
-        study_close(study=study, by=request.user)
-        study.refresh_from_db()
-        return Response(_study_body(request, study))
+
+StudyOpenApi = _status_api("StudyOpenApi", study_open, "Open a study to its workers "
+                           "(researchers; its first tasks are made)")
+StudyCloseApi = _status_api("StudyCloseApi", study_close, "Close a study (researchers): no "
+                            "task is offered or answered any more")
 
 
 class StudyMemberApi(APIView):

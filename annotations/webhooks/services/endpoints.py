@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from assistants.egress import EgressPolicy, EndpointRefused, endpoint_check
+from assistants.egress import EgressPolicy, EndpointRefused, allow_list_errors, endpoint_check
 
 SETTING = "OVERSIGHT_WEBHOOK_ALLOWED_HOSTS"
 
@@ -31,17 +31,8 @@ def webhook_url_problem(url: str, *, resolve_names: bool = True) -> str | None:
 
 
 def webhook_settings_check(app_configs=None, **kwargs) -> list:
-    """OVERSIGHT_WEBHOOK_ALLOWED_HOSTS parses (a typo must stop the server, not widen the
-    list, nor fail a researcher's save)."""
-    from django.core import checks
-
-    try:
-        webhook_policy()
-    except ValueError as exc:
-        return [checks.Error(str(exc), hint="Host names, .domains, *, IP addresses or CIDR "
-                             "networks, comma-separated (docs/operations.md, Webhooks).",
-                             id="oversight.E002")]
-    return []
+    """OVERSIGHT_WEBHOOK_ALLOWED_HOSTS parses."""
+    return allow_list_errors(webhook_policy, "oversight.E002", "docs/operations.md, Webhooks")
 
 
 __all__ = ["EndpointRefused", "SETTING", "webhook_policy", "webhook_settings_check",

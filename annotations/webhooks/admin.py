@@ -40,7 +40,10 @@ class WebhookForm(forms.ModelForm):
                           target_width=data.get("target_width"))
         except DomainError as exc:
             field = getattr(exc, "field", None)
-            self.add_error(field if field in self.fields else None, exc.message)
+            if field in self.fields:  # the message under its field, without its name
+                self.add_error(field, exc.message.removeprefix(f"{field}: "))
+            else:
+                self.add_error(None, exc.message)
         return data
 
 
@@ -82,14 +85,21 @@ class WebhookAdmin(ResearcherScopedAdmin):
 @admin.register(WebhookDelivery)
 class WebhookDeliveryAdmin(ResearcherScopedAdmin):
     study_field = "webhook__study"
-    list_display = ["created_at", "event", "webhook", "status", "attempts", "last_status",
-                    "last_error", "next_attempt_at"]
+    list_display = ["created_at", "event", "status", "attempts", "last_status", "last_error",
+                    "next_attempt_at", "webhook_url"]
     list_filter = ["status", "event"]
     readonly_fields = ["webhook", "event", "delivery_id", "payload", "status", "attempts",
                        "next_attempt_at", "last_status", "last_error", "created_at",
                        "delivered_at"]
     fields = readonly_fields
     actions = ["deliver_again"]
+
+    @admin.display(description="webhook")
+    def webhook_url(self, obj: WebhookDelivery) -> str:
+        return obj.webhook.url
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("webhook")
 
     def has_add_permission(self, request):
         return False

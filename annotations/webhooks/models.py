@@ -77,6 +77,7 @@ class WebhookDelivery(models.Model):
     delivered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name_plural = "webhook deliveries"
         ordering = ["-created_at", "-pk"]
         indexes = [models.Index(fields=["status", "next_attempt_at"],
                                 name="webhook_delivery_due")]

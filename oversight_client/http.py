@@ -37,9 +37,10 @@ class ApiError(Exception):
         self.status, self.code, self.detail, self.errors = status, code, detail, errors or []
 
 
-def error_of(exc: urllib.error.HTTPError) -> ApiError:
-    """The platform's error body (``code``, ``detail``, ``errors``) of a refused call; the
-    reason phrase where the body is not JSON (read at most 1 MB of it)."""
+def error_of(exc: urllib.error.HTTPError, kind: type[ApiError] = ApiError) -> ApiError:
+    """The platform's error body (``code``, ``detail``, ``errors``) of a refused call as a
+    ``kind`` error; the reason phrase where the body is not JSON (read at most 1 MB of
+    it)."""
     try:
         data: Any = json.loads(exc.read(1 << 20) or b"{}")
     except ValueError:
@@ -53,7 +54,7 @@ def error_of(exc: urllib.error.HTTPError) -> ApiError:
     if errors is None and "code" not in data and data:
         errors = [f"{field}: {message}" for field, messages in data.items()
                   for message in (messages if isinstance(messages, list) else [messages])]
-    return ApiError(exc.code, str(data.get("code", "error")), str(detail), errors)
+    return kind(exc.code, str(data.get("code", "error")), str(detail), errors)
 
 
 class Transport:
@@ -141,9 +142,7 @@ class Transport:
             try:
                 return urllib.request.urlopen(request, timeout=self.timeout)  # noqa: S310
             except urllib.error.HTTPError as exc:
-                error = error_of(exc)
-                if self.error is not ApiError:
-                    error = self.error(error.status, error.code, error.detail, error.errors)
+                error = error_of(exc, self.error)
                 retry = exc.code >= 500 or (exc.code == 429 and error.code not in
                                             FINAL_REFUSALS)
                 if not retry or attempt >= self.retries:

@@ -153,14 +153,18 @@ StudyCloseApi = _status_api("StudyCloseApi", study_close, "Close a study (resear
                             "task is offered or answered any more")
 
 
+def _member_row(membership: StudyMembership, **new_account) -> dict:
+    return {"username": membership.user.username, "role": membership.role,
+            "class_index": membership.study_class.index if membership.study_class else None,
+            **new_account}
+
+
 class StudyMemberApi(APIView):
     @extend_schema(responses=MemberOutputSerializer(many=True),
                    summary="The study's members (researchers)")
     def get(self, request, study_id: int):
         study = study_for(request, study_id, Role.RESEARCHER)
-        rows = [{"username": m.user.username, "role": m.role,
-                 "class_index": m.study_class.index if m.study_class else None}
-                for m in selectors.study_memberships(study=study)]
+        rows = [_member_row(m) for m in selectors.study_memberships(study=study)]
         return Response(MemberOutputSerializer(rows, many=True).data)
 
     @extend_schema(request=MemberInputSerializer(many=True),
@@ -173,11 +177,8 @@ class StudyMemberApi(APIView):
         data.is_valid(raise_exception=True)
         added = members_add(study=study, by=request.user, members=[
             NewMember(**row) for row in data.validated_data])
-        rows = [{"username": a.membership.user.username, "role": a.membership.role,
-                 "class_index": (a.membership.study_class.index if a.membership.study_class
-                                 else None),
-                 "password": a.password,
-                 "invitation": a.invitation and request.build_absolute_uri(a.invitation)}
+        rows = [_member_row(a.membership, password=a.password, invitation=(
+                    a.invitation and request.build_absolute_uri(a.invitation)))
                 for a in added]
         return Response(MemberOutputSerializer(rows, many=True).data,
                         status=status.HTTP_201_CREATED)

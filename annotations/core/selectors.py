@@ -277,11 +277,16 @@ def study_flags(*, study: Study) -> QuerySet[ItemFlag]:
         "resolution", "-updated_at", "-id")
 
 
+def item_external_ids(item_model, pks) -> dict[int, str]:
+    """{primary key: id in the study} of a study type's items (``item_model``: the
+    flaggable's ``Item``, ``Sentence`` or ``CritiqueQuestion``), one query."""
+    return dict(item_model.objects.filter(pk__in=set(pks)).values_list("pk", "external_id"))
+
+
 def flag_rows(flags: list[ItemFlag], item_model) -> list[dict]:
     """The API's rows of ``flags`` (one page): each item named by its id in the study (the
     study type's ``item_model``, one query per page)."""
-    ids = dict(item_model.objects.filter(pk__in={f.item_id for f in flags})
-               .values_list("pk", "external_id"))
+    ids = item_external_ids(item_model, (f.item_id for f in flags))
     return [{"item": ids.get(f.item_id, str(f.item_id)), "reason": f.reason, "note": f.note,
              "flagged_by": f.user.username, "flagged_at": f.updated_at,
              "resolution": f.resolution, "resolved_at": f.resolved_at} for f in flags]

@@ -11,7 +11,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotations.assisted.models import Arm, AssistedSettings
+from annotations.assisted.models import COMPONENT_ORDER, Arm, AssistedSettings
 from annotations.core.errors import InvalidStudy
 from annotations.core.models import Study, User
 from annotations.core.services.studies import study_name_check
@@ -118,14 +118,11 @@ def assisted_study_create(*, name: str, description: str = "", seed: int | None 
     return assisted_study_insert(study=study, baseline=baseline, **settings)
 
 
-ARM_COMPONENTS = ("search", "evidence", "reasoning", "judgments", "confidence", "debate")
-
-
 @transaction.atomic
 def assisted_study_create_with_arms(*, name: str, arms: Sequence[Mapping] = (),
                                     **settings: Any) -> Study:
     """``assisted_study_create`` and then its assisted arms, each {name, components} (the
-    panel's components: ``ARM_COMPONENTS``), after the baseline arm — what the API's study
+    panel's components: ``models.Component``), after the baseline arm — what the API's study
     creation takes. An unknown component is refused naming the arm."""
     study = assisted_study_create(name=name, **settings)
     for position, given in enumerate(arms, start=1):
@@ -134,10 +131,10 @@ def assisted_study_create_with_arms(*, name: str, arms: Sequence[Mapping] = (),
         if not arm_name or not isinstance(components, list):
             raise InvalidStudy(f"arms[{position - 1}]: an object with a name and a list of "
                                f"components.", field="arms")
-        unknown = sorted(set(components) - set(ARM_COMPONENTS))
+        unknown = sorted(set(components) - set(COMPONENT_ORDER))
         if unknown:
             raise InvalidStudy(f"arms[{position - 1}]: unknown components {', '.join(unknown)} "
-                               f"(use {', '.join(ARM_COMPONENTS)}).", field="arms")
+                               f"(use {', '.join(COMPONENT_ORDER)}).", field="arms")
         arm_save(arm=Arm(study=study, name=arm_name, position=position,
                          **{f"show_{c}": True for c in components}))
     return study

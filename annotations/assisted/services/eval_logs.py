@@ -67,7 +67,7 @@ def assisted_eval_log_import(*, study: Study, log: EvalLog, label: str) -> EvalL
     new = [(where, r) for where, r in records if r["id"] not in stored]
     result = samples_import(sentences_import, new, study=study, label=label) if new else None
     return EvalLogImported(
-        framework=log.framework, systems=sorted({log.system(s.epoch) for s in log.samples}),
+        framework=log.framework, systems=log.systems,
         samples=len(log.samples), created=len(new), unchanged=len(records) - len(new),
         answers=len(new), unparsed=sum(1 for s in log.samples if s.answer is None),
         things="sentence",

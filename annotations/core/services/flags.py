@@ -25,7 +25,7 @@ from django.utils import timezone
 from annotations.core.engine import TaskKind
 from annotations.core.errors import DomainError, NotPermitted
 from annotations.core.models import ItemFlag, Study, StudyMembership, User
-from annotations.core.selectors import user_roles
+from annotations.core.selectors import item_external_ids, user_roles
 from annotations.core.services.notices import study_notice
 from annotations.core.services.recompute import study_recompute_schedule
 from annotations.core.services.studies import study_roles
@@ -125,7 +125,8 @@ def flag_item(*, study: Study, user: User, public_id: str, reason: str,
                                        reason=reason, note=note, **state)
         # the item's id in the study and the reason; not the note (free text of a worker)
         study_notice(study.pk, "flag.raised", {
-            "item": _external_id(study, item_id), "reason": reason,
+            "item": item_external_ids(flaggable(study.kind).item_model, [item_id]).get(
+                item_id, ""), "reason": reason,
             "open_flags": ItemFlag.objects.filter(
                 study=study, resolution=ItemFlag.Resolution.OPEN).count()})
         return flag, True
@@ -136,11 +137,6 @@ def flag_item(*, study: Study, user: User, public_id: str, reason: str,
         fields += ["resolution", "resolved_at", "resolved_by"]
     flag.save(update_fields=fields)
     return flag, False
-
-
-def _external_id(study: Study, item_id: int) -> str:
-    model = flaggable(study.kind).item_model
-    return model.objects.filter(pk=item_id).values_list("external_id", flat=True).first() or ""
 
 
 @transaction.atomic

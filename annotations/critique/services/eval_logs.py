@@ -59,7 +59,7 @@ def critique_eval_log_import(*, study: Study, log: EvalLog, label: str) -> EvalL
     result = (samples_import(critique_ai_outputs_import, rows, study=study, label=label)
               if rows else None)
     return EvalLogImported(
-        framework=log.framework, systems=sorted({log.system(s.epoch) for s in log.samples}),
+        framework=log.framework, systems=log.systems,
         samples=len(log.samples), created=len(split.new), unchanged=split.unchanged,
         answers=len(rows), unparsed=sum(1 for _, r in rows if r["final"] is None),
         things="question",

@@ -50,7 +50,7 @@ def partitioned_eval_log_import(*, study: Study, log: EvalLog, label: str) -> Ev
             for s in log.samples]
     result = samples_import(predictions_import, rows, study=study, label=label, update=True)
     return EvalLogImported(
-        framework=log.framework, systems=sorted({log.system(s.epoch) for s in log.samples}),
+        framework=log.framework, systems=log.systems,
         samples=len(log.samples), created=len(split.new), unchanged=split.unchanged,
         answers=result.created + result.updated, updated=result.updated,
         unparsed=sum(result.unparseable.values()) + sum(result.missing.values()),

@@ -36,12 +36,14 @@ due — retries, and deliveries whose task was lost.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import hmac
 import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx2
@@ -57,6 +59,7 @@ from annotations.core.events import study_event_kind_register
 from annotations.core.models import Study, User
 from annotations.core.queue import task
 from annotations.core.services.notices import EVENTS, interval_widths, notice_listener_register
+from annotations.core.services.recompute import short_error
 from annotations.core.services.studies import study_event_record
 from annotations.webhooks.models import Webhook, WebhookDelivery
 from annotations.webhooks.services.endpoints import webhook_policy, webhook_url_problem
@@ -121,19 +124,17 @@ def _body(study: Study, event: str, data: dict, delivery: WebhookDelivery) -> di
             "data": data}
 
 
-def _targets_reached(webhook: Webhook, study: Study, data: dict) -> list[dict]:
-    """The targets of ``webhook`` this answers.recorded reaches for the first time."""
-    from annotations.core.models import EstimateSnapshot
-
+def _targets_reached(webhook: Webhook, data: dict, widths: Callable[[], dict[str, float]]
+                     ) -> list[dict]:
+    """The targets of ``webhook`` this answers.recorded reaches for the first time
+    (``widths()``: the new snapshot's interval widths)."""
     reached: list[dict] = []
     if webhook.target_answers is not None and "answers" not in webhook.reached \
             and data.get("answers", 0) >= webhook.target_answers:
         reached.append({"target": "answers", "answers": data["answers"],
                         "target_answers": webhook.target_answers})
     if webhook.target_width is not None:
-        payload = (EstimateSnapshot.objects.filter(pk=data.get("snapshot"))
-                   .values_list("payload", flat=True).first()) or {}
-        for name, width in sorted(interval_widths(study.kind, payload).items()):
+        for name, width in sorted(widths().items()):
             if width <= webhook.target_width and f"width:{name}" not in webhook.reached:
                 reached.append({"target": "width", "system": name, "width": width,
                                 "target_width": webhook.target_width})
@@ -141,20 +142,34 @@ def _targets_reached(webhook: Webhook, study: Study, data: dict) -> list[dict]:
 
 
 def notice_heard(study_id: int, event: str, data: dict) -> list[int]:
-    """The deliveries a notice makes (module docstring); returns their ids, queued."""
-    study = Study.objects.filter(pk=study_id).first()
-    if study is None:
-        return []
+    """The deliveries a notice makes (module docstring); returns their ids, queued. A study
+    without an active webhook costs one query (every snapshot's notice comes here)."""
+    from annotations.core.models import EstimateSnapshot
+
     made: list[int] = []
     with transaction.atomic():
-        for webhook in Webhook.objects.select_for_update().filter(study=study, active=True):
+        webhooks = list(Webhook.objects.select_for_update().select_related("study")
+                        .filter(study_id=study_id, active=True))
+        if not webhooks:
+            return made
+
+        @functools.cache
+        def widths() -> dict[str, float]:  # the snapshot read once for every webhook
+            payload = (EstimateSnapshot.objects.filter(pk=data.get("snapshot"))
+                       .values_list("payload", flat=True).first()) or {}
+            return interval_widths(webhooks[0].study.kind, payload)
+
+        for webhook in webhooks:
+            study = webhook.study
             sends = [(event, data)] if event in webhook.events else []
             if event == "answers.recorded" and "study.target_reached" in webhook.events:
-                for target in _targets_reached(webhook, study, data):
+                targets = _targets_reached(webhook, data, widths)
+                for target in targets:
                     sends.append(("study.target_reached", target))
                     webhook.reached.append("answers" if target["target"] == "answers"
                                            else f"width:{target['system']}")
-                Webhook.objects.filter(pk=webhook.pk).update(reached=webhook.reached)
+                if targets:
+                    Webhook.objects.filter(pk=webhook.pk).update(reached=webhook.reached)
             for name, body_data in sends:
                 delivery = WebhookDelivery(webhook=webhook, event=name, payload={},
                                            next_attempt_at=timezone.now())
@@ -248,7 +263,7 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, s
     except Exception as exc:  # noqa: BLE001 - every failure is the delivery's outcome
         if time.monotonic() - started >= limit - 0.05:
             return None, f"no answer within {limit:g} s"
-        return None, f"{type(exc).__name__}: {str(exc)[:300]}"
+        return None, short_error(exc)
     finally:
         cut.cancel()
         client.close()

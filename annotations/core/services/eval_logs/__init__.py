@@ -77,10 +77,6 @@ def eval_log_writer_register(study_kind: str, writer: Callable[..., EvalLogImpor
     _WRITERS[study_kind] = writer
 
 
-def _formats(name: str, data: bytes, fmt: str | None) -> str:
-    return log_format(name, data, fmt)
-
-
 def eval_log_import(*, study: Study, source: IO[bytes], name: str, fmt: str,
                     update: bool = False, options: dict) -> EvalLogImported:
     """The job's service (module docstring); ``update`` is accepted for the job runner and
@@ -170,7 +166,7 @@ def _at_sample(error: str, records: str, label: str, rows: list[tuple[str, dict]
 def register() -> None:
     """The import kind (called from the app's ``ready``)."""
     import_kind_register(ImportJob.Kind.EVAL_LOG, eval_log_import, options=True,
-                         formats=_formats)
+                         formats=log_format)
 
 
 __all__ = ["EvalLog", "EvalLogImported", "EvalSample", "SamplesSplit", "eval_log_import",

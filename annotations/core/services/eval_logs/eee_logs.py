@@ -34,9 +34,8 @@ def read_eee_log(data: bytes, *, name: str, model: str = "", task: str = "") -> 
     """The samples of an instance-level file (module docstring); ImportFailed lists every
     problem by file and line."""
     problems: list[str] = []
-    samples: list[EvalSample] = []
     systems: dict[tuple[str, str], int] = {}
-    seen: dict[tuple[str, int], int] = {}
+    seen: dict[tuple[str, int], tuple[int, EvalSample]] = {}  # (id, epoch) → its first line
     limit = settings.OVERSIGHT_EVAL_LOG_MAX_SAMPLES
     for line, rec in read_records(io.BytesIO(data), name=name, fmt="jsonl",
                                   problems=problems):
@@ -50,15 +49,12 @@ def read_eee_log(data: bytes, *, name: str, model: str = "", task: str = "") -> 
             continue
         systems.setdefault((str(rec.get("model_id") or ""), str(rec.get("evaluation_name")
                                                                or "")), line)
-        first = seen.setdefault((sample.key, sample.epoch), line)
-        if first != line:
-            kept = next(s for s in samples if (s.key, s.epoch) == (sample.key, sample.epoch))
-            if (kept.text, kept.choices, kept.target) != (sample.text, sample.choices,
-                                                         sample.target):
-                problems.append(f"{where}: sample_id: '{sample.key}' again (line {first}) "
-                                f"with another question, options or reference")
-            continue
-        samples.append(sample)
+        first, kept = seen.setdefault((sample.key, sample.epoch), (line, sample))
+        if first != line and (kept.text, kept.choices, kept.target) != (
+                sample.text, sample.choices, sample.target):
+            problems.append(f"{where}: sample_id: '{sample.key}' again (line {first}) "
+                            f"with another question, options or reference")
+    samples = [sample for _, sample in seen.values()]
     if len(systems) > 1:
         listed = "; ".join(f"{m or '?'} on {t or '?'} (line {n})"
                            for (m, t), n in list(systems.items())[:5])

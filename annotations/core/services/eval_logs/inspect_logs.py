@@ -31,13 +31,9 @@ from annotations.core.services.eval_logs.samples import (
     free_text_problem,
     option_named,
 )
+from annotations.core.services.recompute import short_error
 
 INSTALL_HINT = "pip install '.[inspect]' (the platform's optional Inspect extra)"
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 def _inflated_problem(data: bytes, name: str) -> str | None:
@@ -47,7 +43,8 @@ def _inflated_problem(data: bytes, name: str) -> str | None:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             inflated = sum(info.file_size for info in archive.infolist())
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        return f"{name}: not a readable Inspect log: a damaged or truncated zip ({_short(exc)})"
+        return (f"{name}: not a readable Inspect log: a damaged or truncated zip "
+                f"({short_error(exc)})")
     if inflated > limit:
         return (f"{name}: the log would inflate to {inflated:,} bytes; at most {limit:,} are "
                 f"read (OVERSIGHT_EVAL_LOG_MAX_INFLATED)")
@@ -81,7 +78,7 @@ def read_inspect_log(data: bytes, *, name: str) -> EvalLog:
             raise ImportFailed([f"{name}: not a readable Inspect log: JSON nested too deeply"]
                                ) from None
         except Exception as exc:  # noqa: BLE001 - any reader failure names the file
-            raise ImportFailed([f"{name}: not a readable Inspect log ({_short(exc)})"]
+            raise ImportFailed([f"{name}: not a readable Inspect log ({short_error(exc)})"]
                                ) from None
     if log.status != "success":
         raise ImportFailed([f"{name}: the evaluation's status is '{log.status}', not "

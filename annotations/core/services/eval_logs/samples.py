@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 FRAMEWORKS = {"inspect": "Inspect", "lm-eval": "lm-evaluation-harness",
               "every-eval-ever": "Every Eval Ever"}
@@ -51,10 +52,18 @@ class EvalLog:
     task: str
     samples: list[EvalSample] = field(default_factory=list)
 
+    @cached_property
+    def _several_epochs(self) -> bool:
+        return len({s.epoch for s in self.samples}) > 1
+
     def system(self, epoch: int = 1) -> str:
         name = f"{self.model} · {self.task}" if self.task else self.model
-        epochs = {s.epoch for s in self.samples}
-        return f"{name} · epoch {epoch}" if len(epochs) > 1 else name
+        return f"{name} · epoch {epoch}" if self._several_epochs else name
+
+    @property
+    def systems(self) -> list[str]:
+        """Every AI system the log's answers go to, sorted."""
+        return sorted({self.system(s.epoch) for s in self.samples})
 
 
 def option_named(value, choices: tuple[str, ...] | list[str], *,

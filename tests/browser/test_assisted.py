@@ -97,7 +97,11 @@ def test_evidence_rater_passes_the_quiz_expands_evidence_and_rates_by_keyboard(
         expect(panel).to_contain_text("Be careful")
         evidence = panel.locator('details[data-section="evidence"]')
         expect(evidence).not_to_have_attribute("open", "")
-        page.keyboard.press("v")  # expand the evidence
+        # expand the evidence; its event is stored before the link is opened (two events
+        # sent at once may reach the server in either order)
+        with page.expect_response(lambda r: r.url.endswith(f"/{task_id}/events/")
+                                  and r.request.method == "POST"):
+            page.keyboard.press("v")
         expect(evidence).to_have_attribute("open", "")
         with page.context.expect_page() as opened:
             evidence.locator("a[data-link]").first.click()

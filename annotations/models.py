@@ -29,6 +29,7 @@ from annotations.audit.models import (
     VerifierQuestionEvent,
 )
 from annotations.core.events import StudyEvent, study_event_kind_register
+from annotations.core.exclusion_models import ExcludedAnswer, Exclusion
 from annotations.core.models import (
     AnswerReview,
     EstimateSnapshot,
@@ -73,6 +74,7 @@ __all__ = [
     "LeasedTask", "Query",
     "QueryEvent", "QuerySkip", "RoutingDesign", "TallyEntry", "TallyGroup", "TallyItem",
     "TallyState",
+    "ExcludedAnswer", "Exclusion",
     "RecomputeState", "Study", "StudyClass", "StudyEvent", "StudyMembership", "TaskEvent",
     "User", "_new_seed", "new_public_id", "study_event_kind_register",
     "Webhook", "WebhookDelivery",

@@ -5,7 +5,7 @@ offers, and what a flag names (the sentence a rater rates)."""
 
 from __future__ import annotations
 
-from annotations.assisted import reviews, views
+from annotations.assisted import reviews, views, workers
 from annotations.assisted.dashboard import FIGURES
 from annotations.assisted.models import Rating, Sentence
 from annotations.assisted.services import rating  # the rating tasks' kind
@@ -51,7 +51,8 @@ def register() -> None:
     figures_register(Study.Kind.ASSISTED, FIGURES)
     dashboard_register(Study.Kind.ASSISTED, views.assisted_dashboard_page)
     export_register(Study.Kind.ASSISTED, "ratings", "Ratings with comments, what each rater "
-                    "was shown and what they opened", rating_rows, RATING_FIELDS)
+                    "was shown and what they opened", rating_rows, RATING_FIELDS,
+                    answers=("rating_id", Rating))
     study_page_register(
         Study.Kind.ASSISTED, "admin:annotations_assistedstudy_change",
         add=("Add assisted study", "admin:annotations_assistedstudy_add"),
@@ -67,4 +68,6 @@ def register() -> None:
     reviewable_register(Study.Kind.ASSISTED, Reviewable(
         answer_model=Rating, noun="rating", answers=reviews.answers, views=reviews.views,
         items=reviews.items, item_answer_ids=reviews.item_answer_ids,
-        disagreements=reviews.disagreements))
+        disagreements=reviews.disagreements, worker_field="rater", at_field="created_at",
+        ms_field="time_on_task_ms",
+        worker_answers=workers.worker_answers))

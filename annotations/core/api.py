@@ -18,7 +18,12 @@ from rest_framework.views import APIView
 from annotations.core import selectors
 from annotations.core.db_router import replica_reads
 from annotations.core.errors import NotPermitted
-from annotations.core.exports import FORMATS, export_response, requested_format
+from annotations.core.exports import (
+    FORMATS,
+    excluded_requested,
+    export_response,
+    requested_format,
+)
 from annotations.core.models import Study, StudyMembership
 from annotations.core.serializers import (
     FlagInputSerializer,
@@ -195,7 +200,10 @@ class StudyExportApi(APIView):
                              "assisted ratings; critique outputs, tasks or metrics (default: "
                              "the study type's first)."),
             OpenApiParameter("format", str, enum=list(FORMATS), description="csv (default) "
-                             "or jsonl")],
+                             "or jsonl"),
+            OpenApiParameter("excluded", str, enum=["include"], description="include: keep "
+                             "the answers an exclusion took out, with a column 'excluded' "
+                             "(default: left out, as from every estimate)")],
         responses={(200, "text/csv"): OpenApiTypes.STR,
                    (200, "application/jsonl"): OpenApiTypes.STR},
         summary="Raw export of every answer of a study (researchers, managers)")
@@ -203,7 +211,7 @@ class StudyExportApi(APIView):
     def get(self, request, study_id: int):
         study = study_for(request, study_id, Role.RESEARCHER, Role.MANAGER)
         return export_response(study, request.query_params.get("what"),
-                               requested_format(request))
+                               requested_format(request), excluded=excluded_requested(request))
 
 
 class StudyFlagApi(APIView):

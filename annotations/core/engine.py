@@ -36,6 +36,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from annotations.core.errors import AlreadyAnswered, AnsweredTooSoon, LeaseExpired, NotLeaseHolder
+from annotations.core.exclusion_models import Exclusion
 from annotations.core.models import ItemFlag, Study
 from annotations.core.task_models import LeasedTask, TaskEventKind, TaskStatus
 
@@ -124,12 +125,18 @@ def lease_first(kind: TaskKind, *, pool_sql: str, pool_params: Sequence[Any], us
     caller sends the task to its holder in this same request, so the statement also sets
     ``rendered_at`` = ``now`` and both audit rows (``issued``, ``rendered``) go in one
     INSERT — what ``task_mark_rendered`` would record, two statements fewer. Tasks of a
-    withdrawn item are passed over (``TaskKind.item_field``). Returns the leased task, or
+    withdrawn item are passed over (``TaskKind.item_field``), and a worker a standing
+    exclusion holds (``core.exclusion_models.Exclusion``) gets none. Returns the leased task, or
     None when the pool is empty."""
     table = kind.model._meta.db_table
     if kind.item_field:
         pool_sql = (f"({pool_sql}) AND "
                     + ItemFlag.not_withdrawn_sql("q.study_id", f"q.{kind.item_field}_id"))
+    # a worker a standing exclusion holds is leased nothing more in the study
+    pool_sql = (f"({pool_sql}) AND NOT EXISTS (SELECT 1 FROM {Exclusion._meta.db_table} x "
+                "WHERE x.study_id = q.study_id AND x.worker_id = %s AND x.kind = %s AND "
+                "x.undone_at IS NULL)")
+    pool_params = [*pool_params, user.pk, Exclusion.Kind.WORKER.value]
     lock = (" FOR UPDATE SKIP LOCKED"
             if connection.features.has_select_for_update_skip_locked else "")
     sql = (

@@ -17,6 +17,7 @@ import csv
 import io
 import json
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import IO
 
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -93,6 +94,12 @@ class _Counted:
             yield row
 
 
+def excluded_requested(request: HttpRequest) -> bool:
+    """``?excluded=include``: the export keeps excluded answers, with their column."""
+    params = getattr(request, "query_params", request.GET)
+    return params.get("excluded") == "include"
+
+
 def requested_format(request: HttpRequest) -> str:
     """``?format=`` of a download: csv or jsonl (anything else is csv)."""
     fmt = request.GET.get("format", "csv")
@@ -106,39 +113,82 @@ def download(filename: str, fmt: str = "csv") -> HttpResponse:
     return response
 
 
+@dataclass(frozen=True)
+class _Export:
+    title: str
+    rows: Callable[..., Iterable[dict]]
+    fields: list[str] | None
+    answers: tuple[str, type] | None
+
+
 # Raw exports of every study type, registered by each type's ``hooks``: kind → what →
 # (title, rows(study) → the rows, in order, streamed from the database; the CSV columns, or
-# None for every key). Served by ``core.views.study_export`` and the API's
-# ``StudyExportApi`` to the study's researchers and managers, and by the types' commands.
-_EXPORTS: dict[str, dict[str, tuple[str, Callable[..., Iterable[dict]], list[str] | None]]] = {}
+# None for every key; for an export of answers, the row's key holding the answer's id and
+# the answer model). Served by ``core.views.study_export`` and the API's ``StudyExportApi``
+# to the study's researchers and managers, and by the types' commands.
+_EXPORTS: dict[str, dict[str, _Export]] = {}
 
 
 def export_register(kind: str, what: str, title: str, rows: Callable[..., Iterable[dict]],
-                    fields: list[str] | None) -> None:
-    _EXPORTS.setdefault(kind, {})[what] = (title, rows, fields)
+                    fields: list[str] | None, *, answers: tuple[str, type] | None = None
+                    ) -> None:
+    _EXPORTS.setdefault(kind, {})[what] = _Export(title, rows, fields, answers)
 
 
 def exports_of(kind: str) -> list[tuple[str, str]]:
     """(what, title) of every raw export a study of ``kind`` offers, the first the default."""
-    return [(what, title) for what, (title, _, _) in _EXPORTS.get(kind, {}).items()]
+    return [(what, e.title) for what, e in _EXPORTS.get(kind, {}).items()]
 
 
-def export_write(study, what: str, out: IO[str], fmt: str) -> int:
+def exports_of_answers(kind: str) -> set[str]:
+    """The exports of ``kind`` whose rows are answers (``?excluded=include`` applies)."""
+    return {what for what, e in _EXPORTS.get(kind, {}).items() if e.answers is not None}
+
+
+def _rows_and_fields(study, export: _Export, excluded: bool
+                     ) -> tuple[Iterable[dict], list[str] | None]:
+    """An export's rows and columns: of an export of answers, without the excluded answers
+    (``core.exclusion_models``) — or, ``excluded``, with all of them and a column
+    ``excluded`` (true/false)."""
+    rows, fields = export.rows(study), export.fields
+    if export.answers is None:
+        return rows, fields
+    from annotations.core.exclusion_models import ExcludedAnswer
+
+    key, model = export.answers
+    out = set(ExcludedAnswer.ids(study, model).values_list("answer_id", flat=True))
+
+    def kept() -> Iterator[dict]:
+        for row in rows:
+            left_out = row[key] in out
+            if excluded:
+                yield {**row, "excluded": left_out}
+            elif not left_out:
+                yield row
+
+    if excluded and fields is not None:
+        fields = [*fields, "excluded"]
+    return kept(), fields
+
+
+def export_write(study, what: str, out: IO[str], fmt: str, *, excluded: bool = False) -> int:
     """Write the export ``what`` of ``study``; KeyError for one its type does not offer."""
-    _, rows, fields = _EXPORTS[study.kind][what]
-    return rows_write(rows(study), out=out, fmt=fmt, fields=fields)
+    rows, fields = _rows_and_fields(study, _EXPORTS[study.kind][what], excluded)
+    return rows_write(rows, out=out, fmt=fmt, fields=fields)
 
 
-def export_response(study, what: str | None, fmt: str) -> StreamingHttpResponse:
+def export_response(study, what: str | None, fmt: str, *, excluded: bool = False
+                    ) -> StreamingHttpResponse:
     """The download of ``what`` (default: the type's first export) as ``fmt``, streamed
     as its rows are read (no length known in advance; memory bounded by one piece); 404
-    for a study type without exports."""
+    for a study type without exports. ``excluded``: with the excluded answers and their
+    column (``_rows_and_fields``)."""
     offered = exports_of(study.kind)
     if not offered:
         raise Http404("This study type has no export.")
     what = what if what in dict(offered) else offered[0][0]
-    _, rows, fields = _EXPORTS[study.kind][what]
-    response = StreamingHttpResponse(rows_chunks(rows(study), fmt=fmt, fields=fields),
+    rows, fields = _rows_and_fields(study, _EXPORTS[study.kind][what], excluded)
+    response = StreamingHttpResponse(rows_chunks(rows, fmt=fmt, fields=fields),
                                      content_type=CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-{what}.{fmt}"'
     return response

@@ -135,6 +135,10 @@ class Study(models.Model):
     # Items per stratum (quality checks excluded), kept by the item services: the
     # population weights of the stratified estimate without a count over every item.
     stratum_sizes = models.JSONField(default=dict, editable=False)
+    # Exclusions standing (``core.exclusion_models.Exclusion`` not undone), kept by their
+    # services: an answer's service reads it with the study and skips every exclusion
+    # statement while it is 0.
+    exclusions_standing = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     opened_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)

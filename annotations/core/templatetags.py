@@ -8,7 +8,7 @@ its meaning that each study type's glossary tag (``tip``, ``atip``, ``ctip``) re
 from __future__ import annotations
 
 from django import template
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 register = template.Library()
 
@@ -34,6 +34,19 @@ def share_bar(share: float | None = None, percent: float | None = None, cls: str
                        cls, f"{width:.1f}")
 
 
+@register.simple_tag
+def time_bars(histogram: list[int], labels: list[str]) -> str:
+    """A worker's seconds per answer as a small bar chart (one bar per bin of
+    ``estimators.numerics.workers.TIME_EDGES``), its counts in words for screen readers."""
+    top = max(histogram) if histogram and max(histogram) else 1
+    words = ", ".join(f"{label}: {n}" for label, n in zip(labels, histogram, strict=True))
+    bars = format_html_join("", '<rect x="{}" y="{}" width="8" height="{}"/>', (
+        (i * 10, f"{20 - 20 * n / top:.1f}", f"{20 * n / top:.1f}")
+        for i, n in enumerate(histogram)))
+    return format_html('<svg class="time-bars" viewBox="0 0 {} 20" role="img" aria-label="{}">'
+                       "{}</svg>", 10 * len(histogram), f"Seconds per answer — {words}", bars)
+
+
 def term_tip(short: str, meaning: str, label: str = "") -> str:
     """A term with its meaning: ``title`` for a mouse, and an "i" that opens on a tap or
     a key press (``<details>``: no script needed). Every dashboard's tooltip tag uses it
@@ -47,9 +60,10 @@ def term_tip(short: str, meaning: str, label: str = "") -> str:
 @register.inclusion_tag("annotations/_downloads.html")
 def downloads(study) -> dict:
     """The raw exports of ``study``'s type, each as CSV and JSONL (``core.exports``)."""
-    from annotations.core.exports import exports_of
+    from annotations.core.exports import exports_of, exports_of_answers
 
-    return {"study": study, "exports": exports_of(study.kind)}
+    return {"study": study, "exports": exports_of(study.kind),
+            "of_answers": exports_of_answers(study.kind)}
 
 
 @register.simple_tag
@@ -76,8 +90,9 @@ def dashboard_panels(context, study) -> str:
 @register.inclusion_tag("annotations/_flagged.html", takes_context=True)
 def flagged(context, study) -> dict:
     """What a dashboard's estimates include of the study's flagged items (open flags; the
-    withdrawn ones are left out) and how many answers reviewers rejected (left out too),
-    with the Review page's link for its researchers and reviewers."""
+    withdrawn ones are left out), how many answers reviewers rejected and how many
+    exclusions took out (left out too), with the Review and Workers pages' links for those
+    who may open them."""
     from annotations.core.models import StudyMembership
     from annotations.core.reviews.registry import reviewable
     from annotations.core.reviews.selectors import study_left_out_counts
@@ -87,12 +102,20 @@ def flagged(context, study) -> dict:
     request = context.get("request")
     user = getattr(request, "user", None)
     roles = user_roles(user=user, study=study) if user and user.is_authenticated else set()
-    counts, rejected = study_left_out_counts(study=study)
-    return {"study": study, "counts": counts, "rejected": rejected,
+    counts, rejected, excluded = study_left_out_counts(study=study)
+    return {"study": study, "counts": counts, "rejected": rejected, "excluded": excluded,
             "noun": flaggable(study.kind).noun, "answer_noun": reviewable(study.kind).noun,
             "researcher": StudyMembership.Role.RESEARCHER in roles,
             "reviewer": bool(roles & {StudyMembership.Role.RESEARCHER,
                                       StudyMembership.Role.REVIEWER})}
+
+
+@register.inclusion_tag("annotations/_workers_compact_slot.html")
+def workers_compact(study) -> dict:
+    """Where the dashboard's compact Workers table goes: loaded by htmx as the page opens
+    (``core.reviews.workers_views.workers_compact_part``: its reads stay out of the
+    dashboard's own), with the full page's link for a browser without script."""
+    return {"study": study}
 
 
 @register.simple_tag

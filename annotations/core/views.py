@@ -166,12 +166,14 @@ def dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
 @login_required
 @replica_reads
 def study_export(request: HttpRequest, study_id: int) -> HttpResponse:
-    """A raw export of any study type (``?what=`` one of its exports, ``?format=csv|jsonl``),
-    for the study's researchers and managers, as they may read its dashboard."""
-    from annotations.core.exports import export_response, requested_format
+    """A raw export of any study type (``?what=`` one of its exports, ``?format=csv|jsonl``,
+    ``?excluded=include`` to keep excluded answers with a column saying so), for the study's
+    researchers and managers, as they may read its dashboard."""
+    from annotations.core.exports import excluded_requested, export_response, requested_format
 
     study = dashboard_study(request, study_id)
-    return export_response(study, request.GET.get("what"), requested_format(request))
+    return export_response(study, request.GET.get("what"), requested_format(request),
+                           excluded=excluded_requested(request))
 
 
 @require_http_methods(["GET", "POST"])

@@ -23,7 +23,7 @@ from annotations.core.views import (
     study_home_register,
     study_page_register,
 )
-from annotations.critique import reviews, views
+from annotations.critique import reviews, views, workers
 from annotations.critique.dashboard import FIGURES, interval_widths
 from annotations.critique.models import CritiqueOutput, CritiqueQuestion
 from annotations.critique.services import assignment  # the tasks' kind
@@ -50,7 +50,8 @@ def register() -> None:
     for what, title in (("outputs", "Outputs: every response and critique"),
                         ("tasks", "Tasks and their timing"),
                         ("metrics", "Metrics of the latest analysis")):
-        export_register(Study.Kind.CRITIQUE, what, title, *EXPORTS[what])
+        export_register(Study.Kind.CRITIQUE, what, title, *EXPORTS[what],
+                        answers=("output_id", CritiqueOutput) if what == "outputs" else None)
     study_page_register(
         Study.Kind.CRITIQUE, "admin:annotations_critiquesettings_change",
         add=("Add critique study", "admin:annotations_critiquesettings_add"),
@@ -66,4 +67,6 @@ def register() -> None:
     reviewable_register(Study.Kind.CRITIQUE, Reviewable(
         answer_model=CritiqueOutput, noun="output", answers=reviews.answers, views=reviews.views,
         items=reviews.items, item_answer_ids=reviews.item_answer_ids,
-        disagreements=reviews.disagreements))
+        disagreements=reviews.disagreements, worker_field="author", at_field="created_at",
+        ms_field="time_ms",
+        worker_answers=workers.worker_answers))

@@ -11,7 +11,9 @@ whatever its rows); a flag or review change first locks its queries' rows, so it
 concurrent answer to the same query are ordered and each sees the other's committed state.
 SQLite: row-level triggers (one writer at a time).
 
-Migration 0037 re-creates them writing each entry's ``item_id`` too (``item=True`` below)."""
+Migration 0037 re-creates them writing each entry's ``item_id`` too (``item=True`` below);
+migration 0041 counts an excluded answer (``ExcludedAnswer``) as a rejected one and adds the
+triggers of exclusions (``excluded=True``)."""
 
 from django.db import migrations
 
@@ -25,10 +27,25 @@ def columns(item: bool) -> str:
     return COLUMNS + (", item_id" if item else "")
 
 
+QUERY_TYPE = ("(SELECT id FROM django_content_type WHERE app_label = 'annotations' AND "
+              "model = 'query')")
+
+
 def rejected(r: str) -> str:
     return ("EXISTS (SELECT 1 FROM annotations_answerreview v JOIN django_content_type c "
             "ON c.id = v.answer_type_id WHERE c.app_label = 'annotations' AND c.model = "
             f"'query' AND v.answer_id = {r}.id AND v.state = 'rejected')")
+
+
+def excluded(r: str) -> str:
+    """Query row ``r``'s answer is excluded (one row per answer: migration 0041)."""
+    return (f"EXISTS (SELECT 1 FROM annotations_excludedanswer e WHERE e.answer_type_id = "
+            f"{QUERY_TYPE} AND e.answer_id = {r}.id)")
+
+
+def left_out(r: str, excluding: bool) -> str:
+    """What the entry's ``rejected`` column holds: rejected by a review, or excluded."""
+    return f"({rejected(r)} OR {excluded(r)})" if excluding else rejected(r)
 
 
 def withdrawn(r: str) -> str:
@@ -37,7 +54,7 @@ def withdrawn(r: str) -> str:
 
 
 def place(r: str, sign: int, *, rejected_as: str | None = None,
-          withdrawn_as: str | None = None, item: bool = False) -> str:
+          withdrawn_as: str | None = None, item: bool = False, excluding: bool = False) -> str:
     """The SELECT list of query row ``r``'s entry with ``sign`` (every column of
     ``columns(item)``)."""
     answered = ANSWERED.format(r=r)
@@ -48,7 +65,8 @@ def place(r: str, sign: int, *, rejected_as: str | None = None,
             f"{r}.sequence = 0, ({r}.draw_uniform IS NULL OR {r}.draw_uniform), "
             "EXISTS (SELECT 1 FROM annotations_routingdesign d WHERE d.id = "
             f"{r}.design_id AND d.kind = 'neyman'), "
-            f"{rejected_as or rejected(r)}, {withdrawn_as or withdrawn(r)}, {r}.study_id, "
+            f"{rejected_as or left_out(r, excluding)}, {withdrawn_as or withdrawn(r)}, "
+            f"{r}.study_id, "
             f"{sign}, {bits}" + (f", {r}.item_id" if item else ""))
 
 
@@ -78,11 +96,11 @@ def skip_entry(r: str, sign: int, item: bool = False) -> str:
 
 
 # --- SQLite: row-level triggers --------------------------------------------------------------
-def sqlite_statements(item: bool = False) -> list[str]:
+def sqlite_statements(item: bool = False, excluding: bool = False) -> list[str]:
     entry = f"{ENTRY} ({columns(item)})"
 
     def place_(*args, **kwargs) -> str:
-        return place(*args, **kwargs, item=item)
+        return place(*args, **kwargs, item=item, excluding=excluding)
 
     other_withdrawn = ("EXISTS (SELECT 1 FROM annotations_itemflag g WHERE g.study_id = "
                        "{r}.study_id AND g.item_id = {r}.item_id AND g.resolution = "
@@ -94,15 +112,26 @@ def sqlite_statements(item: bool = False) -> list[str]:
                 f"INSERT INTO {entry} SELECT {place_('q', 1, withdrawn_as=after)} "
                 f"{item_queries(f'{r}.study_id', f'{r}.item_id')};")
 
-    def review_move(r: str, before: str, after: str) -> str:
+    def review_move(r: str, before: str, after: str, *, exclusion: bool = False) -> str:
+        """Move the query of answer row ``r`` (a review's, or an exclusion's) from
+        ``rejected`` = ``before`` to ``after``; a review's move counts an exclusion in both."""
         target = (f"FROM annotations_query q WHERE q.id = {r}.answer_id AND NOT "
-                  "q.is_quality_check AND " + f"{r}.answer_type_id = (SELECT id FROM "
-                  "django_content_type WHERE app_label = 'annotations' AND model = 'query')")
+                  f"q.is_quality_check AND {r}.answer_type_id = {QUERY_TYPE}")
+        if excluding and not exclusion:
+            before, after = (f"(({side}) OR {excluded('q')})" for side in (before, after))
         return (f"INSERT INTO {entry} SELECT {place_('q', -1, rejected_as=before)} "
                 f"{target}; INSERT INTO {entry} SELECT "
                 f"{place_('q', 1, rejected_as=after)} {target};")
 
-    return [
+    exclusions = [
+        # one row per answer: its coming and going moves the query between its review's
+        # verdict and "left out"
+        "CREATE TRIGGER tally_exclusion_insert AFTER INSERT ON annotations_excludedanswer "
+        f"FOR EACH ROW BEGIN {review_move('NEW', rejected('q'), 'TRUE', exclusion=True)} END",
+        "CREATE TRIGGER tally_exclusion_delete AFTER DELETE ON annotations_excludedanswer "
+        f"FOR EACH ROW BEGIN {review_move('OLD', 'TRUE', rejected('q'), exclusion=True)} END",
+    ] if excluding else []
+    return exclusions + [
         f"CREATE TRIGGER tally_query_insert AFTER INSERT ON annotations_query FOR EACH ROW "
         f"WHEN NOT NEW.is_quality_check BEGIN INSERT INTO {entry} SELECT "
         f"{place_('NEW', 1)}; END",
@@ -146,12 +175,13 @@ SQLITE_TRIGGERS = ("tally_query_insert", "tally_query_delete", "tally_query_upda
                    "tally_skip_insert", "tally_skip_delete", "tally_flag_insert",
                    "tally_flag_update", "tally_flag_delete", "tally_review_insert",
                    "tally_review_update", "tally_review_delete")
+EXCLUSION_TRIGGERS = ("tally_exclusion_insert", "tally_exclusion_delete")
 
 
 # --- PostgreSQL: statement-level triggers over transition tables -----------------------------
-def postgresql_statements(item: bool = False) -> list[str]:
+def postgresql_statements(item: bool = False, excluding: bool = False) -> list[str]:
     def place_(*args, **kwargs) -> str:
-        return place(*args, **kwargs, item=item)
+        return place(*args, **kwargs, item=item, excluding=excluding)
 
     def function(name: str, body: str) -> str:
         return (f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
@@ -190,20 +220,41 @@ def postgresql_statements(item: bool = False) -> list[str]:
                     "COALESCE(o.state = 'rejected', FALSE) AS was, "
                     "COALESCE(n.state = 'rejected', FALSE) AS now FROM new_rows n FULL JOIN "
                     "old_rows o ON o.id = n.id WHERE COALESCE(n.answer_type_id, "
-                    "o.answer_type_id) = (SELECT id FROM django_content_type WHERE app_label "
-                    "= 'annotations' AND model = 'query')")
+                    f"o.answer_type_id) = {QUERY_TYPE}")
+    was, now = ((f"({side} OR {excluded('q')})" for side in ("m.was", "m.now"))
+                if excluding else ("m.was", "m.now"))
     review_body = (
         "CREATE TEMP TABLE IF NOT EXISTS tally_rejected (answer_id bigint, was boolean, now "
         "boolean) ON COMMIT DROP; DELETE FROM tally_rejected; "
         f"INSERT INTO tally_rejected SELECT * FROM ({review_pairs}) p WHERE was <> now; "
         "PERFORM 1 FROM annotations_query q JOIN tally_rejected m ON q.id = m.answer_id "
         "ORDER BY q.id FOR UPDATE OF q; "
-        f"{insert} SELECT {place_('q', -1, rejected_as='m.was')} FROM annotations_query q JOIN "
+        f"{insert} SELECT {place_('q', -1, rejected_as=was)} FROM annotations_query q JOIN "
         "tally_rejected m ON q.id = m.answer_id WHERE NOT q.is_quality_check UNION ALL "
-        f"SELECT {place_('q', 1, rejected_as='m.now')} FROM annotations_query q JOIN "
+        f"SELECT {place_('q', 1, rejected_as=now)} FROM annotations_query q JOIN "
         "tally_rejected m ON q.id = m.answer_id WHERE NOT q.is_quality_check;")
+    # an exclusion's rows (one per answer) in or out: the query moves between its review's
+    # verdict and "left out"; its row locked first, as for a review
+    excluded_queries = ("FROM annotations_query q JOIN rows_ x ON q.id = x.answer_id WHERE "
+                        f"x.answer_type_id = {QUERY_TYPE}")
+
+    def exclusion_body(rows: str, before: str, after: str) -> str:
+        target = excluded_queries.replace("rows_", rows)
+        return (f"PERFORM 1 {target} ORDER BY q.id FOR UPDATE OF q; "
+                f"{insert} SELECT {place_('q', -1, rejected_as=before)} {target} AND NOT "
+                f"q.is_quality_check UNION ALL SELECT {place_('q', 1, rejected_as=after)} "
+                f"{target} AND NOT q.is_quality_check;")
+
+    exclusions = [
+        function("tally_exclusion_insert", exclusion_body("new_rows", rejected("q"), "TRUE")),
+        trigger("tally_exclusion_insert", "annotations_excludedanswer", "INSERT",
+                "NEW TABLE AS new_rows"),
+        function("tally_exclusion_delete", exclusion_body("old_rows", "TRUE", rejected("q"))),
+        trigger("tally_exclusion_delete", "annotations_excludedanswer", "DELETE",
+                "OLD TABLE AS old_rows"),
+    ] if excluding else []
     both = "OLD TABLE AS old_rows NEW TABLE AS new_rows"
-    return [
+    return exclusions + [
         function("tally_query_insert", f"{insert} SELECT {place_('n', 1)} FROM new_rows n "
                  "WHERE NOT n.is_quality_check;"),
         trigger("tally_query_insert", "annotations_query", "INSERT", "NEW TABLE AS new_rows"),
@@ -245,7 +296,8 @@ def postgresql_statements(item: bool = False) -> list[str]:
 
 
 TABLES = {"query": "annotations_query", "skip": "annotations_queryskip",
-          "flag": "annotations_itemflag", "review": "annotations_answerreview"}
+          "flag": "annotations_itemflag", "review": "annotations_answerreview",
+          "exclusion": "annotations_excludedanswer"}
 
 
 def create(apps, schema_editor):

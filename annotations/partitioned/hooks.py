@@ -26,7 +26,7 @@ from annotations.core.views import (
     study_home_register,
     study_page_register,
 )
-from annotations.partitioned import reviews, views
+from annotations.partitioned import reviews, views, workers
 from annotations.partitioned.dashboard import FIGURES, interval_widths
 from annotations.partitioned.models import Query
 from annotations.partitioned.selectors import studies_with_unfolded_changes
@@ -53,7 +53,8 @@ def register() -> None:
     import_kind_register(ImportJob.Kind.ITEMS, items_import)
     import_kind_register(ImportJob.Kind.PREDICTIONS, predictions_import)
     export_register(Study.Kind.PARTITIONED, "labels",
-                    "Labels: every answered query with its routing", label_rows, EXPORT_FIELDS)
+                    "Labels: every answered query with its routing", label_rows, EXPORT_FIELDS,
+                    answers=("query_id", Query))
     study_page_register(
         Study.Kind.PARTITIONED, "admin:annotations_study_change",
         add=("Add partitioned study", "admin:annotations_study_add"),
@@ -68,4 +69,6 @@ def register() -> None:
     reviewable_register(Study.Kind.PARTITIONED, Reviewable(
         answer_model=Query, noun="label", answers=reviews.answers, views=reviews.views,
         items=reviews.items, item_answer_ids=reviews.item_answer_ids,
-        disagreements=reviews.disagreements))
+        disagreements=reviews.disagreements, worker_field="answered_by", at_field="answered_at",
+        ms_field="time_on_task_ms",
+        worker_answers=workers.worker_answers))

@@ -187,7 +187,8 @@ class TallyKey(models.Model):
     answer ("yes", "no", "unsure") once answered, or "skip" (a hand-back, counted by class
     alone); ``first`` (the item's first query), ``uniform`` (the uniform part of the draws:
     ``Query.draw_uniform`` NULL or true), ``neyman`` (drawn under a Neyman design),
-    ``rejected`` (a review rejected its answer) and ``withdrawn`` (its item was withdrawn)."""
+    ``rejected`` (its answer is left out: a review rejected it, or an exclusion holds it —
+    ``core.exclusion_models``) and ``withdrawn`` (its item was withdrawn)."""
 
     stratum = models.CharField(max_length=120, blank=True, default="")
     k = models.PositiveSmallIntegerField()

@@ -16,7 +16,8 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum, TextF
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast
 
-from annotations.core.models import AnswerReview, Item, ItemFlag, Study, StudyMembership, User
+from annotations.core.exclusion_models import answers_kept_sql, answers_left_out
+from annotations.core.models import Item, ItemFlag, Study, StudyMembership, User
 from annotations.core.selectors import row_id_possible, study_classes
 from annotations.core.services.bulk import IN_LIST_MAX
 from annotations.partitioned.models import (
@@ -202,13 +203,13 @@ UNIFORM_PART = Q(draw_uniform__isnull=True) | Q(draw_uniform=True)
 
 def estimated_queries(study: Study, queries: QuerySet[Query]) -> QuerySet[Query]:
     """``queries`` less those the estimates leave out: of withdrawn items (flags) and with
-    a rejected answer (reviews: ``AnswerReview.rejected_ids``); inside
+    an answer rejected (reviews) or excluded (``answers_left_out``); inside
     :func:`uniform_part_only`, also those outside the uniform part. The ORM twin of
     :func:`_answered_sql`."""
     if _uniform_part.get():
         queries = queries.filter(UNIFORM_PART)
     return (queries.exclude(item_id__in=ItemFlag.withdrawn_ids(study))
-            .exclude(pk__in=AnswerReview.rejected_ids(study, Query)))
+            .exclude(answers_left_out(study, Query)))
 
 
 def study_label_counts(*, study: Study, ordinals: list[int]) -> LabelCounts:
@@ -314,7 +315,7 @@ def _answered_sql() -> str:
     return (f"FROM {table} WHERE {q('study_id')} = %s AND {q('status')} = %s "
             f"AND NOT {q('is_quality_check')} AND {uniform}"
             + ItemFlag.not_withdrawn_sql(study_column, f"{table}.{q('item_id')}") + " AND "
-            + AnswerReview.not_rejected_sql(Query, study_column, f"{table}.{q('id')}"))
+            + answers_kept_sql(Query, study_column, f"{table}.{q('id')}"))
 
 
 def _banded_grouped(study: Study, ordinals: list[int], banded: list[int],
@@ -735,7 +736,7 @@ def study_submitted_items(*, study: Study, external_ids: list[str]) -> Submitted
         return SubmittedItems(items, *study_label_rows(study=study, item_ids=pks))
     item_t, query_t = Item._meta.db_table, Query._meta.db_table
     live = (ItemFlag.not_withdrawn_sql("q.study_id", "q.item_id") + " AND "
-            + AnswerReview.not_rejected_sql(Query, "q.study_id", "q.id"))
+            + answers_kept_sql(Query, "q.study_id", "q.id"))
     sql = (f"SELECT i.external_id, i.id, i.options::text, i.option_order::text, q.k, "
            f"CASE WHEN q.answer = %s THEN 1 ELSE 0 END FROM {item_t} i "
            f"LEFT JOIN {query_t} q ON q.item_id = i.id AND q.study_id = i.study_id "
@@ -782,8 +783,8 @@ def study_rejected_answers(*, study: Study) -> dict[int, dict[str, int]]:
     answer — what the progress counts (every answer given) hold beyond the estimates. One
     query over the study's rejections (few), none over its labels."""
     out: dict[int, dict[str, int]] = {}
-    for row in (Query.objects.filter(pk__in=AnswerReview.rejected_ids(study, Query),
-                                     study=study, is_quality_check=False)
+    for row in (Query.objects.filter(answers_left_out(study, Query), study=study,
+                                     is_quality_check=False)
                 .exclude(item_id__in=ItemFlag.withdrawn_ids(study))
                 .values("k", "answer").annotate(n=Count("id")).order_by()):
         out.setdefault(row["k"], {})[row["answer"]] = row["n"]

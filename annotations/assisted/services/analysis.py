@@ -43,7 +43,8 @@ import numpy as np
 from django.db.models import Count, Q
 
 from annotations.assisted.models import Arm, Interaction, Rating, RatingSkip, Sentence
-from annotations.core.models import AnswerReview, EstimateSnapshot, ItemFlag, Study
+from annotations.core.exclusion_models import answers_kept
+from annotations.core.models import EstimateSnapshot, ItemFlag, Study
 from annotations.core.services.recompute import snapshot_store
 from annotations.core.words import counted
 from estimators.assisted.agreement import agreement_with_ai, krippendorff_alpha_nominal
@@ -136,14 +137,13 @@ def _arm_keys(arms: list[Arm], used: set[tuple[int, int]]) -> dict[tuple[int, in
 def assisted_rows(*, study: Study) -> AssistedRows:
     """Five queries: sentences, arms, ratings (with their exposure's components), skips per
     arm, interactions per task. Withdrawn sentences (flags) and their ratings and skips are
-    left out, and so are rejected ratings (reviews: ``AnswerReview``)."""
+    left out, and so are rejected ratings (reviews) and excluded ones (``answers_kept``)."""
     withdrawn = ItemFlag.withdrawn_ids(study)
     sentences = list(Sentence.objects.filter(study=study).exclude(pk__in=withdrawn)
                      .order_by("pk").values_list("pk", "gold", "ai_verdict", "ai_confidence"))
     arms = list(Arm.objects.filter(study=study).order_by("position", "pk"))
-    ratings = list(Rating.objects.filter(study=study).exclude(sentence_id__in=withdrawn)
-                   .exclude(pk__in=AnswerReview.rejected_ids(study, Rating))
-                   .order_by("pk").values_list(
+    ratings = list(answers_kept(Rating.objects.filter(study=study), study)
+                   .exclude(sentence_id__in=withdrawn).order_by("pk").values_list(
         "sentence_id", "arm_id", "arm_version", "rater_id", "label", "helpfulness",
         "time_on_task_ms", "task_id", "exposure_id"))
     skips = dict(RatingSkip.objects.filter(sentence__study=study)

@@ -30,7 +30,8 @@ from annotations.assisted.models import Arm, AssistedSettings, Rating
 from annotations.audit.models import Audit, AuditOutcome
 from annotations.audit.selectors import latest_audit
 from annotations.core.errors import InvalidStudy
-from annotations.core.models import AnswerReview, Study
+from annotations.core.exclusion_models import answers_kept
+from annotations.core.models import Study
 from annotations.core.words import counted
 from assistants.models import AISystem
 from assistants.systems import AI_RATER_NAME
@@ -79,12 +80,12 @@ def routing_gate_check(*, study: Study, settings: AssistedSettings) -> None:
 def human_labels(study: Study) -> dict[str, int]:
     """{sentence external id: 0/1}: the majority of the baseline arms' binary ratings
     (module docstring); ties and sentences without such a rating are left out, and so
-    are rejected ratings (reviews)."""
+    are rejected ratings (reviews) and excluded ones."""
     baseline = [a.pk for a in Arm.objects.filter(study=study) if a.is_baseline]
     votes: dict[str, Counter] = defaultdict(Counter)
-    for external_id, label in (Rating.objects.filter(study=study, arm_id__in=baseline,
-                                                     label__in=list(HUMAN_BINARY))
-                               .exclude(pk__in=AnswerReview.rejected_ids(study, Rating))
+    for external_id, label in (answers_kept(Rating.objects.filter(
+                                   study=study, arm_id__in=baseline,
+                                   label__in=list(HUMAN_BINARY)), study)
                                .values_list("sentence__external_id", "label")):
         votes[external_id][HUMAN_BINARY[label]] += 1
     out = {}

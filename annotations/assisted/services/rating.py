@@ -49,6 +49,7 @@ from annotations.core.errors import (
     UndoRefused,
 )
 from annotations.core.models import ItemFlag, Study, StudyMembership, User
+from annotations.core.reviews.exclusions import exclusions_catch
 from annotations.core.services.recompute import study_recompute_schedule
 from annotations.core.words import counted
 
@@ -252,6 +253,7 @@ def rating_submit(*, user: User, public_id: str, data: RatingInput) -> RatingRes
         confidence=clean.confidence, helpfulness=clean.helpfulness, comment=clean.comment,
         time_on_task_ms=task.time_on_task_ms, exposure=exposure)
     study_id = task.study_id
+    exclusions_catch(task.study, [rating.pk])
     transaction.on_commit(lambda: rating_recorded.send(sender=Rating, study_id=study_id,
                                                        rating_id=rating.pk))
     return RatingResult(rating, created=True)
@@ -281,7 +283,9 @@ def rating_undo(*, study: Study, user: User) -> RatingTask:
     detail = {"label": rating.label, "confidence": rating.confidence,
               "helpfulness": rating.helpfulness, "comment": rating.comment,
               "answered_at": last.answered_at.isoformat()}
+    rating_id = rating.pk
     rating.delete()
+    exclusions_catch(study, [rating_id])
     engine.leases_return(RATING_KIND, RatingTask.objects.select_for_update().filter(
         study=study, holder=user, status=RatingTask.Status.LEASED), reason="undo")
     engine.task_relet(RATING_KIND, last, user=user, now=now, detail=detail, clear={})

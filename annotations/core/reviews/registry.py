@@ -11,6 +11,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from django.db import models
 
 from annotations.core.models import Study
@@ -59,6 +60,36 @@ class Disagreement:
 
 
 @dataclass(frozen=True)
+class WorkerAnswers:
+    """One row per answer workers gave (quality checks included), for the Workers page
+    (``core.reviews.workers``): ``worker`` (user ids), ``ms`` (time on task; NaN: none),
+    ``unit`` (what answers are compared within for agreement — an item, an item in one arm
+    or level — as integer codes; −1: the design compares none), ``value`` (the answer as an
+    integer code) and ``correct`` (1/0 where the item's answer is known — a quality check,
+    a gold label —, NaN elsewhere)."""
+
+    worker: np.ndarray
+    ms: np.ndarray
+    unit: np.ndarray
+    value: np.ndarray
+    correct: np.ndarray
+
+    @classmethod
+    def of(cls, rows: list[tuple]) -> WorkerAnswers:
+        """From (worker, ms or None, unit, value, correct or None) tuples."""
+        if not rows:
+            empty = np.zeros(0)
+            return cls(empty.astype(np.int64), empty, empty.astype(np.int64),
+                       empty.astype(np.int64), empty)
+        worker, ms, unit, value, correct = zip(*rows, strict=True)
+        as_float = [np.array([np.nan if x is None else float(x) for x in col])
+                    for col in (ms, correct)]
+        return cls(np.array(worker, dtype=np.int64), as_float[0],
+                   np.array(unit, dtype=np.int64), np.array(value, dtype=np.int64),
+                   as_float[1])
+
+
+@dataclass(frozen=True)
 class Reviewable:
     """A study type's answers, for reviews.
 
@@ -72,7 +103,11 @@ class Reviewable:
       study's items, in one query;
     * ``item_answer_ids(study, item_id)`` — ids of the item's answers;
     * ``disagreements(study)`` — the items whose answers disagree (the type's rule, in its
-      docstring)."""
+      docstring);
+    * ``worker_field``, ``at_field``, ``ms_field`` — the answer model's author (a user),
+      when it was given and its time on task in milliseconds (exclusions and the workers
+      page: ``core.reviews.exclusions``, ``core.reviews.workers``);
+    * ``worker_answers(study)`` — every answer of the study's workers as ``WorkerAnswers``."""
 
     answer_model: type[models.Model]
     noun: str
@@ -81,6 +116,10 @@ class Reviewable:
     items: Callable[[Study, list[int]], dict[int, ItemView]]
     item_answer_ids: Callable[[Study, int], list[int]]
     disagreements: Callable[[Study], list[Disagreement]]
+    worker_field: str
+    at_field: str
+    ms_field: str
+    worker_answers: Callable[[Study], WorkerAnswers]
 
 
 _REVIEWABLE: dict[str, Reviewable] = {}

@@ -7,10 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.contrib.contenttypes.models import ContentType
-from django.db.models import Count
+from django.db.models import Count, Value
 from django.shortcuts import get_object_or_404
 
 from annotations.core.errors import DomainError, NotPermitted
+from annotations.core.exclusion_models import ExcludedAnswer
 from annotations.core.models import AnswerReview, ItemFlag, Study, StudyMembership, User
 from annotations.core.reviews.registry import AnswerView, Disagreement, ItemView, reviewable
 from annotations.core.selectors import FlagCounts, user_roles
@@ -190,17 +191,19 @@ def study_review_counts(*, study: Study) -> dict[str, int]:
     return {state: rows.get(state, 0) for state in AnswerReview.State.values}
 
 
-def study_left_out_counts(*, study: Study) -> tuple[FlagCounts, int]:
+def study_left_out_counts(*, study: Study) -> tuple[FlagCounts, int, int]:
     """What the dashboards say the estimates include or leave out, in one query: items by
-    the state of their flags (as ``core.selectors.study_flag_counts``) and the answers
-    rejected by reviewers."""
+    the state of their flags (as ``core.selectors.study_flag_counts``), the answers
+    rejected by reviewers and the answers excluded (``core.exclusion_models``)."""
     flags = (ItemFlag.objects.filter(study=study, resolution__in=[
         ItemFlag.Resolution.OPEN, ItemFlag.Resolution.WITHDRAWN])
         .values("resolution").annotate(n=Count("item_id", distinct=True))
         .values_list("resolution", "n").order_by())
     rejected = (AnswerReview.objects.filter(study=study, state=AnswerReview.State.REJECTED)
                 .values("state").annotate(n=Count("pk")).values_list("state", "n").order_by())
-    rows = dict(flags.union(rejected, all=True))
+    excluded = (ExcludedAnswer.objects.filter(study=study).annotate(what=Value("excluded"))
+                .values("what").annotate(n=Count("pk")).values_list("what", "n").order_by())
+    rows = dict(flags.union(rejected, excluded, all=True))
     return (FlagCounts(open=rows.get(ItemFlag.Resolution.OPEN, 0),
                        withdrawn=rows.get(ItemFlag.Resolution.WITHDRAWN, 0)),
-            rows.get(AnswerReview.State.REJECTED, 0))
+            rows.get(AnswerReview.State.REJECTED, 0), rows.get("excluded", 0))

@@ -21,7 +21,8 @@ import time
 from django.db.models import Count, Q
 from scipy import stats
 
-from annotations.core.models import AnswerReview, EstimateSnapshot, ItemFlag, Study
+from annotations.core.exclusion_models import answers_left_out
+from annotations.core.models import EstimateSnapshot, ItemFlag, Study
 from annotations.core.services.recompute import snapshot_store
 from annotations.critique.models import (
     CritiqueOutput,
@@ -36,12 +37,12 @@ SEED_MASK = 2**63 - 1
 
 
 def rejected_outputs(study: Study) -> set[int]:
-    """The ids of the outputs the estimates leave out for reviews: every rejected output
-    (``AnswerReview``) and every critique built on one, level by level (a critique judged
-    a pair one of whose inputs no longer counts: its choice compares nothing the analysis
-    keeps, and the chains need both inputs)."""
-    rejected = set(AnswerReview.rejected_ids(study, CritiqueOutput)
-                   .values_list("answer_id", flat=True))
+    """The ids of the outputs the estimates leave out for reviews and exclusions: every
+    rejected or excluded output (``answers_left_out``) and every critique built on one,
+    level by level (a critique judged a pair one of whose inputs no longer counts: its
+    choice compares nothing the analysis keeps, and the chains need both inputs)."""
+    rejected = set(CritiqueOutput.objects.filter(answers_left_out(study, CritiqueOutput),
+                                                 study=study).values_list("pk", flat=True))
     if not rejected:
         return rejected
     for output_id, first, second in (CritiqueOutput.objects.filter(study=study, level__gt=0)

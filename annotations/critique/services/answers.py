@@ -22,6 +22,7 @@ from django.utils import timezone
 from annotations.core import engine
 from annotations.core.errors import DomainError, UndoRefused
 from annotations.core.models import Study, User
+from annotations.core.reviews.exclusions import exclusions_catch
 from annotations.core.words import counted
 from annotations.critique.models import (
     CritiqueChoice,
@@ -165,6 +166,7 @@ def critique_answer(*, public_id: str, user: User, answer: CritiqueAnswer,
         author_kind=CritiqueOutput.Author.HUMAN, author=user,
         source=CritiqueOutput.Source.TASK, task=task)
     output.repeated = False
+    exclusions_catch(task.study, [output.pk])
     _block_siblings(task, user)
     _next_level(task)
     study_id = task.study_id
@@ -223,7 +225,9 @@ def critique_undo(*, study: Study, user: User) -> CritiqueTask:
         CritiqueQuestion.objects.filter(pk=last.question_id,
                                         generated_level__gt=output.level).update(
             generated_level=output.level)
+    output_id = output.pk
     output.delete()
+    exclusions_catch(study, [output_id])
     CritiqueTaskBlock.objects.filter(task__question_id=last.question_id,
                                      task__level=last.level, user=user,
                                      reason=CritiqueTaskBlock.Reason.SIBLING).delete()

@@ -72,9 +72,10 @@ def may_still_work(task: CritiqueTask, user: User) -> None:
 CRITIQUE_KIND = engine.task_kind_register(engine.TaskKind(
     name="critique", model=CritiqueTask, event_model=CritiqueTaskEvent, event_task_field="task",
     lease_for=_lease_for, noun="task", may_still_work=may_still_work,
-    # nothing joined into the task's FOR UPDATE: locking the study row would make every
-    # answer of a study wait for the others (the answer locks the task's question instead)
-    locked_related=(), item_field="question",
+    # the study joined into the task's FOR UPDATE is read, not locked (``FOR UPDATE OF`` the
+    # task): locking it would make every answer of a study wait for the others (the answer
+    # locks the task's question instead)
+    locked_related=("study",), item_field="question",
 ))
 
 

@@ -19,6 +19,7 @@ from annotations.core.errors import (
     UndoRefused,
 )
 from annotations.core.models import Study, StudyMembership
+from annotations.core.reviews.exclusions import exclusions_catch
 from annotations.core.reviews.services import answer_reviews_forget
 from annotations.core.services.recompute import (  # noqa: F401 - the scheduling lives there
     background_recomputes_join,
@@ -171,6 +172,8 @@ def label_submit(*, user, answer: str, query_id: int | None = None,
     engine.task_complete(QUERY_KIND, query, user=user, now=now, detail={"answer": answer},
                          fields={"answer": answer, **query_bit_fields(query),
                                  "qc_correct": qc_correct})
+    if not query.is_quality_check:
+        exclusions_catch(query.study, [query.pk])
     if answer != Query.Answer.YES and not query.is_quality_check:
         window = engine.undo_window() if undoable else None
         _route_follow_up(query, hold_until=now + window if window else None)
@@ -242,6 +245,7 @@ def label_undo(*, study: Study, user) -> Query:
                       clear={"answer": "", "qc_correct": None, "match_mask": 0,
                              "present_mask": 0, "band_bit0": None, "band_bit1": None,
                              "band_bit2": None})
+    exclusions_catch(study, [last.pk])
     if not last.is_quality_check and not _recompute_deferred.get():
         transaction.on_commit(lambda: study_recompute_schedule(study.pk))
     return last

@@ -38,9 +38,10 @@ import time
 
 import numpy as np
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 
+from annotations.core.exclusion_models import ExcludedAnswer
 from annotations.core.models import AnswerReview, ItemFlag, Study
 from annotations.partitioned.models import (
     Query,
@@ -267,22 +268,29 @@ def _flag_sql(study_id: int, *, exact: bool = False) -> list[str]:
     t = Query._meta.db_table
     sid = int(study_id)
 
-    def member(column: str, model, subquery: str, **present) -> str:
-        if not exact and not model.objects.filter(study_id=sid, **present).exists():
+    def member(column: str, subquery: str, *present: QuerySet) -> str:
+        if not exact and not any(rows.filter(study_id=sid).exists() for rows in present):
             return "FALSE"
         return f"COALESCE({t}.{q(column)} IN ({subquery}), FALSE)"
+
+    query_type = ("(SELECT id FROM django_content_type WHERE app_label = 'annotations' AND "
+                  "model = 'query')")
 
     return [
         f"{t}.{q('sequence')} = 0",
         f"COALESCE({t}.{q('draw_uniform')}, TRUE)",
-        member("design_id", RoutingDesign, "SELECT d.id FROM annotations_routingdesign d "
-               f"WHERE d.study_id = {sid} AND d.kind = 'neyman'", kind="neyman"),
-        member("id", AnswerReview, "SELECT v.answer_id FROM annotations_answerreview v JOIN "
-               "django_content_type c ON c.id = v.answer_type_id WHERE v.study_id = "
-               f"{sid} AND c.app_label = 'annotations' AND c.model = 'query' AND v.state = "
-               "'rejected'", state="rejected"),
-        member("item_id", ItemFlag, "SELECT f.item_id FROM annotations_itemflag f WHERE "
-               f"f.study_id = {sid} AND f.resolution = 'withdrawn'", resolution="withdrawn"),
+        member("design_id", "SELECT d.id FROM annotations_routingdesign d "
+               f"WHERE d.study_id = {sid} AND d.kind = 'neyman'",
+               RoutingDesign.objects.filter(kind="neyman")),
+        # left out: rejected by a review or excluded (the column is named for the first)
+        member("id", "SELECT v.answer_id FROM annotations_answerreview v WHERE v.study_id = "
+               f"{sid} AND v.answer_type_id = {query_type} AND v.state = 'rejected' UNION "
+               "SELECT e.answer_id FROM annotations_excludedanswer e WHERE e.study_id = "
+               f"{sid} AND e.answer_type_id = {query_type}",
+               AnswerReview.objects.filter(state="rejected"), ExcludedAnswer.objects.all()),
+        member("item_id", "SELECT f.item_id FROM annotations_itemflag f WHERE "
+               f"f.study_id = {sid} AND f.resolution = 'withdrawn'",
+               ItemFlag.objects.filter(resolution="withdrawn")),
     ]
 
 

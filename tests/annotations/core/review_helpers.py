@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
+from django.db import transaction
+
 from annotations.assisted.services.rating import RatingInput, rating_lease_next, rating_submit
+from annotations.core.services.recompute import study_recompute_any
 from annotations.core.services.studies import membership_add
-from annotations.models import CritiqueOutput, Query, Rating, StudyMembership
+from annotations.models import CritiqueOutput, Query, Rating, Study, StudyMembership
 from annotations.partitioned.services.labels import label_submit
 from annotations.partitioned.services.routing import query_lease_next
 from tests.annotations.assisted.helpers import add_rater, make_assisted_study
@@ -74,3 +79,36 @@ def critique_answered():
     ids = list(CritiqueOutput.objects.filter(study=study, author_kind="human", level=0)
                .order_by("pk").values_list("pk", flat=True))
     return study, CritiqueOutput, ids
+
+
+class _Rollback(Exception):
+    pass
+
+
+def estimates_of(study: Study) -> str:
+    """The study's recomputed payload, without what differs from one run to the next and
+    the progress counts (answers given, left out or not: partitioned per class, critique
+    per level)."""
+    payload = study_recompute_any(study_id=study.pk).payload
+    for key in ("duration_ms", "computed_at", "timings"):
+        payload.pop(key, None)
+    if study.kind == Study.Kind.PARTITIONED:
+        payload.pop("n_answered")
+        payload.pop("classes")
+    if study.kind == Study.Kind.CRITIQUE:
+        payload.pop("progress")
+    return json.dumps(payload, sort_keys=True, default=str)
+
+
+def estimates_without(study: Study, model, answer_ids: list[int]) -> str:
+    """The estimates computed with the answers deleted (rolled back afterwards): what
+    leaving them out — a rejection, an exclusion — must give."""
+    out = {}
+    try:
+        with transaction.atomic():
+            model.objects.filter(pk__in=answer_ids).delete()
+            out["estimates"] = estimates_of(study)
+            raise _Rollback
+    except _Rollback:
+        pass
+    return out["estimates"]

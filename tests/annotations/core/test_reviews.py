@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.urls import reverse
 
 from annotations.core.errors import NotPermitted
@@ -26,12 +26,13 @@ from annotations.core.reviews.services import (
     answer_rejection_undo,
     answer_review,
 )
-from annotations.core.services.recompute import study_recompute_any
 from annotations.core.services.studies import study_roles
 from annotations.models import AnswerReview, Study, StudyEvent, StudyMembership
 from tests.annotations.core.review_helpers import (
     assisted_answered,
     critique_answered,
+    estimates_of,
+    estimates_without,
     partitioned_answered,
     researcher_of,
     reviewer_of,
@@ -48,39 +49,6 @@ def answered(request):
     return request.param()
 
 
-class _Rollback(Exception):
-    pass
-
-
-def _estimates(study: Study) -> str:
-    """The study's recomputed payload, without what differs from one run to the next and
-    the progress counts (answers given, rejected or not: partitioned per class, critique per
-    level)."""
-    payload = study_recompute_any(study_id=study.pk).payload
-    for key in ("duration_ms", "computed_at", "timings"):
-        payload.pop(key, None)
-    if study.kind == Study.Kind.PARTITIONED:
-        payload.pop("n_answered")
-        payload.pop("classes")
-    if study.kind == Study.Kind.CRITIQUE:
-        payload.pop("progress")
-    return json.dumps(payload, sort_keys=True, default=str)
-
-
-def _estimates_without(study: Study, model, answer_id: int) -> str:
-    """The estimates computed with the answer deleted (rolled back afterwards): what a
-    rejection must give."""
-    out = {}
-    try:
-        with transaction.atomic():
-            model.objects.filter(pk=answer_id).delete()
-            out["estimates"] = _estimates(study)
-            raise _Rollback
-    except _Rollback:
-        pass
-    return out["estimates"]
-
-
 def test_every_study_type_offers_the_reviewer_role_on_its_members_page():
     for kind in Study.Kind.values:
         assert StudyMembership.Role.REVIEWER in dict(study_roles(kind))
@@ -91,8 +59,8 @@ def test_a_rejected_answer_leaves_the_estimates_as_if_never_given_and_undo_resto
     study, model, ids = answered
     reviewer = reviewer_of(study)
     answer_id = ids[0]
-    before = _estimates(study)
-    without = _estimates_without(study, model, answer_id)
+    before = estimates_of(study)
+    without = estimates_without(study, model, [answer_id])
     assert without != before  # the answer counts: leaving it out changes the estimates
 
     with django_capture_on_commit_callbacks() as callbacks:
@@ -101,7 +69,7 @@ def test_a_rejected_answer_leaves_the_estimates_as_if_never_given_and_undo_resto
     assert len(callbacks) == 1  # the study's recompute (study_recompute_schedule)
     assert (review.state, review.reason, review.reviewed_by_id) == (
         "rejected", "Answered without reading the item.", reviewer.pk)
-    assert _estimates(study) == without
+    assert estimates_of(study) == without
     assert model.objects.filter(pk=answer_id).exists()  # kept, with its reason
 
     with django_capture_on_commit_callbacks() as callbacks:
@@ -109,7 +77,7 @@ def test_a_rejected_answer_leaves_the_estimates_as_if_never_given_and_undo_resto
     assert len(callbacks) == 1
     assert (undone.state, undone.reason, undone.undone_by_id) == (
         "undone", "Answered without reading the item.", reviewer.pk)
-    assert _estimates(study) == before
+    assert estimates_of(study) == before
     kinds = list(StudyEvent.objects.filter(study=study, kind__startswith="answer_")
                  .values_list("kind", flat=True))
     assert kinds == ["answer_rejected", "answer_restored"]
@@ -118,22 +86,22 @@ def test_a_rejected_answer_leaves_the_estimates_as_if_never_given_and_undo_resto
 def test_accepting_keeps_the_answer_and_does_not_recompute(answered,
                                                            django_capture_on_commit_callbacks):
     study, _model, ids = answered
-    before = _estimates(study)
+    before = estimates_of(study)
     with django_capture_on_commit_callbacks() as callbacks:
         review = answer_review(study=study, answer_id=ids[1], accept=True, by=reviewer_of(study))
     assert review.state == "accepted" and callbacks == []
-    assert _estimates(study) == before
+    assert estimates_of(study) == before
     assert study_answer(study=study, answer_id=ids[1]).state == "accepted"
 
 
 def test_accepting_a_rejected_answer_brings_it_back(answered):
     study, _model, ids = answered
     reviewer = reviewer_of(study)
-    before = _estimates(study)
+    before = estimates_of(study)
     answer_review(study=study, answer_id=ids[0], accept=False, reason="wrong", by=reviewer)
-    assert _estimates(study) != before
+    assert estimates_of(study) != before
     answer_review(study=study, answer_id=ids[0], accept=True, by=researcher_of(study))
-    assert _estimates(study) == before
+    assert estimates_of(study) == before
     assert AnswerReview.objects.filter(study=study).count() == 1
 
 

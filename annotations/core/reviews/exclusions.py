@@ -1,0 +1,223 @@
+"""Writes of exclusions (``core.exclusion_models``): a researcher takes a worker's answers —
+all of them, those before or from a time, or those faster than a threshold (of one worker or
+of everybody) — out of the estimates and the default exports, with a reason; undoes it; and
+every answer recorded later that a standing rule matches is taken out in its own
+transaction (:func:`exclusions_catch`, called by each type's answer service).
+
+Contract:
+
+* The excluded answers are exactly the study's answers (``Reviewable.answers``) that some
+  standing rule matches; :func:`_sync` writes that set (one ``ExcludedAnswer`` per answer,
+  naming the oldest standing rule that holds it), so undoing one of two rules that hold an
+  answer keeps it out. Cost: the answers the rules match, not the study.
+* Excluding a worker also ends their leases in the study at once (the tasks go back to the
+  pool, ``engine.leases_return``) and the engine leases them nothing more there
+  (``engine.lease_first``) until the exclusion is undone.
+* Every change is a ``StudyEvent`` (who, when, why, how many answers) in the same
+  transaction and recomputes the study on commit.
+* Who: the study's researchers (``NotPermitted`` otherwise)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import partial
+
+from django.contrib.contenttypes.models import ContentType
+from django.db import models, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from annotations.core import engine
+from annotations.core.errors import DomainError, NotPermitted
+from annotations.core.events import study_event_kind_register
+from annotations.core.exclusion_models import ExcludedAnswer, Exclusion
+from annotations.core.models import Study, StudyMembership, User
+from annotations.core.reviews.registry import reviewable
+from annotations.core.selectors import user_roles
+from annotations.core.services.flags import flaggable
+from annotations.core.services.recompute import study_recompute_schedule
+from annotations.core.services.studies import study_event_record
+from annotations.core.task_models import TaskStatus
+
+EXCLUDED = study_event_kind_register("answers_excluded", "Answers excluded")
+RESTORED = study_event_kind_register("exclusion_undone", "Exclusion undone")
+FASTER_MAX_SECONDS = 24 * 3600
+
+
+class InvalidExclusion(DomainError):
+    code = "invalid_exclusion"
+
+
+class NothingToUndo(DomainError):
+    code = "nothing_to_undo"
+    http_status = 409
+
+
+def _researcher(study: Study, user: User) -> None:
+    if StudyMembership.Role.RESEARCHER not in user_roles(user=user, study=study):
+        raise NotPermitted("Only the study's researchers exclude answers.")
+
+
+def _answers(study: Study) -> tuple[models.QuerySet, str, str, str]:
+    """The study's answers (a plain queryset: no joins, no order) and their author, time
+    and time-on-task columns."""
+    r = reviewable(study.kind)
+    return r.answers(study).select_related(None).order_by(), r.worker_field, r.at_field, \
+        r.ms_field
+
+
+def rule_condition(rule: Exclusion, worker: str, at: str, ms: str) -> Q:
+    """The answers ``rule`` matches, as a condition on the answer model's columns."""
+    who = Q(**{f"{worker}_id": rule.worker_id}) if rule.worker_id else Q()
+    if rule.kind == Exclusion.Kind.BEFORE:
+        return who & Q(**{f"{at}__lt": rule.at})
+    if rule.kind == Exclusion.Kind.AFTER:
+        return who & Q(**{f"{at}__gte": rule.at})
+    if rule.kind == Exclusion.Kind.FASTER:
+        return who & Q(**{f"{ms}__lt": rule.faster_than_ms})
+    return who
+
+
+def _sync(study: Study, *, ids: list[int] | None = None) -> tuple[int, int]:
+    """Make the study's ``ExcludedAnswer`` rows (those of ``ids`` only, when given) exactly
+    the answers its standing rules match, each naming the oldest rule that holds it.
+    Returns (answers taken out, answers put back)."""
+    answers, worker, at, ms = _answers(study)
+    answer_type = ContentType.objects.get_for_model(answers.model)
+    if ids is not None:
+        answers = answers.filter(pk__in=ids)
+    wanted: dict[int, tuple[int, int | None]] = {}
+    for rule in Exclusion.objects.filter(study=study, undone_at=None).order_by("pk"):
+        for pk, author in (answers.filter(rule_condition(rule, worker, at, ms))
+                           .values_list("pk", f"{worker}_id")):
+            wanted.setdefault(pk, (rule.pk, author))
+    present = ExcludedAnswer.objects.filter(study=study, answer_type=answer_type)
+    if ids is not None:
+        present = present.filter(answer_id__in=ids)
+    have = dict(present.values_list("answer_id", "exclusion_id"))
+    gone = [pk for pk in have if pk not in wanted]
+    if gone:
+        ExcludedAnswer.objects.filter(answer_type=answer_type, answer_id__in=gone).delete()
+    for pk, (rule_id, _) in wanted.items():
+        if pk in have and have[pk] != rule_id:
+            ExcludedAnswer.objects.filter(answer_type=answer_type, answer_id=pk).update(
+                exclusion_id=rule_id)
+    new = [ExcludedAnswer(study=study, answer_type=answer_type, answer_id=pk,
+                          exclusion_id=rule_id, worker_id=author)
+           for pk, (rule_id, author) in wanted.items() if pk not in have]
+    ExcludedAnswer.objects.bulk_create(new, batch_size=2000)
+    return len(new), len(gone)
+
+
+def _release(study: Study, worker: User) -> int:
+    """End ``worker``'s leases in the study (their tasks go back to the pool)."""
+    kind = flaggable(study.kind).task_kind
+    leases = kind.model.objects.filter(study=study, holder=worker, status=TaskStatus.LEASED)
+    return engine.leases_return(kind, leases.select_for_update(),
+                                reason="worker excluded")
+
+
+def _standing(study: Study, change: int) -> None:
+    """Keep ``Study.exclusions_standing`` (what ``exclusions_catch`` reads)."""
+    Study.objects.filter(pk=study.pk).update(
+        exclusions_standing=F("exclusions_standing") + change)
+    study.exclusions_standing += change
+
+
+def _after_commit(study: Study) -> None:
+    transaction.on_commit(partial(study_recompute_schedule, study.pk))
+
+
+def _reason(reason: str, field: str = "reason") -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidExclusion("Say why the answers are excluded.", field=field)
+    if len(reason) > Exclusion.REASON_MAX:
+        raise InvalidExclusion(f"The reason has {len(reason)} characters; at most "
+                               f"{Exclusion.REASON_MAX}.", field=field)
+    return reason
+
+
+def _worker_of(study: Study, worker_id: int | None) -> User | None:
+    if worker_id in (None, ""):
+        return None
+    answers, worker, _, _ = _answers(study)
+    user = User.objects.filter(pk=worker_id).first()
+    if user is None or not answers.filter(**{f"{worker}_id": user.pk}).exists() and not (
+            StudyMembership.objects.filter(study=study, user=user).exists()):
+        raise InvalidExclusion("No such worker in this study.", field="worker")
+    return user
+
+
+@transaction.atomic
+def exclusion_add(*, study: Study, by: User, kind: str, reason: str,
+                  worker_id: int | None = None, at: dt.datetime | None = None,
+                  faster_than_seconds: float | None = None) -> Exclusion:
+    """Make a standing rule (module docstring) and take out the answers it matches.
+
+    ``kind``: ``worker`` (needs ``worker_id``), ``before``/``after`` (need ``at``, aware),
+    ``faster`` (needs ``faster_than_seconds`` > 0, at most a day); ``worker_id`` narrows the
+    other kinds to one worker. Refusals: NotPermitted, InvalidExclusion (naming the field)."""
+    _researcher(study, by)
+    reason = _reason(reason)
+    if kind not in Exclusion.Kind.values:
+        raise InvalidExclusion(f"Unknown kind '{kind}': one of "
+                               f"{', '.join(Exclusion.Kind.values)}.", field="kind")
+    worker = _worker_of(study, worker_id)
+    rule = Exclusion(study=study, kind=kind, worker=worker, reason=reason, created_by=by)
+    if kind == Exclusion.Kind.WORKER and worker is None:
+        raise InvalidExclusion("Choose the worker to exclude.", field="worker")
+    if kind in (Exclusion.Kind.BEFORE, Exclusion.Kind.AFTER):
+        if at is None:
+            raise InvalidExclusion("Give the time (UTC).", field="at")
+        if timezone.is_naive(at):
+            raise InvalidExclusion("Give the time with its time zone.", field="at")
+        rule.at = at
+    if kind == Exclusion.Kind.FASTER:
+        if faster_than_seconds is None or not 0 < faster_than_seconds <= FASTER_MAX_SECONDS:
+            raise InvalidExclusion("Give the threshold in seconds: more than 0, at most "
+                                   f"{FASTER_MAX_SECONDS}.", field="faster_than_seconds")
+        rule.faster_than_ms = max(1, round(faster_than_seconds * 1000))
+    rule.save()
+    _standing(study, +1)
+    taken, _ = _sync(study)
+    rule.answers = ExcludedAnswer.objects.filter(exclusion=rule).count()
+    if kind == Exclusion.Kind.WORKER:
+        rule.released = _release(study, worker)
+    rule.save(update_fields=["answers", "released"])
+    study_event_record(study=study, kind=EXCLUDED, by=by, detail={
+        "exclusion": rule.pk, "rule": rule.describe(), "reason": reason,
+        "answers": rule.answers, "taken_out": taken, "leases_released": rule.released})
+    _after_commit(study)
+    return rule
+
+
+@transaction.atomic
+def exclusion_undo(*, study: Study, exclusion_id: int, by: User, reason: str = "") -> Exclusion:
+    """Take back a standing rule: its answers return to the estimates unless another
+    standing rule holds them. The rule stays, with who undid it, when and why.
+    Refusals: NotPermitted, NothingToUndo (unknown or already undone)."""
+    _researcher(study, by)
+    rule = (Exclusion.objects.select_for_update().filter(study=study, pk=exclusion_id)
+            .first())
+    if rule is None or rule.undone_at is not None:
+        raise NothingToUndo("That exclusion does not exist or was already undone.")
+    reason = (reason or "").strip()[:Exclusion.REASON_MAX]
+    rule.undone_at, rule.undone_by, rule.undo_reason = timezone.now(), by, reason
+    rule.save(update_fields=["undone_at", "undone_by", "undo_reason"])
+    _standing(study, -1)
+    _, back = _sync(study)
+    study_event_record(study=study, kind=RESTORED, by=by, detail={
+        "exclusion": rule.pk, "rule": rule.describe(), "reason": reason,
+        "answers_back": back})
+    _after_commit(study)
+    return rule
+
+
+def exclusions_catch(study: Study, answer_ids: list[int]) -> None:
+    """Bring the exclusion of just-recorded (or just-undone) answers up to date, in the
+    caller's transaction. No statement at all while the study has no standing rule
+    (``Study.exclusions_standing``, read with the study: an answer's task lock joins it) —
+    and then it has no excluded answer either."""
+    if study.exclusions_standing:
+        _sync(study, ids=answer_ids)

@@ -1,0 +1,255 @@
+"""Exclusions (``core.reviews.exclusions``, ``core.exclusion_models``), every study type:
+excluding a worker gives exactly the estimates of the study recomputed without their
+answers; an undo gives the estimates back; standing rules catch later answers; rules that
+overlap; leases released and no more handed out; the trail; refusals naming the field; the
+exports' default view and their column; the dashboards' count."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+
+import pytest
+from django.urls import reverse
+
+from annotations.core.errors import NotPermitted
+from annotations.core.exclusion_models import ExcludedAnswer, Exclusion
+from annotations.core.exports import export_write
+from annotations.core.reviews.exclusions import (
+    InvalidExclusion,
+    NothingToUndo,
+    exclusion_add,
+    exclusion_undo,
+)
+from annotations.core.reviews.registry import reviewable
+from annotations.core.services.flags import flaggable
+from annotations.models import Query, Study, StudyEvent
+from annotations.partitioned.services.labels import label_submit
+from annotations.partitioned.services.routing import query_lease_next
+from tests.annotations.core.review_helpers import (
+    assisted_answered,
+    critique_answered,
+    estimates_of,
+    estimates_without,
+    partitioned_answered,
+    researcher_of,
+)
+from tests.factories import make_study, specialist
+
+pytestmark = pytest.mark.django_db
+
+BUILDERS = [partitioned_answered, assisted_answered, critique_answered]
+
+
+@pytest.fixture(params=BUILDERS, ids=["partitioned", "assisted", "critique"])
+def answered(request):
+    return request.param()
+
+
+def _author(study, model, answer_id) -> int:
+    field = reviewable(study.kind).worker_field
+    return model.objects.filter(pk=answer_id).values_list(f"{field}_id", flat=True)[0]
+
+
+def _theirs(study, worker_id) -> list[int]:
+    r = reviewable(study.kind)
+    return sorted(r.answers(study).filter(**{f"{r.worker_field}_id": worker_id})
+                  .values_list("pk", flat=True))
+
+
+def _tallies_agree(study) -> None:
+    """A partitioned study's maintained statistics equal the full recompute (the
+    triggers moved every excluded query)."""
+    if study.kind == Study.Kind.PARTITIONED:
+        from annotations.partitioned.services.consistency import tallies_check
+
+        check = tallies_check(study_id=study.pk, repair=False)
+        assert check.ok, check.detail
+
+
+def test_excluding_a_worker_gives_the_estimates_without_their_answers_and_undo_restores(
+        answered, django_capture_on_commit_callbacks):
+    study, model, ids = answered
+    researcher = researcher_of(study)
+    worker = _author(study, model, ids[0])
+    theirs = _theirs(study, worker)
+    before = estimates_of(study)
+    without = estimates_without(study, model, theirs)
+    assert without != before  # their answers count
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        rule = exclusion_add(study=study, by=researcher, kind="worker", worker_id=worker,
+                             reason=" Answered every item in under a second. ")
+    assert len(callbacks) == 1  # the study's recompute
+    assert (rule.answers, rule.reason, rule.created_by_id) == (
+        len(theirs), "Answered every item in under a second.", researcher.pk)
+    assert sorted(ExcludedAnswer.objects.filter(study=study)
+                  .values_list("answer_id", flat=True)) == theirs
+    assert model.objects.filter(pk__in=theirs).count() == len(theirs)  # kept
+    assert estimates_of(study) == without
+    _tallies_agree(study)
+
+    exclusion_undo(study=study, exclusion_id=rule.pk, by=researcher, reason="Checked again")
+    assert estimates_of(study) == before
+    _tallies_agree(study)
+    rule.refresh_from_db()
+    assert (rule.undone_by_id, rule.undo_reason) == (researcher.pk, "Checked again")
+    assert not ExcludedAnswer.objects.filter(study=study).exists()
+    events = list(StudyEvent.objects.filter(study=study, kind__in=[
+        "answers_excluded", "exclusion_undone"]).values_list("kind", "actor_id"))
+    assert events == [("answers_excluded", researcher.pk), ("exclusion_undone", researcher.pk)]
+    with pytest.raises(NothingToUndo):
+        exclusion_undo(study=study, exclusion_id=rule.pk, by=researcher)
+
+
+def test_a_time_window_excludes_exactly_the_answers_on_its_side(answered):
+    study, model, ids = answered
+    r = reviewable(study.kind)
+    stamps = dict(r.answers(study).values_list("pk", r.at_field))
+    cut = sorted(stamps.values())[len(stamps) // 2]
+    rule = exclusion_add(study=study, by=researcher_of(study), kind="before", at=cut,
+                         reason="A bug in the page until then")
+    expected = sorted(pk for pk, at in stamps.items() if at < cut)
+    assert sorted(rule.excluded_answers.values_list("answer_id", flat=True)) == expected
+    assert estimates_of(study) == estimates_without(study, model, expected)
+    _tallies_agree(study)
+
+
+def test_a_threshold_takes_out_faster_answers_and_catches_later_ones():
+    study = make_study(k=2, n_items=8, systems={"sys": 0.75})
+    researcher = researcher_of(study)
+    rule = exclusion_add(study=study, by=researcher, kind="faster", faster_than_seconds=3600,
+                         reason="Every answer here is faster than an hour: a test")
+    assert rule.answers == 0
+    user = specialist(study, 0)
+    query = query_lease_next(study=study, user=user)
+    label_submit(query_id=query.pk, user=user, answer="yes")
+    excluded = ExcludedAnswer.objects.get(answer_id=query.pk)
+    assert (excluded.exclusion_id, excluded.worker_id) == (rule.pk, user.pk)
+    _tallies_agree(study)
+    exclusion_undo(study=study, exclusion_id=rule.pk, by=researcher)
+    assert not ExcludedAnswer.objects.filter(study=study).exists()
+    _tallies_agree(study)
+
+
+def test_an_answer_two_rules_hold_stays_out_until_both_are_undone(answered):
+    study, model, ids = answered
+    researcher = researcher_of(study)
+    worker = _author(study, model, ids[0])
+    by_worker = exclusion_add(study=study, by=researcher, kind="worker", worker_id=worker,
+                              reason="one")
+    by_time = exclusion_add(study=study, by=researcher, kind="faster", worker_id=worker,
+                            faster_than_seconds=3600, reason="two")
+    theirs = _theirs(study, worker)
+    assert by_time.answers == 0  # the first rule holds them
+    exclusion_undo(study=study, exclusion_id=by_worker.pk, by=researcher)
+    held = dict(ExcludedAnswer.objects.filter(study=study)
+                .values_list("answer_id", "exclusion_id"))
+    timed = sorted(reviewable(study.kind).answers(study).filter(
+        pk__in=theirs, **{f"{reviewable(study.kind).ms_field}__lt": 3_600_000})
+        .values_list("pk", flat=True))
+    assert sorted(held) == timed and set(held.values()) <= {by_time.pk}
+    exclusion_undo(study=study, exclusion_id=by_time.pk, by=researcher)
+    assert not ExcludedAnswer.objects.filter(study=study).exists()
+
+
+def test_an_excluded_worker_loses_their_leases_and_is_given_nothing_more_until_undone():
+    study = make_study(k=2, n_items=6, systems={"sys": 0.75}, specialists_per_class=2)
+    researcher = researcher_of(study)
+    user = specialist(study, 0)
+    held = query_lease_next(study=study, user=user)
+    assert held is not None
+    rule = exclusion_add(study=study, by=researcher, kind="worker", worker_id=user.pk,
+                         reason="Spam answers")
+    assert rule.released == 1
+    held.refresh_from_db()
+    assert (held.status, held.holder_id) == ("pending", None)
+    kind = flaggable(study.kind).task_kind
+    assert kind.event_model.objects.filter(query=held, kind="reclaimed",
+                                           detail__reason="worker excluded").exists()
+    assert query_lease_next(study=study, user=user) is None
+    other = specialist(study, 0, 1)
+    assert query_lease_next(study=study, user=other) is not None  # the pool is not empty
+    exclusion_undo(study=study, exclusion_id=rule.pk, by=researcher)
+    assert query_lease_next(study=study, user=user) is not None
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"kind": "worker", "reason": ""}, "reason"),
+    ({"kind": "worker", "reason": "x" * 2001}, "reason"),
+    ({"kind": "sometimes", "reason": "r"}, "kind"),
+    ({"kind": "worker", "reason": "r"}, "worker"),
+    ({"kind": "worker", "reason": "r", "worker_id": 10**9}, "worker"),
+    ({"kind": "before", "reason": "r"}, "at"),
+    ({"kind": "after", "reason": "r", "at": dt.datetime(2026, 1, 1)}, "at"),  # noqa: DTZ001 - naive on purpose
+    ({"kind": "faster", "reason": "r"}, "faster_than_seconds"),
+    ({"kind": "faster", "reason": "r", "faster_than_seconds": 0}, "faster_than_seconds"),
+    ({"kind": "faster", "reason": "r", "faster_than_seconds": 10**6}, "faster_than_seconds"),
+])
+def test_refusals_name_the_field_and_change_nothing(kwargs, field):
+    study = make_study(k=2, n_items=4)
+    with pytest.raises(InvalidExclusion) as caught:
+        exclusion_add(study=study, by=researcher_of(study), **kwargs)
+    assert caught.value.field == field
+    assert not Exclusion.objects.exists()
+
+
+def test_only_researchers_exclude():
+    study = make_study(k=2, n_items=4)
+    user = specialist(study, 0)
+    with pytest.raises(NotPermitted):
+        exclusion_add(study=study, by=user, kind="faster", faster_than_seconds=1, reason="r")
+
+
+def _export(study, what, excluded=False):
+    out = io.StringIO()
+    export_write(study, what, out, "csv", excluded=excluded)
+    return list(csv.DictReader(io.StringIO(out.getvalue())))
+
+
+def test_exports_leave_excluded_answers_out_unless_asked_with_a_column(answered):
+    study, model, ids = answered
+    worker = _author(study, model, ids[0])
+    theirs = {str(pk) for pk in _theirs(study, worker)}
+    exclusion_add(study=study, by=researcher_of(study), kind="worker", worker_id=worker,
+                  reason="r")
+    what = {"partitioned": "labels", "assisted": "ratings", "critique": "outputs"}[study.kind]
+    key = {"partitioned": "query_id", "assisted": "rating_id", "critique": "output_id"}[
+        study.kind]
+    default = _export(study, what)
+    assert "excluded" not in default[0] and not {r[key] for r in default} & theirs
+    every = _export(study, what, excluded=True)
+    assert {r[key] for r in every if r["excluded"] == "True"} == theirs
+    assert len(every) == len(default) + len(theirs)
+
+
+def test_dashboard_and_export_links_say_how_many_answers_are_excluded(client, answered):
+    study, model, ids = answered
+    researcher = researcher_of(study)
+    worker = _author(study, model, ids[0])
+    rule = exclusion_add(study=study, by=researcher, kind="worker", worker_id=worker,
+                         reason="r")
+    client.force_login(researcher)
+    page = client.get(reverse("dashboard", args=[study.pk]), follow=True).content.decode()
+    assert f'data-testid="excluded-note">{rule.answers} ' in page
+    assert "excluded=include" in page
+    response = client.get(reverse("study-export", args=[study.pk]) + "?excluded=include")
+    assert "excluded" in b"".join(response.streaming_content).decode().splitlines()[0]
+
+
+def test_an_undone_answer_leaves_the_exclusion_table():
+    study = make_study(k=2, n_items=4, systems={"sys": 0.75})
+    researcher = researcher_of(study)
+    user = specialist(study, 0)
+    exclusion_add(study=study, by=researcher, kind="faster", faster_than_seconds=3600,
+                  reason="r")
+    query = query_lease_next(study=study, user=user)
+    label_submit(query_id=query.pk, user=user, answer="no")
+    assert ExcludedAnswer.objects.filter(answer_id=query.pk).exists()
+    from annotations.partitioned.services.labels import label_undo
+
+    label_undo(study=study, user=user)
+    assert not ExcludedAnswer.objects.filter(answer_id=query.pk).exists()
+    assert Query.objects.get(pk=query.pk).status == "leased"
+    _tallies_agree(study)

@@ -19,6 +19,7 @@ urlpatterns = [
     path("", include("annotations.assisted.urls")),
     path("", include("annotations.audit.urls")),
     path("", include("annotations.core.reviews.urls")),
+    path("", include("annotations.core.recruitment.urls")),
     path("healthz", healthz, name="healthz"),
     # browsers ask for /favicon.ico on pages without a <link rel="icon"> (the admin's)
     path("favicon.ico", favicon),

@@ -21,6 +21,7 @@ from annotations.assisted.services.imports import sentences_import, traces_impor
 from annotations.assisted.services.routing import assisted_study_open
 from annotations.core.exports import export_register, figures_register
 from annotations.core.models import ImportJob, Study, StudyMembership
+from annotations.core.recruitment.services import annotator_join, participant_join_register
 from annotations.core.reviews.registry import Reviewable, reviewable_register
 from annotations.core.services.eval_logs import eval_log_writer_register
 from annotations.core.services.flags import Flaggable, flaggable_register
@@ -39,6 +40,7 @@ from annotations.core.views import (
 
 
 def register() -> None:
+    participant_join_register(Study.Kind.ASSISTED, annotator_join, "rate")
     import_kind_register(ImportJob.Kind.SENTENCES, sentences_import)
     import_kind_register(ImportJob.Kind.TRACES, traces_import)
     study_creator_register(Study.Kind.ASSISTED, assisted_study_create_with_arms, frozenset({

@@ -68,10 +68,12 @@ def recomputes_catch_up_task() -> list[int]:
 
 @shared_task(name=LEASES_RECLAIM_TASK)
 def leases_reclaim_task() -> int:
-    """Beat sweeper: return expired leases to their class pool."""
+    """Beat sweeper: return expired leases to their pools, and time out crowd participants
+    past their deadline (their leases go back too: ``recruitment.services``)."""
     from annotations.core.engine import leases_reclaim_all  # kinds registered in apps.ready
+    from annotations.core.recruitment.services import participants_time_out
 
-    return sum(leases_reclaim_all().values())
+    return sum(leases_reclaim_all().values()) + participants_time_out()
 
 
 @shared_task(name=IMPORT_JOB_TASK, acks_late=True,

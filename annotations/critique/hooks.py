@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from annotations.core.exports import export_register, figures_register
 from annotations.core.models import ImportJob, Study, StudyMembership
+from annotations.core.recruitment.services import annotator_join, participant_join_register
 from annotations.core.reviews.registry import Reviewable, reviewable_register
 from annotations.core.services.eval_logs import eval_log_writer_register
 from annotations.core.services.flags import Flaggable, flaggable_register
@@ -36,6 +37,7 @@ from annotations.critique.services.studies import critique_study_create, critiqu
 
 
 def register() -> None:
+    participant_join_register(Study.Kind.CRITIQUE, annotator_join, "critique-work")
     interval_widths_register(Study.Kind.CRITIQUE, interval_widths)
     import_kind_register(ImportJob.Kind.QUESTIONS, critique_questions_import)
     import_kind_register(ImportJob.Kind.AI_OUTPUTS, critique_ai_outputs_import)

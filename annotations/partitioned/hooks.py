@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from annotations.core.exports import export_register, figures_register
 from annotations.core.models import ImportJob, Item, Study, StudyMembership
+from annotations.core.recruitment.services import participant_join_register
 from annotations.core.reviews.registry import Reviewable, reviewable_register
 from annotations.core.services.eval_logs import eval_log_writer_register
 from annotations.core.services.flags import Flaggable, flaggable_register
@@ -36,10 +37,14 @@ from annotations.partitioned.services.eval_logs import partitioned_eval_log_impo
 from annotations.partitioned.services.exports import EXPORT_FIELDS, label_rows
 from annotations.partitioned.services.imports import items_import
 from annotations.partitioned.services.predictions import predictions_import
-from annotations.partitioned.services.studies import partitioned_study_open
+from annotations.partitioned.services.studies import (
+    partitioned_study_open,
+    specialist_participant_join,
+)
 
 
 def register() -> None:
+    participant_join_register(Study.Kind.PARTITIONED, specialist_participant_join, "label")
     interval_widths_register(Study.Kind.PARTITIONED, interval_widths)
     study_creator_register(Study.Kind.PARTITIONED, study_create, frozenset({
         "classes", "description", "queries_per_item", "lease_minutes", "shuffle_options",

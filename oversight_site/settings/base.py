@@ -77,6 +77,9 @@ MIDDLEWARE = [
     "annotations.core.accounts.PasswordChangeRequired",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # a crowd participant's session reaches only their study's pages while working; an MTurk
+    # participant's pages may be framed by MTurk (annotations/core/recruitment/middleware.py)
+    "annotations.core.recruitment.middleware.ParticipantGate",
 ]
 
 ROOT_URLCONF = "oversight_site.urls"

@@ -44,7 +44,12 @@ from annotations.core.models import (
     User,
     _new_seed,
 )
-from annotations.core.recruitment_models import Participant, RecruitmentLink
+from annotations.core.recruitment_models import (
+    Participant,
+    Payment,
+    PaymentBatch,
+    RecruitmentLink,
+)
 from annotations.core.task_models import LeasedTask, TaskEvent, new_public_id
 from annotations.critique.models import *  # noqa: F403 - critique studies (issue 10)
 from annotations.evaluation.models import (
@@ -75,7 +80,7 @@ __all__ = [
     "LeasedTask", "Query",
     "QueryEvent", "QuerySkip", "RoutingDesign", "TallyEntry", "TallyGroup", "TallyItem",
     "TallyState",
-    "ExcludedAnswer", "Exclusion", "Participant", "RecruitmentLink",
+    "ExcludedAnswer", "Exclusion", "Participant", "Payment", "PaymentBatch", "RecruitmentLink",
     "RecomputeState", "Study", "StudyClass", "StudyEvent", "StudyMembership", "TaskEvent",
     "User", "_new_seed", "new_public_id", "study_event_kind_register",
     "Webhook", "WebhookDelivery",

@@ -16,11 +16,11 @@ from estimators.assisted.factuality import ACCURATE, ratings_correct, verdicts
 
 def worker_answers(study: Study) -> WorkerAnswers:
     rows = list(Rating.objects.filter(study=study)
-                .values_list("rater_id", "time_on_task_ms", "sentence_id", "arm_id", "label",
-                             "sentence__gold").order_by().iterator(chunk_size=5000))
+                .values_list("pk", "rater_id", "time_on_task_ms", "sentence_id", "arm_id",
+                             "label", "sentence__gold").order_by().iterator(chunk_size=5000))
     if not rows:
         return WorkerAnswers.of([])
-    rater, ms, sentence, arm, label, gold = zip(*rows, strict=True)
+    ids, rater, ms, sentence, arm, label, gold = zip(*rows, strict=True)
     verdict = verdicts(list(label), field="label").astype(np.int64)
     gold = np.array(gold, dtype=object)
     known = gold != ""
@@ -30,6 +30,6 @@ def worker_answers(study: Study) -> WorkerAnswers:
         correct[known] = ratings_correct(verdict[known], gold_accurate)
     arms = np.array(arm, dtype=np.int64)
     unit = np.array(sentence, dtype=np.int64) * (int(arms.max()) + 1) + arms
-    return WorkerAnswers(np.array(rater, dtype=np.int64),
+    return WorkerAnswers(np.array(ids, dtype=np.int64), np.array(rater, dtype=np.int64),
                          np.array([np.nan if x is None else x for x in ms], dtype=float),
                          unit, verdict, correct)

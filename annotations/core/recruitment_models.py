@@ -7,6 +7,9 @@ Turk, any other), and the participants who came through them
   back to (completion and screened-out codes; a generic link's URLs), the consent text, an
   optional screening tutorial and quiz, and its limits (participants, tasks per
   participant, minutes).
+* ``PaymentBatch``, ``Payment`` — the payments ledger (``core.recruitment.payments``): each
+  participant's base pay and bonus, recorded once, in batches exported for Prolific's bulk
+  bonus or sent to its API.
 * ``Participant`` — one person of a link: the platform's id (``external_id``, unique per
   link: the same id always reaches the same account), the platform's session (Prolific's
   SESSION_ID, MTurk's assignment), their account (``user``: a member of the study in its
@@ -16,6 +19,7 @@ Turk, any other), and the participants who came through them
 from __future__ import annotations
 
 import secrets
+from decimal import Decimal
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -86,6 +90,23 @@ class RecruitmentLink(models.Model):
         null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(24 * 60)],
         help_text="Minutes from consent; then their leases go back and they are timed out. "
                   "Empty: no limit.")
+    # pay (``core.recruitment.payments``): the base pay of a completed participant and the
+    # bonus rule — per correct answer on an item whose answer is known (quality checks,
+    # gold labels), given at least ``bonus_min_checks`` such answers at an accuracy of at
+    # least ``bonus_min_accuracy``
+    currency = models.CharField(max_length=3, default="GBP",
+                                help_text="Three letters (Prolific pays in the study's).")
+    base_pay = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0.00"),
+                                   validators=[MinValueValidator(Decimal("0"))])
+    bonus_per_correct = models.DecimalField(
+        max_digits=8, decimal_places=2, default=Decimal("0.00"),
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text="Bonus per correct answer on an item whose answer is known (0: no bonus).")
+    bonus_min_checks = models.PositiveIntegerField(
+        default=0, help_text="Answers on known items needed before any bonus.")
+    bonus_min_accuracy = models.FloatField(
+        default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Accuracy on known items needed for the bonus (0–1).")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
                                    null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -144,3 +165,41 @@ class Participant(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in self.FINISHED
+
+
+class PaymentBatch(models.Model):
+    """Payments recorded together: what one "record the payments due" made (its rows are
+    fixed: exporting it again gives the same rows), when it was sent to Prolific's API
+    (``sent_at``, by the operator's key) or marked paid by hand (``paid_at``)."""
+
+    link = models.ForeignKey(RecruitmentLink, on_delete=models.CASCADE, related_name="batches")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL,
+                                   null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    send_result = models.TextField(blank=True, default="")
+    paid_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+
+class Payment(models.Model):
+    """One amount owed to a participant (base pay or bonus), recorded once: the next batch
+    records only what the rule gives beyond what is already recorded."""
+
+    class Kind(models.TextChoices):
+        BASE = "base", "Base pay"
+        BONUS = "bonus", "Bonus"
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE,
+                                    related_name="payments")
+    batch = models.ForeignKey(PaymentBatch, on_delete=models.CASCADE, related_name="payments")
+    kind = models.CharField(max_length=5, choices=Kind.choices)
+    amount = models.DecimalField(max_digits=10, decimal_places=2,
+                                 validators=[MinValueValidator(Decimal("0.01"))])
+    currency = models.CharField(max_length=3)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["participant", "kind"], name="payment_participant")]

@@ -81,8 +81,9 @@ def study_add_links() -> list[tuple[str, str]]:
 
 def study_actions(study: Study) -> list[tuple[str, str]]:
     """(label, URL) of what a researcher does with ``study``, the same steps for every type,
-    each its type's own page: configure it, its members, its imports, its dashboard and its
-    raw export (the type's first, as CSV and JSONL)."""
+    each its type's own page: configure it, its members, its imports, its dashboard, its
+    workers, recruitment links and payments, and its raw export (the type's first, as CSV
+    and JSONL)."""
     from annotations.core.exports import exports_of
 
     actions = [("Configure", study_page_url(study)),
@@ -93,6 +94,12 @@ def study_actions(study: Study) -> list[tuple[str, str]]:
     actions.append(("Import an evaluation log",
                     reverse("admin:annotations_study_import_eval_log", args=[study.pk])))
     actions.append(("Dashboard", reverse("dashboard", args=[study.pk])))
+    # every type's workers, exclusions, crowd recruitment and payments (core.reviews,
+    # core.recruitment)
+    actions += [("Workers", reverse("workers", args=[study.pk])),
+                ("Recruitment links", reverse("admin:annotations_recruitmentlink_changelist")
+                 + f"?study__id__exact={study.pk}"),
+                ("Payments", reverse("payments", args=[study.pk]))]
     exports = exports_of(study.kind)
     if exports:
         url = reverse("study-export", args=[study.pk]) + f"?what={exports[0][0]}&format="

@@ -15,9 +15,9 @@ LEVELS_MAX = 1 << 8  # a unit code is question × 256 + level (levels are few)
 def worker_answers(study: Study) -> WorkerAnswers:
     rows = (CritiqueOutput.objects.filter(study=study, author_kind=CritiqueOutput.Author.HUMAN,
                                           author__isnull=False)
-            .values_list("author_id", "time_ms", "question_id", "level", "final",
+            .values_list("pk", "author_id", "time_ms", "question_id", "level", "final",
                          "question__gold").order_by())
     return WorkerAnswers.of([
-        (author, ms, question * LEVELS_MAX + level, -1 if final is None else final,
+        (pk, author, ms, question * LEVELS_MAX + level, -1 if final is None else final,
          None if gold is None or final is None else float(final == gold))
-        for author, ms, question, level, final, gold in rows.iterator(chunk_size=5000)])
+        for pk, author, ms, question, level, final, gold in rows.iterator(chunk_size=5000)])

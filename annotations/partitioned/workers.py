@@ -13,7 +13,7 @@ from annotations.partitioned.models import Query
 def worker_answers(study: Study) -> WorkerAnswers:
     rows = (Query.objects.filter(study=study, status=Query.Status.ANSWERED,
                                  answered_by__isnull=False)
-            .values_list("answered_by_id", "time_on_task_ms", "is_quality_check", "qc_correct")
-            .order_by())
-    return WorkerAnswers.of([(w, ms, -1, 0, correct if check else None)
-                             for w, ms, check, correct in rows.iterator(chunk_size=5000)])
+            .values_list("pk", "answered_by_id", "time_on_task_ms", "is_quality_check",
+                         "qc_correct").order_by())
+    return WorkerAnswers.of([(pk, w, ms, -1, 0, correct if check else None)
+                             for pk, w, ms, check, correct in rows.iterator(chunk_size=5000)])

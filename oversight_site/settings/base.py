@@ -376,6 +376,13 @@ OVERSIGHT_AI_MAX_RETRIES = int(os.environ.get("OVERSIGHT_AI_MAX_RETRIES", "3"))
 OVERSIGHT_AI_ALLOWED_HOSTS = (os.environ["OVERSIGHT_AI_ALLOWED_HOSTS"].split(",")
                               if "OVERSIGHT_AI_ALLOWED_HOSTS" in os.environ else None)
 
+# Prolific's API, for sending a recruitment link's bonus batches (annotations/core/recruitment/
+# payments.py): the operator's key; unset, researchers download the bulk-bonus CSV instead.
+# The URL is the operator's too (tests point it at a local server), never a researcher's.
+OVERSIGHT_PROLIFIC_TOKEN = os.environ.get("OVERSIGHT_PROLIFIC_TOKEN", "")
+OVERSIGHT_PROLIFIC_API_URL = os.environ.get("OVERSIGHT_PROLIFIC_API_URL",
+                                            "https://api.prolific.com")
+
 # Content-Security-Policy (django-csp; docs/operations.md): scripts and styles from the site
 # only, inline ones only with the request's nonce (``request.csp_nonce``); no eval, no inline
 # style attributes, no framing, forms post only here. OVERSIGHT_CSP_REPORT_URI: where browsers

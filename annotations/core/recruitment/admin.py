@@ -36,7 +36,8 @@ class RecruitmentLinkForm(forms.ModelForm):
         fields = ["study", "platform", "name", "active", "id_parameter", "completion_code",
                   "screened_out_code", "completion_url", "screened_out_url", "consent",
                   "tutorial", "quiz", "quiz_attempts", "max_participants", "max_tasks",
-                  "time_limit_minutes"]
+                  "time_limit_minutes", "currency", "base_pay", "bonus_per_correct",
+                  "bonus_min_checks", "bonus_min_accuracy"]
 
     def clean_quiz(self):
         return self.cleaned_data.get("quiz") or []

@@ -62,12 +62,15 @@ class Disagreement:
 @dataclass(frozen=True)
 class WorkerAnswers:
     """One row per answer workers gave (quality checks included), for the Workers page
-    (``core.reviews.workers``): ``worker`` (user ids), ``ms`` (time on task; NaN: none),
+    (``core.reviews.workers``, ``core.recruitment.payments``): ``answer`` (the answer's id:
+    the answer model's, or for a partitioned quality check its query's), ``worker`` (user
+    ids), ``ms`` (time on task; NaN: none),
     ``unit`` (what answers are compared within for agreement — an item, an item in one arm
     or level — as integer codes; −1: the design compares none), ``value`` (the answer as an
     integer code) and ``correct`` (1/0 where the item's answer is known — a quality check,
     a gold label —, NaN elsewhere)."""
 
+    answer: np.ndarray
     worker: np.ndarray
     ms: np.ndarray
     unit: np.ndarray
@@ -76,15 +79,16 @@ class WorkerAnswers:
 
     @classmethod
     def of(cls, rows: list[tuple]) -> WorkerAnswers:
-        """From (worker, ms or None, unit, value, correct or None) tuples."""
+        """From (answer, worker, ms or None, unit, value, correct or None) tuples."""
         if not rows:
             empty = np.zeros(0)
-            return cls(empty.astype(np.int64), empty, empty.astype(np.int64),
-                       empty.astype(np.int64), empty)
-        worker, ms, unit, value, correct = zip(*rows, strict=True)
+            ints = empty.astype(np.int64)
+            return cls(ints, ints, empty, ints, ints, empty)
+        answer, worker, ms, unit, value, correct = zip(*rows, strict=True)
         as_float = [np.array([np.nan if x is None else float(x) for x in col])
                     for col in (ms, correct)]
-        return cls(np.array(worker, dtype=np.int64), as_float[0],
+        return cls(np.array(answer, dtype=np.int64), np.array(worker, dtype=np.int64),
+                   as_float[0],
                    np.array(unit, dtype=np.int64), np.array(value, dtype=np.int64),
                    as_float[1])
 

@@ -265,7 +265,9 @@ def test_a_researcher_makes_a_link_in_the_admin_and_reads_its_entry_url(client, 
     client.force_login(researcher_of(study))
     url = reverse("admin:annotations_recruitmentlink_add")
     base = {"study": study.pk, "platform": "prolific", "name": "pilot", "active": "on",
-            "quiz": "", "quiz_attempts": 1, "max_tasks": 5,
+            "quiz": "", "quiz_attempts": 1, "max_tasks": 5, "currency": "GBP",
+            "base_pay": "0", "bonus_per_correct": "0", "bonus_min_checks": 0,
+            "bonus_min_accuracy": 0,
             "participants-TOTAL_FORMS": 0, "participants-INITIAL_FORMS": 0}
     refused = client.post(url, base)
     assert refused.status_code == 200
@@ -278,3 +280,131 @@ def test_a_researcher_makes_a_link_in_the_admin_and_reads_its_entry_url(client, 
     page = client.get(reverse("admin:annotations_recruitmentlink_change", args=[link.pk]))
     assert (f"/join/{link.token}/?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}"
             in page.content.decode())
+
+
+def _completed(client, link, pid, session, answers=("no", "no", "no")):
+    """A participant of ``link`` (partitioned study) who answered and completed; an answer
+    "truth" is the right one (a quality check's gold)."""
+    client.logout()
+    client.get(_prolific(link, pid=pid, session=session))
+    client.post(reverse("join-consent", args=[link.token]), {"agree": "yes"})
+    participant = Participant.objects.get(external_id=pid)
+    for answer in answers:
+        q = query_lease_next(study=participant.study, user=participant.user)
+        if answer == "truth":
+            answer = "yes" if q.item.position_of(q.item.gold_option) == q.k else "no"
+        label_submit(query_id=q.pk, user=participant.user, answer=answer)
+    client.get(reverse("join-complete", args=[link.token]))
+    participant.refresh_from_db()
+    return participant
+
+
+def test_the_ledger_records_each_payment_once_and_exports_prolifics_bulk_bonus(client):
+    from decimal import Decimal
+
+    from annotations.core.recruitment.payments import (
+        NothingOwed,
+        payments_owed,
+        payments_record,
+        prolific_bonus_lines,
+    )
+    from tests.annotations.core.review_helpers import researcher_of
+
+    study = make_study(k=2, n_items=40, checks=30, gold_rate=0.5, seed=3)
+    link = _link(study, base_pay=Decimal("2.50"), bonus_per_correct=Decimal("0.10"),
+                 max_tasks=6)
+    one = _completed(client, link, PID, SESSION, answers=("truth",) * 6)
+    researcher = researcher_of(study)
+    owed = {o.participant.pk: o for o in payments_owed(link)}[one.pk]
+    checks = Query.objects.filter(answered_by=one.user, is_quality_check=True).exclude(
+        qc_correct=None)
+    assert owed.checked == checks.count()
+    assert owed.bonus == Decimal("0.10") * checks.filter(qc_correct=True).count()
+    assert owed.base == Decimal("2.50")
+    batch = payments_record(link=link, by=researcher)
+    first = prolific_bonus_lines(batch)
+    assert owed.bonus > 0 and first == f"{PID},{owed.bonus:.2f}\n"
+    with pytest.raises(NothingOwed):  # the same payments twice: nothing new
+        payments_record(link=link, by=researcher)
+    assert prolific_bonus_lines(batch) == first  # the same export twice: the same rows
+    # a second participant completes: the next batch holds only them
+    two = _completed(client, link, PID2, SESSION2, answers=("no",) * 6)
+    second = payments_record(link=link, by=researcher)
+    assert set(second.payments.values_list("participant", flat=True)) == {two.pk}
+    client.force_login(researcher)
+    page = client.get(reverse("payments", args=[study.pk]))
+    assert page.status_code == 200 and page.content.count(b'data-testid="owed-row"') == 2
+    csv_body = client.get(reverse("payments-batch", args=[study.pk, batch.pk, "csv"]))
+    assert csv_body.content.decode() == first
+    again = client.post(reverse("payments-record", args=[study.pk, link.pk]), follow=True)
+    assert b"Nothing is owed" in again.content
+
+
+def test_an_excluded_worker_earns_no_bonus(client):
+    from decimal import Decimal
+
+    from annotations.core.recruitment.payments import payments_owed
+    from annotations.core.reviews.exclusions import exclusion_add
+    from tests.annotations.core.review_helpers import researcher_of
+
+    study = make_study(k=2, n_items=40, checks=30, gold_rate=0.5, seed=3)
+    link = _link(study, bonus_per_correct=Decimal("1.00"), max_tasks=6)
+    one = _completed(client, link, PID, SESSION, answers=("truth",) * 6)
+    assert payments_owed(link)[0].bonus > 0
+    exclusion_add(study=study, by=researcher_of(study), kind="worker", worker_id=one.user_id,
+                  reason="copied answers")
+    assert payments_owed(link)[0].bonus == Decimal("0.00")
+
+
+def test_sending_goes_only_to_the_operators_prolific_url_and_only_once(client, settings):
+    import http.server
+    import json
+    import threading
+    from decimal import Decimal
+
+    from annotations.core.recruitment.payments import (
+        NotSendable,
+        batch_send,
+        payments_record,
+    )
+    from tests.annotations.core.review_helpers import researcher_of
+
+    seen = []
+
+    class Prolific(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the server's name
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append((self.path, self.headers["Authorization"], body))
+            answer = json.dumps({"id": "bb42"}).encode()
+            self.send_response(201)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Prolific)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.OVERSIGHT_PROLIFIC_API_URL = f"http://127.0.0.1:{server.server_port}"
+    study = make_study(k=2, n_items=40, checks=30, gold_rate=0.5, seed=3)
+    link = _link(study, bonus_per_correct=Decimal("1.00"), max_tasks=6)
+    _completed(client, link, PID, SESSION, answers=("truth",) * 6)
+    batch = payments_record(link=link, by=researcher_of(study))
+    assert batch.payments.filter(kind="bonus").exists()  # right answers to checks
+    settings.OVERSIGHT_PROLIFIC_TOKEN = ""
+    with pytest.raises(NotSendable, match="OVERSIGHT_PROLIFIC_TOKEN"):
+        batch_send(batch=batch)
+    settings.OVERSIGHT_PROLIFIC_TOKEN = "operator-key"
+    try:
+        batch_send(batch=batch)
+        assert [p for p, _, _ in seen] == ["/api/v1/submissions/bonus-payments/",
+                                           "/api/v1/bulk-bonus-payments/bb42/pay/"]
+        assert seen[0][1] == "Token operator-key"
+        body = json.loads(seen[0][2])
+        assert body["study_id"] == STUDY_ID and body["csv_bonuses"].startswith(PID)
+        with pytest.raises(NotSendable, match="already sent"):
+            batch_send(batch=batch)
+        assert len(seen) == 2
+    finally:
+        server.shutdown()

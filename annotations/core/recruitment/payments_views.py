@@ -59,8 +59,9 @@ def payments_record(request: HttpRequest, study_id: int, link_id: int) -> HttpRe
     except DomainError as exc:
         messages.info(request, exc.message)
     else:
-        messages.success(request, f"Batch {batch.pk} recorded: {batch.payments.count()} "
-                                  "payments.")
+        n = batch.payments.count()
+        messages.success(request, f"Batch {batch.pk} recorded: {n} payment"
+                                  f"{'' if n == 1 else 's'}.")
     return redirect("payments", study_id=study.pk)
 
 

@@ -78,3 +78,59 @@ class ReviewItemContextSerializer(serializers.Serializer):
     item = ReviewItemSerializer()
     answers = ReviewAnswerOutputSerializer(many=True)
     flags = ReviewFlagSerializer(many=True)
+
+
+class WorkerOutputSerializer(serializers.Serializer):
+    """One worker of the Workers page (``core.reviews.workers.WorkerRow``): seconds are
+    null without a timed answer, the gold interval's ends null without a check."""
+
+    user_id = serializers.IntegerField()
+    name = serializers.CharField()
+    member = serializers.BooleanField()
+    answers = serializers.IntegerField()
+    excluded = serializers.IntegerField(help_text="Answers exclusions took out.")
+    worker_excluded = serializers.BooleanField()
+    median_seconds = serializers.FloatField(allow_null=True, source="median_or_none")
+    p10_seconds = serializers.FloatField(allow_null=True, source="p10_or_none")
+    p90_seconds = serializers.FloatField(allow_null=True, source="p90_or_none")
+    seconds_histogram = serializers.ListField(child=serializers.IntegerField(),
+                                              source="histogram")
+    gold_correct = serializers.IntegerField()
+    gold_checked = serializers.IntegerField(source="gold_n")
+    gold_accuracy = serializers.FloatField(allow_null=True)
+    gold_lower_95 = serializers.FloatField(allow_null=True, source="gold_lo_or_none")
+    gold_upper_95 = serializers.FloatField(allow_null=True, source="gold_hi_or_none")
+    agreeing = serializers.IntegerField(source="agree")
+    compared = serializers.IntegerField(source="agree_n")
+    agreement = serializers.FloatField(allow_null=True)
+    skips = serializers.IntegerField()
+    undos = serializers.IntegerField()
+    flags = serializers.IntegerField()
+
+
+class ExclusionInputSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["worker", "before", "after", "faster"])
+    reason = serializers.CharField(max_length=2000)
+    worker = serializers.IntegerField(required=False, allow_null=True,
+                                      help_text="The worker's user id (required for 'worker').")
+    at = serializers.DateTimeField(required=False, allow_null=True,
+                                   help_text="'before' / 'after': ISO 8601 with its zone.")
+    faster_than_seconds = serializers.FloatField(required=False, allow_null=True)
+
+
+class ExclusionOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.CharField()
+    rule = serializers.CharField(source="describe")
+    worker = serializers.IntegerField(source="worker_id", allow_null=True)
+    at = serializers.DateTimeField(allow_null=True)
+    faster_than_ms = serializers.IntegerField(allow_null=True)
+    reason = serializers.CharField()
+    answers = serializers.IntegerField(help_text="Answers it took out when made.")
+    released = serializers.IntegerField(help_text="Leases it ended.")
+    created_by = serializers.CharField(source="created_by.username", allow_null=True)
+    created_at = serializers.DateTimeField()
+    undone_by = serializers.CharField(source="undone_by.username", allow_null=True,
+                                      default=None)
+    undone_at = serializers.DateTimeField(allow_null=True)
+    undo_reason = serializers.CharField()

@@ -76,6 +76,12 @@ class WorkerRow:
     def agreement(self) -> float | None:
         return self.agree / self.agree_n if self.agree_n else None
 
+    median_or_none = property(lambda self: _num(self.median_s))
+    p10_or_none = property(lambda self: _num(self.p10_s))
+    p90_or_none = property(lambda self: _num(self.p90_s))
+    gold_lo_or_none = property(lambda self: _num(self.gold_lo))
+    gold_hi_or_none = property(lambda self: _num(self.gold_hi))
+
     @property
     def gold_percent(self) -> float | None:
         return None if self.gold_accuracy is None else 100 * self.gold_accuracy

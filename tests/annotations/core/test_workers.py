@@ -148,3 +148,35 @@ def test_a_manager_cannot_exclude(client):
     response = client.post(reverse("workers-exclude", args=[study.pk]),
                            {"kind": "faster", "faster_than_seconds": "1", "reason": "r"})
     assert response.status_code == 403 and not Exclusion.objects.exists()
+
+
+def test_the_workers_and_exclusions_api(client, answered):
+    study, model, ids = answered
+    researcher = researcher_of(study)
+    client.force_login(researcher)
+    rows = client.get(f"/api/studies/{study.pk}/workers/?sort=answers&order=desc").json()
+    assert [r["name"] for r in rows] == [
+        w.name for w in study_workers(study=study, sort="answers", descending=True)]
+    assert {"gold_lower_95", "median_seconds", "seconds_histogram"} <= set(rows[0])
+    url = f"/api/studies/{study.pk}/exclusions/"
+    refused = client.post(url, {"kind": "faster", "reason": "too fast"},
+                          content_type="application/json")
+    assert refused.status_code == 400 and refused.json()["field"] == "faster_than_seconds"
+    worker = model.objects.filter(pk=ids[0]).values_list(
+        f"{reviewable(study.kind).worker_field}_id", flat=True)[0]
+    made = client.post(url, {"kind": "worker", "worker": worker, "reason": "Copied"},
+                       content_type="application/json")
+    assert made.status_code == 201 and made.json()["answers"] > 0
+    listed = client.get(url).json()
+    assert [x["id"] for x in listed] == [made.json()["id"]]
+    undone = client.post(f"{url}{made.json()['id']}/undo/", {"reason": "mistake"},
+                         content_type="application/json")
+    assert undone.status_code == 200 and undone.json()["undo_reason"] == "mistake"
+    again = client.post(f"{url}{made.json()['id']}/undo/", content_type="application/json")
+    assert again.status_code == 409
+    manager = StudyMembership.objects.filter(study=study, role="manager").first()
+    if manager is not None:
+        client.force_login(manager.user)
+        assert client.get(f"/api/studies/{study.pk}/workers/").status_code == 200
+        assert client.post(url, {"kind": "worker", "worker": worker, "reason": "x"},
+                           content_type="application/json").status_code == 403

@@ -4,6 +4,8 @@ that says what is wrong and changes nothing. Thin: parse, call one service, rend
 
 from __future__ import annotations
 
+import functools
+
 from django.contrib.auth import login
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
@@ -73,12 +75,22 @@ def _lost(request: HttpRequest, link: RecruitmentLink | None = None) -> HttpResp
                      "session."]}, status=400, link=link)
 
 
+def _of_participant(view):
+    """A page of the signed-in participant of link ``token`` (passed as ``participant``);
+    anyone else gets the page that says to open the study from the platform."""
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, token: str) -> HttpResponse:
+        participant = _participant(request, token)
+        if participant is None:
+            return _lost(request)
+        return view(request, token, participant)
+    return wrapped
+
+
 @require_GET
-def step(request: HttpRequest, token: str) -> HttpResponse:
+@_of_participant
+def step(request: HttpRequest, token: str, participant: Participant) -> HttpResponse:
     """Where the participant is: consent, the quiz, work, or the end."""
-    participant = _participant(request, token)
-    if participant is None:
-        return _lost(request)
     link = participant.link
     context = {"participant": participant, "link": link, "study": participant.study}
     if participant.status == Status.CONSENT:
@@ -103,19 +115,15 @@ def step(request: HttpRequest, token: str) -> HttpResponse:
 
 
 @require_POST
-def consent(request: HttpRequest, token: str) -> HttpResponse:
-    participant = _participant(request, token)
-    if participant is None:
-        return _lost(request)
+@_of_participant
+def consent(request: HttpRequest, token: str, participant: Participant) -> HttpResponse:
     participant_consent(participant=participant, agree=request.POST.get("agree") == "yes")
     return redirect("join-step", token=token)
 
 
 @require_POST
-def quiz(request: HttpRequest, token: str) -> HttpResponse:
-    participant = _participant(request, token)
-    if participant is None:
-        return _lost(request)
+@_of_participant
+def quiz(request: HttpRequest, token: str, participant: Participant) -> HttpResponse:
     answers = []
     for i in range(len(participant.link.quiz)):
         value = request.POST.get(f"q{i}", "")
@@ -125,11 +133,9 @@ def quiz(request: HttpRequest, token: str) -> HttpResponse:
 
 
 @require_GET
-def complete(request: HttpRequest, token: str) -> HttpResponse:
+@_of_participant
+def complete(request: HttpRequest, token: str, participant: Participant) -> HttpResponse:
     """The completion: back to the platform with the code — only once the work is done."""
-    participant = _participant(request, token)
-    if participant is None:
-        return _lost(request)
     link = participant.link
     try:
         participant = participant_complete(participant=participant)
@@ -150,20 +156,16 @@ def complete(request: HttpRequest, token: str) -> HttpResponse:
 
 
 @require_GET
-def progress(request: HttpRequest, token: str) -> HttpResponse:
+@_of_participant
+def progress(request: HttpRequest, token: str, participant: Participant) -> HttpResponse:
     """The participant's progress (an htmx partial of the top bar)."""
-    participant = _participant(request, token)
-    if participant is None:
-        return HttpResponse(status=204)
     return render(request, "annotations/recruitment/_progress.html", {
         "participant": participant, "state": participant_state(participant)})
 
 
 @require_POST
-def leave(request: HttpRequest, token: str) -> HttpResponse:
+@_of_participant
+def leave(request: HttpRequest, token: str, participant: Participant) -> HttpResponse:
     """Return the study: stop now; the participant's leases go back at once."""
-    participant = _participant(request, token)
-    if participant is None:
-        return _lost(request)
     participant_return(participant=participant)
     return redirect("join-step", token=token)

@@ -14,7 +14,9 @@ Contract:
   pool, ``engine.leases_return``) and the engine leases them nothing more there
   (``engine.lease_first``) until the exclusion is undone.
 * Every change is a ``StudyEvent`` (who, when, why, how many answers) in the same
-  transaction and recomputes the study on commit.
+  transaction and recomputes the study on commit. An answer recorded while a rule is being
+  made is caught by its own transaction when it sees the rule, else by a second sync after
+  the rule commits (an excluded worker's answer in flight: by the lock on their leases).
 * Who: the study's researchers (``NotPermitted`` otherwise)."""
 
 from __future__ import annotations
@@ -125,7 +127,18 @@ def _standing(study: Study, change: int) -> None:
 
 
 def _after_commit(study: Study) -> None:
+    transaction.on_commit(partial(_sync_again, study.pk))
     transaction.on_commit(partial(study_recompute_schedule, study.pk))
+
+
+def _sync_again(study_id: int) -> None:
+    """Once the change is committed, sync once more: an answer whose transaction read the
+    study's standing rules before this change committed, and committed after the sync in
+    it, is caught here (its window is its own transaction's length)."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is not None:
+        with transaction.atomic():
+            _sync(study)
 
 
 def _reason(reason: str, field: str = "reason") -> str:
@@ -180,10 +193,12 @@ def exclusion_add(*, study: Study, by: User, kind: str, reason: str,
         rule.faster_than_ms = max(1, round(faster_than_seconds * 1000))
     rule.save()
     _standing(study, +1)
+    if kind == Exclusion.Kind.WORKER:
+        # first: locking their leased tasks waits for an answer in flight, which the
+        # sync below then sees
+        rule.released = _release(study, worker)
     taken, _ = _sync(study)
     rule.answers = ExcludedAnswer.objects.filter(exclusion=rule).count()
-    if kind == Exclusion.Kind.WORKER:
-        rule.released = _release(study, worker)
     rule.save(update_fields=["answers", "released"])
     study_event_record(study=study, kind=EXCLUDED, by=by, detail={
         "exclusion": rule.pk, "rule": rule.describe(), "reason": reason,

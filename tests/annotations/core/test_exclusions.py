@@ -28,23 +28,14 @@ from annotations.models import Query, Study, StudyEvent
 from annotations.partitioned.services.labels import label_submit
 from annotations.partitioned.services.routing import query_lease_next
 from tests.annotations.core.review_helpers import (
-    assisted_answered,
-    critique_answered,
     estimates_of,
     estimates_without,
-    partitioned_answered,
     researcher_of,
 )
 from tests.factories import make_study, specialist
 
 pytestmark = pytest.mark.django_db
 
-BUILDERS = [partitioned_answered, assisted_answered, critique_answered]
-
-
-@pytest.fixture(params=BUILDERS, ids=["partitioned", "assisted", "critique"])
-def answered(request):
-    return request.param()
 
 
 def _author(study, model, answer_id) -> int:
@@ -81,7 +72,7 @@ def test_excluding_a_worker_gives_the_estimates_without_their_answers_and_undo_r
     with django_capture_on_commit_callbacks() as callbacks:
         rule = exclusion_add(study=study, by=researcher, kind="worker", worker_id=worker,
                              reason=" Answered every item in under a second. ")
-    assert len(callbacks) == 1  # the study's recompute
+    assert len(callbacks) == 2  # a second sync once committed, and the study's recompute
     assert (rule.answers, rule.reason, rule.created_by_id) == (
         len(theirs), "Answered every item in under a second.", researcher.pk)
     assert sorted(ExcludedAnswer.objects.filter(study=study)
@@ -252,4 +243,22 @@ def test_an_undone_answer_leaves_the_exclusion_table():
     label_undo(study=study, user=user)
     assert not ExcludedAnswer.objects.filter(answer_id=query.pk).exists()
     assert Query.objects.get(pk=query.pk).status == "leased"
+    _tallies_agree(study)
+
+
+def test_an_answer_that_missed_a_new_rule_is_caught_once_the_rule_commits(
+        django_capture_on_commit_callbacks):
+    study = make_study(k=2, n_items=4, systems={"sys": 0.75})
+    user = specialist(study, 0)
+    with django_capture_on_commit_callbacks() as callbacks:
+        rule = exclusion_add(study=study, by=researcher_of(study), kind="faster",
+                             faster_than_seconds=3600, reason="r")
+    # an answer whose transaction read the study before the rule committed: it saw none
+    Study.objects.filter(pk=study.pk).update(exclusions_standing=0)
+    query = query_lease_next(study=study, user=user)
+    label_submit(query_id=query.pk, user=user, answer="yes")
+    assert not ExcludedAnswer.objects.filter(answer_id=query.pk).exists()
+    Study.objects.filter(pk=study.pk).update(exclusions_standing=1)
+    callbacks[0]()  # the sync once the rule committed
+    assert ExcludedAnswer.objects.get(answer_id=query.pk).exclusion_id == rule.pk
     _tallies_agree(study)

@@ -41,12 +41,6 @@ from tests.factories import UserFactory, role_user
 
 pytestmark = pytest.mark.django_db
 
-BUILDERS = [partitioned_answered, assisted_answered, critique_answered]
-
-
-@pytest.fixture(params=BUILDERS, ids=["partitioned", "assisted", "critique"])
-def answered(request):
-    return request.param()
 
 
 def test_every_study_type_offers_the_reviewer_role_on_its_members_page():

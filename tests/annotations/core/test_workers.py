@@ -19,9 +19,6 @@ from annotations.partitioned.services.labels import label_submit
 from annotations.partitioned.services.routing import query_lease_next
 from tests.annotations.assisted.helpers import add_rater, make_assisted_study
 from tests.annotations.core.review_helpers import (
-    assisted_answered,
-    critique_answered,
-    partitioned_answered,
     researcher_of,
 )
 from tests.factories import make_study, role_user, specialist
@@ -29,10 +26,6 @@ from tests.factories import make_study, role_user, specialist
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(params=[partitioned_answered, assisted_answered, critique_answered],
-                ids=["partitioned", "assisted", "critique"])
-def answered(request):
-    return request.param()
 
 
 def test_every_worker_is_listed_with_their_answers_counted(answered):

@@ -5,6 +5,8 @@ offers, and what a flag names (the sentence a rater rates)."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy
+
 from annotations.assisted import reviews, views, workers
 from annotations.assisted.dashboard import FIGURES
 from annotations.assisted.models import Rating, Sentence
@@ -65,7 +67,7 @@ def register() -> None:
     study_home_register(Study.Kind.ASSISTED, "assisted/_home_links.html")
     # sentences are never rewritten (imports refuse it): a broken one is withdrawn
     flaggable_register(Study.Kind.ASSISTED, Flaggable(
-        task_kind=rating.RATING_KIND, item_model=Sentence, noun="sentence",
+        task_kind=rating.RATING_KIND, item_model=Sentence, noun=gettext_lazy("sentence"),
         text=lambda s: s.target))
     reviewable_register(Study.Kind.ASSISTED, Reviewable(
         answer_model=Rating, noun="rating", answers=reviews.answers, views=reviews.views,

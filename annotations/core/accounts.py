@@ -38,7 +38,7 @@ from django.utils.crypto import constant_time_compare
 
 ALLOWED_PATHS = ("/accounts/password/", "/accounts/password/done/", "/accounts/logout/",
                  "/accounts/login/", "/healthz", "/favicon.ico")
-ALLOWED_PREFIXES = ("/static/", "/accounts/invitation/")
+ALLOWED_PREFIXES = ("/static/", "/accounts/invitation/", "/i18n/", "/jsi18n/")
 SPENT = ("The password you were given has already signed in once; it does not work again. "
          "Ask the researcher who added you for a new one.")
 

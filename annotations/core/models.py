@@ -14,6 +14,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils.text import capfirst
+from django.utils.translation import gettext_lazy as _
 
 from annotations.core.inputs import LONG_TEXT_MAX
 from annotations.core.task_models import TaskStatus
@@ -459,8 +460,8 @@ class ItemFlag(models.Model):
     engine's ``lease_first`` passes over its tasks) and its answers leave the estimates."""
 
     class Reason(models.TextChoices):
-        BROKEN = "broken", "Broken (cannot be answered as shown)"
-        AMBIGUOUS = "ambiguous", "Ambiguous (more than one answer fits)"
+        BROKEN = "broken", _("Broken (cannot be answered as shown)")
+        AMBIGUOUS = "ambiguous", _("Ambiguous (more than one answer fits)")
 
     class Resolution(models.TextChoices):
         OPEN = "", "Open"

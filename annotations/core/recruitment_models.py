@@ -25,6 +25,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext
 
 from annotations.core.inputs import LONG_TEXT_MAX
 from annotations.core.models import Study
@@ -116,6 +117,13 @@ class RecruitmentLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.get_platform_display()})"
+
+    @property
+    def platform_label(self) -> str:
+        """The platform as a participant is told to go back to it."""
+        if self.platform == self.Platform.GENERIC:
+            return gettext("your recruiting platform")
+        return self.get_platform_display()
 
 
 class Participant(models.Model):

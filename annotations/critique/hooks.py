@@ -5,6 +5,8 @@ Members page offers, and what a flag names (the question of a task)."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy
+
 from annotations.core.exports import export_register, figures_register
 from annotations.core.models import ImportJob, Study, StudyMembership
 from annotations.core.recruitment.services import annotator_join, participant_join_register
@@ -64,7 +66,8 @@ def register() -> None:
     study_home_register(Study.Kind.CRITIQUE, "critique/_home_links.html")
     # questions are never rewritten (imports refuse it): a broken one is withdrawn
     flaggable_register(Study.Kind.CRITIQUE, Flaggable(
-        task_kind=assignment.CRITIQUE_KIND, item_model=CritiqueQuestion, noun="question",
+        task_kind=assignment.CRITIQUE_KIND, item_model=CritiqueQuestion,
+        noun=gettext_lazy("question"),
         text=lambda q: q.text))
     reviewable_register(Study.Kind.CRITIQUE, Reviewable(
         answer_model=CritiqueOutput, noun="output", answers=reviews.answers, views=reviews.views,

@@ -6,6 +6,7 @@ roles their Members page offers, and what a flag names (the item a query asks ab
 from __future__ import annotations
 
 from django.urls import reverse
+from django.utils.translation import gettext_lazy
 
 from annotations.core.exports import export_register, figures_register
 from annotations.core.models import ImportJob, Item, Study, StudyMembership
@@ -69,7 +70,8 @@ def register() -> None:
                                                   "Specialist (answers one class's question)"))
     study_home_register(Study.Kind.PARTITIONED, "annotations/_home_links.html")
     flaggable_register(Study.Kind.PARTITIONED, Flaggable(
-        task_kind=routing.QUERY_KIND, item_model=Item, noun="item", text=lambda i: i.text,
+        task_kind=routing.QUERY_KIND, item_model=Item, noun=gettext_lazy("item"),
+        text=lambda i: i.text,
         edit_url=lambda i: reverse("admin:annotations_item_change", args=[i.pk])))
     reviewable_register(Study.Kind.PARTITIONED, Reviewable(
         answer_model=Query, noun="label", answers=reviews.answers, views=reviews.views,

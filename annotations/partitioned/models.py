@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from annotations.core.models import Item, Study, User
 from annotations.core.task_models import LeasedTask, TaskEvent
@@ -69,9 +70,9 @@ class Query(LeasedTask):
     demand, would always be the newest."""
 
     class Answer(models.TextChoices):
-        YES = "yes", "Yes"
-        NO = "no", "No"
-        UNSURE = "unsure", "Not sure"
+        YES = "yes", _("Yes")
+        NO = "no", _("No")
+        UNSURE = "unsure", _("Not sure")
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="queries")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="queries")

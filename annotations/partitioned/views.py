@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from annotations.core.errors import DomainError, LeaseExpired, leased_or_message
@@ -43,7 +44,7 @@ def _specialist(request: HttpRequest, study_id: int) -> StudyMembership:
                                                                 study_id=study_id)
     if membership is None:
         get_object_or_404(Study, pk=study_id)
-        raise PermissionDenied("You are not a specialist in this study.")
+        raise PermissionDenied(gettext("You are not a specialist in this study."))
     return membership
 
 
@@ -79,11 +80,12 @@ def _render_query(request: HttpRequest, membership: StudyMembership, query: Quer
     return render(request, template, context)
 
 
-NO_QUERIES_LEFT = "No queries left for your class. Thank you!"
-MORE_SOON = ("No query is free for you right now; more of your class's queries will be free "
-             "shortly. Press Enter to look again.")
-EXPIRED = ("Your time on this query ran out, so it went back to the pool for another "
-           "specialist and your answer was not recorded. Press Enter for the next query.")
+NO_QUERIES_LEFT = gettext_lazy("No queries left for your class. Thank you!")
+MORE_SOON = gettext_lazy("No query is free for you right now; more of your class's queries "
+                         "will be free shortly. Press Enter to look again.")
+EXPIRED = gettext_lazy("Your time on this query ran out, so it went back to the pool for "
+                       "another specialist and your answer was not recorded. Press Enter for "
+                       "the next query.")
 
 
 def _lease_next(request: HttpRequest, membership: StudyMembership) -> tuple[Query | None, str]:
@@ -98,7 +100,8 @@ def _respond(request: HttpRequest, membership: StudyMembership, query: Query | N
     labelling page, which resumes the lease just taken, with the message flashed."""
     if request.htmx:
         return _render_query(request, membership, query, message=message, **extra)
-    for text in (extra.get("recorded") and f"Recorded: {extra['recorded']}", message):
+    for text in (extra.get("recorded") and gettext("Recorded: %(answer)s")
+                 % {"answer": extra["recorded"]}, message):
         if text:
             messages.info(request, text)
     return redirect("label", study_id=membership.study_id)
@@ -163,7 +166,8 @@ def label_skip(request: HttpRequest, study_id: int, public_id: str) -> HttpRespo
         return _refused(request, membership, exc)
     query, message = _lease_next(request, membership)
     return _respond(request, membership, query,
-                    message or "Skipped: the query went back to the pool for someone else.")
+                    message or gettext("Skipped: the query went back to the pool for someone "
+                                       "else."))
 
 
 @require_POST
@@ -176,7 +180,7 @@ def label_undo(request: HttpRequest, study_id: int) -> HttpResponse:
     except DomainError as exc:
         return _refused(request, membership, exc)
     return _respond(request, membership, query,
-                    "Undone: your last answer was removed. Answer this query again.")
+                    gettext("Undone: your last answer was removed. Answer this query again."))
 
 
 @require_POST

@@ -67,6 +67,8 @@ MIDDLEWARE = [
     # (served above) need none
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # the page's language: the language menu's cookie, else the browser's Accept-Language
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     # every request body: size, NUL characters, JSON depth, text length (annotations/core/inputs.py)
@@ -167,7 +169,13 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en-us"
+# Worker-facing pages are translated (gettext; locale/<lang>/LC_MESSAGES, docs/operations.md
+# "Languages"): the browser's Accept-Language picks one of LANGUAGES, or the language menu
+# at the foot of every page (a cookie). Researchers' pages and the admin stay in English
+# where Django has no translation of their own.
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("de", "Deutsch")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -18,7 +18,7 @@ from annotations.core.recruitment.platforms import MTURK_ORIGINS
 from annotations.core.recruitment_models import Participant, RecruitmentLink
 
 FREE = ("/join/", "/static/", "/help/", "/accounts/logout/", "/healthz", "/favicon.ico",
-        "/i18n/")
+        "/i18n/", "/jsi18n/")
 STUDY_PATH = re.compile(r"/studies/(\d+)/")
 
 

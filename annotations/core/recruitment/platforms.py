@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
+from django.utils.translation import gettext as _
+
 from annotations.core.recruitment_models import RecruitmentLink
 
 Platform = RecruitmentLink.Platform
@@ -50,14 +52,15 @@ def _one(params, name: str, pattern: re.Pattern, problems: list[str], *,
     values = [v for v in values if v is not None]
     if not values or values == [""]:
         if required:
-            problems.append(f"The link has no {name}: open the study from the platform's "
-                            "page, not a copied address.")
+            problems.append(_("The link has no %(name)s: open the study from the "
+                              "platform's page, not a copied address.") % {"name": name})
         return ""
     if len(values) > 1:
-        problems.append(f"{name} is given {len(values)} times.")
+        problems.append(_("%(name)s is given %(n)s times.") % {"name": name, "n": len(values)})
         return ""
     if not pattern.fullmatch(values[0]):
-        problems.append(f"{name} is not a valid id (letters and digits, at most 64).")
+        problems.append(_("%(name)s is not a valid id (letters and digits, at most 64).")
+                        % {"name": name})
         return ""
     return values[0]
 
@@ -76,8 +79,8 @@ def arrival(link: RecruitmentLink, params) -> Arrival:
             return Arrival(preview=True)
         submit_to = params.get("turkSubmitTo", "")
         if submit_to.rstrip("/") not in MTURK_ORIGINS:
-            problems.append("turkSubmitTo is not Amazon Mechanical Turk's (or its sandbox's) "
-                            "address.")
+            problems.append(_("turkSubmitTo is not Amazon Mechanical Turk's (or its "
+                              "sandbox's) address."))
         return Arrival(external_id=_one(params, "workerId", PLATFORM_ID, problems),
                        session_id=_one(params, "assignmentId", PLATFORM_ID, problems),
                        platform_study=_one(params, "hitId", PLATFORM_ID, problems),

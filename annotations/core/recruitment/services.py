@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotations.core import engine
 from annotations.core.errors import DomainError
@@ -94,11 +95,11 @@ def participant_arrive(*, link_token: str, params) -> tuple[RecruitmentLink, Par
     link = (RecruitmentLink.objects.select_for_update().select_related("study")
             .filter(token=str(link_token)[:40]).first())
     if link is None:
-        raise RecruitmentRefused("This link does not exist. Open the study from the "
-                                 "platform's page.", http_status=404)
+        raise RecruitmentRefused(_("This link does not exist. Open the study from the "
+                                   "platform's page."), http_status=404)
     arrived = platforms.arrival(link, params)
     if arrived.problems:
-        raise RecruitmentRefused("This link is incomplete or altered.",
+        raise RecruitmentRefused(_("This link is incomplete or altered."),
                                  problems=arrived.problems)
     if arrived.preview:
         return link, None, arrived
@@ -107,9 +108,9 @@ def participant_arrive(*, link_token: str, params) -> tuple[RecruitmentLink, Par
               .exclude(external_id=arrived.external_id).exists()
               if arrived.session_id else False)
     if holder:
-        raise RecruitmentRefused("This session was already used by another participant. "
-                                 "Open the study again from the platform's page.",
-                                 http_status=409)
+        raise RecruitmentRefused(_("This session was already used by another "
+                                   "participant. Open the study again from the platform's "
+                                   "page."), http_status=409)
     if participant is not None:
         if arrived.session_id and participant.session_id != arrived.session_id:
             participant.session_id = arrived.session_id
@@ -117,12 +118,12 @@ def participant_arrive(*, link_token: str, params) -> tuple[RecruitmentLink, Par
         return link, participant, arrived
     study = link.study
     if not link.active or study.status != Study.Status.OPEN:
-        raise RecruitmentRefused("This study is not taking participants now.",
+        raise RecruitmentRefused(_("This study is not taking participants now."),
                                  http_status=410)
     if link.max_participants is not None and (
             link.participants.count() >= link.max_participants):
-        raise RecruitmentRefused("This study is full: every place has been taken. Please "
-                                 "return it on the platform.", http_status=409)
+        raise RecruitmentRefused(_("This study is full: every place has been taken. "
+                                   "Please return it on the platform."), http_status=409)
     user = User(username=_username(link, arrived.external_id))
     user.set_unusable_password()
     user.save()
@@ -256,9 +257,9 @@ def participant_complete(*, participant: Participant) -> Participant:
     if participant.status == Status.COMPLETED:
         return participant
     if participant.status != Status.WORKING or not state.done:
-        raise NotDoneYet(f"Not yet: you have answered {state.answers} of "
-                         f"{state.max_tasks} tasks. The completion code is given when the "
-                         "work is done.")
+        raise NotDoneYet(_("Not yet: you have answered %(answers)s of %(total)s tasks. The "
+                           "completion code is given when the work is done.")
+                         % {"answers": state.answers, "total": state.max_tasks})
     _finish(participant, Status.COMPLETED)
     return participant
 

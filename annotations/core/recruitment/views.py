@@ -10,6 +10,7 @@ from django.contrib.auth import login
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from annotations.core.recruitment import platforms
@@ -28,7 +29,7 @@ from annotations.core.recruitment.services import (
 from annotations.core.recruitment_models import Participant, RecruitmentLink
 
 Status = Participant.Status
-DEFAULT_CONSENT = (
+DEFAULT_CONSENT = gettext_lazy(
     "You are invited to take part in a research study. You will answer questions about "
     "texts; your answers are recorded with the time you take. Your platform id is stored to "
     "pay you and is not published. Taking part is voluntary: you may stop at any time by "
@@ -70,9 +71,9 @@ def join(request: HttpRequest, token: str) -> HttpResponse:
 
 def _lost(request: HttpRequest, link: RecruitmentLink | None = None) -> HttpResponse:
     return _page(request, "refused.html", {
-        "message": "This page belongs to a participant's session.",
-        "problems": ["Open the study from the platform's page: its link starts your "
-                     "session."]}, status=400, link=link)
+        "message": gettext("This page belongs to a participant's session."),
+        "problems": [gettext("Open the study from the platform's page: its link starts "
+                             "your session.")]}, status=400, link=link)
 
 
 def _of_participant(view):
@@ -94,7 +95,7 @@ def step(request: HttpRequest, token: str, participant: Participant) -> HttpResp
     link = participant.link
     context = {"participant": participant, "link": link, "study": participant.study}
     if participant.status == Status.CONSENT:
-        paragraphs = [p.strip() for p in (link.consent or DEFAULT_CONSENT).split("\n\n")
+        paragraphs = [p.strip() for p in (link.consent or str(DEFAULT_CONSENT)).split("\n\n")
                       if p.strip()]
         return _page(request, "consent.html", {**context, "paragraphs": paragraphs}, link=link)
     if participant.status == Status.SCREENING:

@@ -5,6 +5,10 @@
 // when its window ends.
 (function () {
   "use strict";
+  // the page's language (Django's JavaScript catalog, /jsi18n/; English without it)
+  const gettext = window.gettext || ((text) => text);
+  const interpolate = window.interpolate || ((text, args) => args.reduce(
+    (out, arg) => out.replace("%s", arg), text));
   const HEARTBEAT_MS = 30000;
   let lastActivity = Date.now();
   let lastBeat = 0;
@@ -98,7 +102,7 @@
   function expire(lease) {
     if (lease.classList.contains("expired")) return;
     lease.classList.add("expired");
-    lease.querySelector(".countdown").textContent = "time is up";
+    lease.querySelector(".countdown").textContent = gettext("time is up");
     const card = lease.closest("article.query");
     if (!card) return;
     card.classList.add("expired");
@@ -127,7 +131,7 @@
       if (left <= 0) {
         expire(lease);
       } else {
-        label.textContent = Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0") + " left";
+        label.textContent = interpolate(gettext("%s left"), [Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0")]);
         const warnAt = Number(lease.dataset.warnSeconds || 0);
         if (warnAt && left <= warnAt && !lease.classList.contains("ending")) {
           lease.classList.add("ending");

@@ -1,0 +1,163 @@
+"""The second language (German, ``locale/de``): every string marked for translation in the
+code and the worker pages' scripts has its German, none fuzzy; the compiled catalogs are
+the committed texts'; and a participant's pages and the specialist's labelling page, rendered
+in German, hold no English text of their own — every text node that is the same in both
+languages is study data (names, the study's own texts) or a code (ids, keys)."""
+
+from __future__ import annotations
+
+import gettext
+import re
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from annotations.models import RecruitmentLink
+from tests.factories import make_study
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOGS = ROOT / "locale" / "de" / "LC_MESSAGES"
+DOMAINS = ("django", "djangojs")  # the pages' strings, and their scripts' (/jsi18n/)
+
+
+def _entries(text: str) -> dict[str, list[str]]:
+    """msgid → its msgstr(s) of a .po text (the header left out); fuzzy ones marked by a
+    leading "#fuzzy" item."""
+    out: dict[str, list[str]] = {}
+    for block in text.split("\n\n"):
+        fuzzy = any(line.startswith("#,") and "fuzzy" in line for line in block.splitlines())
+        fields: dict[str, str] = {}
+        key = None
+        for line in block.splitlines():
+            m = re.match(r'^(msgid|msgid_plural|msgstr(?:\[\d+\])?) (".*")$', line)
+            if m:
+                key = m.group(1)
+                fields[key] = eval(m.group(2))  # noqa: S307 - a .po string literal
+            elif line.startswith('"') and key:
+                fields[key] += eval(line)  # noqa: S307
+        if fields.get("msgid"):
+            values = [v for k, v in sorted(fields.items()) if k.startswith("msgstr")]
+            out[fields["msgid"]] = (["#fuzzy"] if fuzzy else []) + values
+    return out
+
+
+def _po(domain: str) -> dict[str, list[str]]:
+    return _entries((CATALOGS / f"{domain}.po").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_every_german_string_is_translated_and_none_is_fuzzy(domain):
+    entries = _po(domain)
+    assert entries
+    bad = [m for m, values in entries.items() if "#fuzzy" in values or not all(values)]
+    assert bad == [], bad
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_the_compiled_catalog_is_the_committed_text(domain):
+    catalog = gettext.GNUTranslations((CATALOGS / f"{domain}.mo").open("rb"))
+    for msgid, values in _po(domain).items():
+        assert catalog.gettext(msgid) == values[0], msgid
+
+
+def test_every_marked_string_of_the_code_is_in_the_catalog(tmp_path, settings, monkeypatch):
+    """``makemessages`` over the code (linked into a scratch folder, so that it writes a
+    catalog of its own there) finds no string the committed catalog lacks: a new string
+    must come with its German."""
+    if shutil.which("xgettext") is None:
+        import os
+
+        if os.environ.get("CI") == "true":
+            pytest.fail("xgettext (GNU gettext) is not installed: .ci/run installs it")
+        pytest.skip("GNU gettext not installed (apt-get install gettext)")
+    for name in ("annotations", "assistants", "oversight_site", "templates"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    (tmp_path / "locale").mkdir()
+    settings.LOCALE_PATHS = [tmp_path / "locale"]
+    monkeypatch.chdir(tmp_path)
+    missing = []
+    for domain in DOMAINS:
+        call_command("makemessages", locale=["de"], domain=domain, symlinks=True,
+                     verbosity=0)
+        found = set(_entries((tmp_path / "locale" / "de" / "LC_MESSAGES" / f"{domain}.po")
+                             .read_text(encoding="utf-8")))
+        missing += [f"{domain}: {m}" for m in sorted(found - set(_po(domain)))]
+    assert missing == [], missing
+
+
+class _Text(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.nodes: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style"):
+            self._skip += 1
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self._skip -= 1
+
+    def handle_data(self, data):
+        text = " ".join(data.split())
+        if not self._skip and re.search(r"[A-Za-z]{3}", text):
+            self.nodes.append(text)
+
+
+def _texts(response) -> list[str]:
+    parser = _Text()
+    parser.feed(response.content.decode())
+    return parser.nodes
+
+
+@pytest.mark.django_db
+def test_a_participants_pages_in_german_hold_no_english_of_their_own(client):
+    study = make_study(k=2, n_items=4, name="Studie Alpha")
+    link = RecruitmentLink.objects.create(
+        study=study, platform="prolific", name="pilot", completion_code="C0DE", max_tasks=1,
+        time_limit_minutes=20, quiz=[{"question": "Zwei plus zwei?", "options": ["4", "5"],
+                                      "answer": 0}])
+    data = {study.name, "Zwei plus zwei?", "Oversight", "Prolific", "English", "Deutsch",
+            "PROLIFIC_PID", "STUDY_ID", "SESSION_ID", "Enter", "Esc", "Ctrl",
+            *study.items.values_list("text", flat=True),
+            *(o for options in study.items.values_list("options", flat=True) for o in options),
+            *(f"Is the answer {c}?" for c in ("C0", "C1"))}
+    entry = reverse("join", args=[link.token])
+    pages = {}
+
+    def read(name, url, method="get", **kw):
+        for lang in ("en", "de"):
+            response = getattr(client, method)(url, HTTP_ACCEPT_LANGUAGE=lang, **kw)
+            pages.setdefault(name, {})[lang] = _texts(response)
+
+    read("refused", entry + "?PROLIFIC_PID=x!")
+    client.get(entry + "?" + urlencode({"PROLIFIC_PID": "a" * 24, "STUDY_ID": "b" * 24,
+                                        "SESSION_ID": "c" * 24}))
+    step = reverse("join-step", args=[link.token])
+    read("consent", step)
+    client.post(reverse("join-consent", args=[link.token]), {"agree": "yes"})
+    read("screening", step)
+    client.post(reverse("join-quiz", args=[link.token]), {"q0": "1"})
+    read("screened out", step)
+    # a specialist's labelling page, a query on screen (another participant of the link)
+    client.logout()
+    client.get(entry + "?" + urlencode({"PROLIFIC_PID": "d" * 24, "STUDY_ID": "b" * 24,
+                                        "SESSION_ID": "e" * 24}))
+    client.post(reverse("join-consent", args=[link.token]), {"agree": "yes"})
+    RecruitmentLink.objects.filter(pk=link.pk).update(quiz=[])
+    client.post(reverse("join-quiz", args=[link.token]), {"q0": "0"})
+    client.post(reverse("label-next", args=[study.pk]), HTTP_HX_REQUEST="true")
+    read("labelling", reverse("label", args=[study.pk]))
+    english = []
+    for name, by_lang in pages.items():
+        assert by_lang["en"] != by_lang["de"], name  # the page did change language
+        same = set(by_lang["en"]) & set(by_lang["de"])
+        english += [f"{name}: {t!r}" for t in same
+                    if t not in data and not re.fullmatch(r"[\w.·:()!-]*\d[\w.·:()!-]*", t)]
+    assert english == [], english

@@ -28,6 +28,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from annotations.core.inputs import LONG_TEXT_MAX, SENTENCE_MAX
 from annotations.core.models import Study, User
@@ -379,23 +380,23 @@ class Rating(models.Model):
     """A rater's answer to one rating task (exactly one per answered task)."""
 
     class Label(models.TextChoices):
-        INACCURATE = "inaccurate", "Inaccurate"
-        UNSUPPORTED = "unsupported", "Unsupported"
-        DISPUTED = "disputed", "Disputed"
-        ACCURATE = "accurate", "Accurate"
-        NO_ATTRIBUTION = "no_attribution", "Doesn't require attribution"
-        CANT_ASSESS = "cant_assess", "Can't confidently assess"
+        INACCURATE = "inaccurate", _("Inaccurate")
+        UNSUPPORTED = "unsupported", _("Unsupported")
+        DISPUTED = "disputed", _("Disputed")
+        ACCURATE = "accurate", _("Accurate")
+        NO_ATTRIBUTION = "no_attribution", _("Doesn't require attribution")
+        CANT_ASSESS = "cant_assess", _("Can't confidently assess")
 
     class Confidence(models.IntegerChoices):
-        NOT_AT_ALL = 0, "Not at all confident"
-        SOMEWHAT = 1, "Somewhat confident"
-        MOSTLY = 2, "Mostly confident"
-        COMPLETELY = 3, "Completely confident"
+        NOT_AT_ALL = 0, _("Not at all confident")
+        SOMEWHAT = 1, _("Somewhat confident")
+        MOSTLY = 2, _("Mostly confident")
+        COMPLETELY = 3, _("Completely confident")
 
     class Helpfulness(models.IntegerChoices):
-        NOT_AT_ALL = 0, "Not at all helpful"
-        SOMEWHAT = 1, "Somewhat helpful"
-        EXTREMELY = 2, "Extremely helpful"
+        NOT_AT_ALL = 0, _("Not at all helpful")
+        SOMEWHAT = 1, _("Somewhat helpful")
+        EXTREMELY = 2, _("Extremely helpful")
 
     task = models.OneToOneField(RatingTask, on_delete=models.CASCADE, related_name="rating")
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="ratings")

@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from annotations.assisted.dashboard import assisted_dashboard_context
@@ -49,29 +50,30 @@ from annotations.core.live import live_dashboard
 from annotations.core.models import Study
 from annotations.core.views import dashboard_study
 
-NONE_LEFT = "No sentences left for you in this study. Thank you!"
-EXPIRED = ("Your time on this sentence ran out, so it went back to the pool for another "
-           "rater and your rating was not recorded. Press Enter for the next sentence.")
+NONE_LEFT = gettext_lazy("No sentences left for you in this study. Thank you!")
+EXPIRED = gettext_lazy("Your time on this sentence ran out, so it went back to the pool for "
+                       "another rater and your rating was not recorded. Press Enter for the "
+                       "next sentence.")
 
 # (value, label, key) of each scale, in display order; keys are unique across the page.
-LABEL_CHOICES = [("inaccurate", "Inaccurate", "i"), ("unsupported", "Unsupported", "u"),
-                 ("disputed", "Disputed", "d"), ("accurate", "Accurate", "a"),
-                 ("no_attribution", "Doesn't require attribution", "n"),
-                 ("cant_assess", "Can't confidently assess", "c")]
+LABEL_CHOICES = [(value, Rating.Label(value).label, key) for value, key in (
+    ("inaccurate", "i"), ("unsupported", "u"), ("disputed", "d"), ("accurate", "a"),
+    ("no_attribution", "n"), ("cant_assess", "c"))]
 CONFIDENCE_CHOICES = [(v, label, str(v + 1)) for v, label in Rating.Confidence.choices]
 HELPFULNESS_CHOICES = [(v, label, str(v + 7)) for v, label in Rating.Helpfulness.choices]
-SECTION_KEYS = [("r", "reasoning", "Expand or collapse the claims and reasoning"),
-                ("j", "judgments", "Expand or collapse the predicted verdict"),
-                ("v", "evidence", "Expand or collapse the selected evidence"),
-                ("g", "search", "Expand or collapse the search queries and results"),
-                ("f", "confidence", "Expand or collapse the explanation of confidence")]
+SECTION_KEYS = [
+    ("r", "reasoning", gettext_lazy("Expand or collapse the claims and reasoning")),
+    ("j", "judgments", gettext_lazy("Expand or collapse the predicted verdict")),
+    ("v", "evidence", gettext_lazy("Expand or collapse the selected evidence")),
+    ("g", "search", gettext_lazy("Expand or collapse the search queries and results")),
+    ("f", "confidence", gettext_lazy("Expand or collapse the explanation of confidence"))]
 
 
 def _rater_study(request: HttpRequest, study_id: int) -> Study:
     study = get_object_or_404(Study, pk=study_id)
     if study.kind != Study.Kind.ASSISTED or rater_membership(study=study,
                                                              user=request.user) is None:
-        raise PermissionDenied("You are not a rater in this study.")
+        raise PermissionDenied(gettext("You are not a rater in this study."))
     return study
 
 
@@ -103,7 +105,8 @@ def _context(request: HttpRequest, study: Study, task: RatingTask | None, *, mes
 def _work(request: HttpRequest, study: Study, task: RatingTask | None, **extra) -> HttpResponse:
     if request.htmx:
         return render(request, "assisted/_task.html", _context(request, study, task, **extra))
-    for text in (extra.get("recorded") and f"Recorded: {extra['recorded']}",
+    for text in (extra.get("recorded") and gettext("Recorded: %(answer)s")
+                 % {"answer": extra["recorded"]},
                  extra.get("message")):
         if text:
             messages.info(request, text)
@@ -167,7 +170,7 @@ def quiz_post(request: HttpRequest, study_id: int) -> HttpResponse:
         answers.append(int(value) if value.isdigit() else None)
     passed, feedback = quiz_submit(study=study, user=request.user, answers=answers)
     if passed:
-        messages.success(request, "Quiz passed.")
+        messages.success(request, gettext("Quiz passed."))
         return redirect("rate", study_id=study.pk)
     return render(request, "assisted/tutorial.html", {
         "study": study, "tutorial": guidelines_html(tutorial_of(settings)),
@@ -223,7 +226,7 @@ def rate_skip(request: HttpRequest, study_id: int, public_id: str) -> HttpRespon
         return _refused(request, study, exc)
     task, message = _lease_next(request, study)
     return _work(request, study, task,
-                 message=message or "Skipped: the sentence went to another rater.")
+                 message=message or gettext("Skipped: the sentence went to another rater."))
 
 
 @require_POST
@@ -236,8 +239,8 @@ def rate_undo(request: HttpRequest, study_id: int) -> HttpResponse:
     except DomainError as exc:
         return _refused(request, study, exc)
     return _work(request, study, task,
-                 message="Undone: your last rating was taken back and is in the form again. "
-                         "Correct it and submit it again.")
+                 message=gettext("Undone: your last rating was taken back and is in the form "
+                                 "again. Correct it and submit it again."))
 
 
 @require_POST

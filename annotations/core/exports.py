@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.utils import translation
 
 FORMATS = ("csv", "jsonl")
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/jsonl"}
@@ -140,6 +141,14 @@ def exports_of(kind: str) -> list[tuple[str, str]]:
     return [(what, e.title) for what, e in _EXPORTS.get(kind, {}).items()]
 
 
+def _in_english(rows: Iterable[dict]) -> Iterator[dict]:
+    """The rows read in English whatever the reader's language: a file's words (a rating's
+    ``confidence_label``…) are data, the same for every download. The language is switched
+    inside the generator, which a streamed response runs after its view returned."""
+    with translation.override("en"):
+        yield from rows
+
+
 def exports_of_answers(kind: str) -> set[str]:
     """The exports of ``kind`` whose rows are answers (``?excluded=include`` applies)."""
     return {what for what, e in _EXPORTS.get(kind, {}).items() if e.answers is not None}
@@ -150,7 +159,7 @@ def _rows_and_fields(study, export: _Export, excluded: bool
     """An export's rows and columns: of an export of answers, without the excluded answers
     (``core.exclusion_models``) — or, ``excluded``, with all of them and a column
     ``excluded`` (true/false)."""
-    rows, fields = export.rows(study), export.fields
+    rows, fields = _in_english(export.rows(study)), export.fields
     if export.answers is None:
         return rows, fields
     from annotations.core.exclusion_models import ExcludedAnswer
@@ -213,8 +222,10 @@ def figures_of(kind: str) -> list[tuple[str, str]]:
 
 
 def figure_rows(study, name: str, payload: dict) -> list[dict]:
-    """The rows of ``study``'s figure ``name`` (KeyError for a figure its type lacks)."""
-    return _FIGURES[study.kind][name][1](payload, study)
+    """The rows of ``study``'s figure ``name`` (KeyError for a figure its type lacks), in
+    English whatever the reader's language (``_in_english``)."""
+    with translation.override("en"):
+        return _FIGURES[study.kind][name][1](payload, study)
 
 
 def figure_response(study, name: str) -> HttpResponse:

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_noop
 
 from annotations.core.inputs import AI_TEXT_MAX, LONG_TEXT_MAX
 from annotations.core.models import Study
@@ -256,8 +257,9 @@ class CritiqueOutput(models.Model):
 
     # The words of each confidence on the work page (its keys are the numbers) and in the
     # exports' confidence_label column.
-    CONFIDENCE_WORDS = {1: "a guess", 2: "unsure", 3: "fairly sure", 4: "confident",
-                        5: "certain"}
+    CONFIDENCE_WORDS = {1: gettext_noop("a guess"), 2: gettext_noop("unsure"),
+                        3: gettext_noop("fairly sure"), 4: gettext_noop("confident"),
+                        5: gettext_noop("certain")}  # the page translates them; exports not
 
     class Author(models.TextChoices):
         HUMAN = "human", "Annotator"

@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from annotations.core.db_router import replica_reads
@@ -40,18 +41,19 @@ from annotations.critique.services.task_view import letter, level_name, task_vie
 
 SESSION_KEY = "critique_session_started"
 CONFIDENCE_LEVELS = list(CritiqueOutput.CONFIDENCE_WORDS.items())
-NO_TASKS = ("No task is available to you right now: the next levels open as other "
-            "annotators finish theirs (and you never get a task built on your own work). "
-            "Try again in a while.")
-EXPIRED = ("Your time on this task ran out, so it went back to the pool for another "
-           "annotator and your answer was not recorded. Press Enter for the next task.")
+NO_TASKS = gettext_lazy("No task is available to you right now: the next levels open as "
+                        "other annotators finish theirs (and you never get a task built on "
+                        "your own work). Try again in a while.")
+EXPIRED = gettext_lazy("Your time on this task ran out, so it went back to the pool for "
+                       "another annotator and your answer was not recorded. Press Enter for "
+                       "the next task.")
 
 
 def _annotator_study(request: HttpRequest, study_id: int) -> Study:
     study = get_object_or_404(Study, pk=study_id, kind=Study.Kind.CRITIQUE)
     if not StudyMembership.objects.filter(study=study, user=request.user,
                                           role=StudyMembership.Role.ANNOTATOR).exists():
-        raise PermissionDenied("You are not an annotator of this study.")
+        raise PermissionDenied(gettext("You are not an annotator of this study."))
     return study
 
 
@@ -146,10 +148,11 @@ def critique_submit(request: HttpRequest, study_id: int, public_id: str) -> Http
                 "confidence": answer.confidence, "choice": answer.choice}
         problems = getattr(exc, "problems", {exc.field: exc.message})
         return _respond(request, study, task, form=form, errors=problems,
-                        message="Not recorded yet: " + _missing(problems))
+                        message=gettext("Not recorded yet:") + " " + _missing(problems))
     except DomainError as exc:
         return _refused(request, study, exc)
-    recorded = f"Recorded: {level_name(output.level).lower()}, final answer {letter(output.final)}"
+    recorded = gettext("Recorded: %(level)s, final answer %(letter)s") % {
+        "level": gettext(level_name(output.level).lower()), "letter": letter(output.final)}
     task, message = _next(request, study)
     return _respond(request, study, task, message=message, recorded=recorded)
 
@@ -184,8 +187,8 @@ def critique_undo_view(request: HttpRequest, study_id: int) -> HttpResponse:
     except DomainError as exc:
         return _refused(request, study, exc)
     return _respond(request, study, task,
-                    message="Undone: your last answer was taken back and is in the form "
-                            "again. Correct it and submit it again.")
+                    message=gettext("Undone: your last answer was taken back and is in the "
+                                    "form again. Correct it and submit it again."))
 
 
 @require_POST
@@ -200,7 +203,8 @@ def critique_skip(request: HttpRequest, study_id: int, public_id: str) -> HttpRe
         return _refused(request, study, exc)
     task, message = _next(request, study)
     return _respond(request, study, task, message=message,
-                    recorded="Skipped: the task went back to the pool for someone else")
+                    recorded=gettext("Skipped: the task went back to the pool for someone "
+                                     "else"))
 
 
 @require_POST

@@ -1,8 +1,9 @@
 """The second language (German, ``locale/de``): every string marked for translation in the
 code and the worker pages' scripts has its German, none fuzzy; the compiled catalogs are
-the committed texts'; and a participant's pages and the specialist's labelling page, rendered
-in German, hold no English text of their own — every text node that is the same in both
-languages is study data (names, the study's own texts) or a code (ids, keys)."""
+the committed texts'; and a participant's pages and the specialist's, rater's (tutorial,
+quiz, a sentence with the AI panel) and annotator's pages, rendered in German, hold no
+English text of their own — every text node that is the same in both languages is study
+data (names, the study's own texts) or a code (ids, keys)."""
 
 from __future__ import annotations
 
@@ -160,4 +161,85 @@ def test_a_participants_pages_in_german_hold_no_english_of_their_own(client):
         same = set(by_lang["en"]) & set(by_lang["de"])
         english += [f"{name}: {t!r}" for t in same
                     if t not in data and not re.fullmatch(r"[\w.·:()!-]*\d[\w.·:()!-]*", t)]
+    assert english == [], english
+
+
+def _strings(value) -> set[str]:
+    """Every text inside a JSON value (a trace's claims, evidence, searches…), each also
+    split into its lines and whitespace-normalised as a page shows it."""
+    out: set[str] = set()
+    if isinstance(value, str):
+        for text in (value, *value.splitlines()):
+            out.add(" ".join(text.split()))
+    elif isinstance(value, dict):
+        for v in value.values():
+            out |= _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            out |= _strings(v)
+    return out
+
+
+def _english_of_its_own(pages: dict, data: set[str]) -> list[str]:
+    english = []
+    for name, by_lang in pages.items():
+        assert by_lang["en"] != by_lang["de"], name
+        same = set(by_lang["en"]) & set(by_lang["de"])
+        english += [f"{name}: {t!r}" for t in same
+                    if t not in data and not any(t in d for d in data if len(d) > len(t))
+                    and not re.fullmatch(r"[\w.·:()!-]*\d[\w.·:()!-]*", t)]
+    return english
+
+
+@pytest.mark.django_db
+def test_the_raters_and_annotators_pages_in_german_hold_no_english_of_their_own(
+        client, settings):
+    from annotations.assisted.services.rating import rating_lease_next
+    from annotations.models import CritiqueOutput, CritiqueQuestion, Sentence
+    from assistants.models import TraceSample
+    from tests.annotations.assisted.helpers import add_rater, make_assisted_study
+    from tests.annotations.critique.helpers import answer_next, make_critique_study
+
+    settings.OVERSIGHT_MIN_ANSWER_MS = 0
+    pages: dict = {}
+
+    def read(name, url):
+        for lang in ("en", "de"):
+            response = client.get(url, HTTP_ACCEPT_LANGUAGE=lang)
+            assert response.status_code == 200, (name, response.status_code)
+            pages.setdefault(name, {})[lang] = _texts(response)
+
+    study = make_assisted_study(n_sentences=3, arms={
+        "Everything": ["search", "evidence", "reasoning", "judgments", "confidence"]})
+    newcomer = add_rater(study, ready=False)
+    client.force_login(newcomer)
+    read("the rater's tutorial and quiz", reverse("rate", args=[study.pk]))
+    rater = add_rater(study)
+    client.force_login(rater)
+    assert rating_lease_next(study=study, user=rater) is not None
+    read("the rating page", reverse("rate", args=[study.pk]))
+    data = {study.name, "Oversight", "API", "English", "Deutsch", "Enter", "Esc", "Ctrl"}
+    for row in Sentence.objects.filter(study=study).values("prompt", "response", "target"):
+        data |= _strings(list(row.values()))
+    for trace in TraceSample.objects.filter(sentence__study=study).values_list("trace",
+                                                                               flat=True):
+        data |= _strings(trace)
+    data |= set(study.arms.values_list("name", flat=True))
+
+    critique, users = make_critique_study(n_questions=2, top_level=1, n_annotators=3)
+    answer_next(critique, users[0], final=1, reasoning="B follows from the second clause.")
+    answer_next(critique, users[1], final=2, reasoning="C is what the question implies.")
+    client.force_login(users[2])
+    client.post(reverse("critique-next", args=[critique.pk]), HTTP_HX_REQUEST="true")
+    read("the critique task page", reverse("critique-work", args=[critique.pk]))
+    data.add(critique.name)
+    for text, options in CritiqueQuestion.objects.filter(study=critique).values_list(
+            "text", "options"):
+        data |= _strings([text, *options, *(f"{chr(65 + i)}. {o}"
+                                             for i, o in enumerate(options))])
+    data |= _strings(list(CritiqueOutput.objects.filter(study=critique)
+                          .values_list("reasoning", flat=True)))
+    data |= {f"{level} {letter}" for level in ("Response", "Critique") for letter in "AB"}
+    data |= {"Response", "Responses", "Critique", "Critiques"}  # the outputs' names
+    english = _english_of_its_own(pages, data)
     assert english == [], english

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext, gettext_noop
 
 from annotations.assisted.models import COMPONENT_ORDER, Arm, AssistedSettings
 from annotations.core.errors import InvalidStudy
@@ -20,7 +21,7 @@ from assistants.systems import ai_rater_system
 
 DEFAULT_BAND_CUTOFFS = (0.7, 0.9)
 
-DEFAULT_TUTORIAL = """\
+DEFAULT_TUTORIAL = gettext_noop("""\
 **Why this matters.** AI models sometimes write things that are false, inaccurate or
 misleading. People may act on them, so every sentence an AI writes should be checked.
 Your ratings show where the AI is right and where it is not.
@@ -40,9 +41,9 @@ your own online research (and, if your screen shows one, an AI fact-checking ass
 
 Then say how confident you are in your rating. Quality matters more than quantity: take
 the time you need for each sentence.
-"""
+""")
 
-DEFAULT_ASSISTED_WARNING = """\
+DEFAULT_ASSISTED_WARNING = gettext_noop("""\
 **An AI fact-checking assistant.** Above each sentence you will see information from an
 experimental AI fact-verification assistant in a blue box. The assistant is still learning
 and **makes mistakes**: its search results may be irrelevant, its evidence insufficient or
@@ -50,27 +51,36 @@ untrustworthy, its reasoning misleading, and its predicted verdicts and confiden
 Quoted text is guaranteed to come from the linked web page, but even then it may not
 settle the question. Be critical: use the assistant only as far as you judge it valid, and
 check it yourself. You will also tell us how helpful it was.
-"""
+""")
 
 DEFAULT_QUIZ: list[dict[str, Any]] = [
-    {"question": "Which part of the response do you rate?",
-     "options": ["The whole response", "Only the highlighted target sentence",
-                 "Only the prompt"],
+    {"question": gettext_noop("Which part of the response do you rate?"),
+     "options": [gettext_noop("The whole response"),
+                 gettext_noop("Only the highlighted target sentence"),
+                 gettext_noop("Only the prompt")],
      "answer": 1,
-     "explain": "You rate only the target sentence; the prompt and response give context."},
-    {"question": "One claim of the sentence is accurate, another is false. The sentence is…",
-     "options": ["Accurate", "Inaccurate", "Doesn't require attribution"],
+     "explain": gettext_noop("You rate only the target sentence; the prompt and response "
+                             "give context.")},
+    {"question": gettext_noop("One claim of the sentence is accurate, another is false. The "
+                              "sentence is…"),
+     "options": [gettext_noop("Accurate"), gettext_noop("Inaccurate"),
+                 gettext_noop("Doesn't require attribution")],
      "answer": 1,
-     "explain": "A sentence is accurate only when all of its factual claims are."},
-    {"question": "When should you choose \"Can't confidently assess\" or Skip?",
-     "options": ["Whenever the sentence looks hard", "Only when you really cannot decide "
-                 "or cannot understand the sentence", "Never: they are not allowed"],
+     "explain": gettext_noop("A sentence is accurate only when all of its factual claims "
+                             "are.")},
+    {"question": gettext_noop("When should you choose \"Can't confidently assess\" or Skip?"),
+     "options": [gettext_noop("Whenever the sentence looks hard"),
+                 gettext_noop("Only when you really cannot decide or cannot understand the "
+                              "sentence"),
+                 gettext_noop("Never: they are not allowed")],
      "answer": 1,
-     "explain": "Both exist, but try to avoid them: research the sentence first."},
-    {"question": "What matters most?",
-     "options": ["Rating as many sentences as possible", "Getting each rating right"],
+     "explain": gettext_noop("Both exist, but try to avoid them: research the sentence "
+                             "first.")},
+    {"question": gettext_noop("What matters most?"),
+     "options": [gettext_noop("Rating as many sentences as possible"),
+                 gettext_noop("Getting each rating right")],
      "answer": 1,
-     "explain": "Quality matters more than quantity: take the time you need."},
+     "explain": gettext_noop("Quality matters more than quantity: take the time you need.")},
 ]
 
 
@@ -86,15 +96,20 @@ def settings_of(study: Study) -> AssistedSettings:
 
 
 def quiz_of(settings: AssistedSettings) -> list[dict[str, Any]]:
-    return settings.quiz or DEFAULT_QUIZ
+    """The study's quiz, or the platform's in the page's language (the researcher's own is
+    shown as written)."""
+    if settings.quiz:
+        return settings.quiz
+    return [{**q, "question": gettext(q["question"]), "explain": gettext(q["explain"]),
+             "options": [gettext(o) for o in q["options"]]} for q in DEFAULT_QUIZ]
 
 
 def tutorial_of(settings: AssistedSettings) -> str:
-    return settings.tutorial or DEFAULT_TUTORIAL
+    return settings.tutorial or gettext(DEFAULT_TUTORIAL)
 
 
 def assisted_warning_of(settings: AssistedSettings) -> str:
-    return settings.assisted_warning or DEFAULT_ASSISTED_WARNING
+    return settings.assisted_warning or gettext(DEFAULT_ASSISTED_WARNING)
 
 
 def band_cutoffs_of(settings: AssistedSettings) -> tuple[float, float]:

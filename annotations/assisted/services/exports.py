@@ -35,7 +35,7 @@ def _iso(value) -> str | None:
 
 def _words(scale, value: int | None) -> str:
     """The words the rating page shows for ``value`` on ``scale`` ("" when not asked)."""
-    return "" if value is None else scale(value).label
+    return "" if value is None else str(scale(value).label)  # English: exports run in it
 
 
 def rating_rows(study: Study):

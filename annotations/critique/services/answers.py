@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.db.models import Q, Subquery
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from annotations.core import engine
 from annotations.core.errors import DomainError, UndoRefused
@@ -61,21 +62,22 @@ def answer_check(task: CritiqueTask, answer: CritiqueAnswer) -> dict[str, str]:
     """Problems by field (empty when the answer is complete)."""
     problems: dict[str, str] = {}
     text = (answer.reasoning or "").strip()
-    noun = "reasoning" if task.level == 0 else "rationale"
     if not text:
-        problems["reasoning"] = f"Write your {noun}."
+        problems["reasoning"] = (_("Write your reasoning.") if task.level == 0
+                                 else _("Write your rationale."))
     elif len(text) > MAX_TEXT:
-        problems["reasoning"] = f"At most {MAX_TEXT} characters (this is {len(text)})."
+        problems["reasoning"] = _("At most %(max)s characters (this is %(n)s).") % {
+            "max": MAX_TEXT, "n": len(text)}
     n = len(task.question.options)
     if answer.final is None or isinstance(answer.final, bool) or not 0 <= answer.final < n:
-        problems["final"] = "Choose your final answer."
+        problems["final"] = _("Choose your final answer.")
     if task.level > 0 and answer.choice not in CHOICES:
-        problems["choice"] = "Say which input is better (or neither)."
+        problems["choice"] = _("Say which input is better (or neither).")
     if task.level == 0 and answer.choice:
-        problems["choice"] = "A response has no inputs to choose from."
+        problems["choice"] = _("A response has no inputs to choose from.")
     if (answer.confidence is None or isinstance(answer.confidence, bool)
             or not 1 <= answer.confidence <= 5):
-        problems["confidence"] = "Rate your confidence from 1 to 5."
+        problems["confidence"] = _("Rate your confidence from 1 to 5.")
     return problems
 
 

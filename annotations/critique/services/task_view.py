@@ -14,10 +14,19 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from django.utils.translation import gettext, gettext_noop
+
 from annotations.critique.models import CritiqueOutput, CritiqueSettings, CritiqueTask
 
 LEVEL_NAMES = {0: "Response", 1: "Critique", 2: "Critique of critiques"}
 PLURAL = {0: "Responses", 1: "Critiques", 2: "Critiques of critiques"}
+
+
+# the level words as the task page says them (``TaskView.input_noun(s)``), for the catalog
+LEVEL_WORDS = (gettext_noop("response"), gettext_noop("critique"),
+               gettext_noop("critique of critiques"), gettext_noop("responses"),
+               gettext_noop("critiques"), gettext_noop("critiques of critiques"),
+               gettext_noop("neither"), gettext_noop("no parseable choice"))
 
 
 def level_name(level: int, *, plural: bool = False) -> str:
@@ -76,13 +85,15 @@ class TaskView:
 
     @property
     def input_noun(self) -> str:
-        return level_name(self.level - 1).lower() if self.level else ""
+        """The inputs' level in words, in the page's language (the outputs' names — "Response
+        A" — stay as they are: annotators' texts refer to them)."""
+        return gettext(level_name(self.level - 1).lower()) if self.level else ""
 
     @property
     def input_nouns(self) -> str:
         """The inputs' level in the plural ("critiques of critiques", never "critique of
         critiquess")."""
-        return level_name(self.level - 1, plural=True).lower() if self.level else ""
+        return gettext(level_name(self.level - 1, plural=True).lower()) if self.level else ""
 
 
 def _shown(output: CritiqueOutput, names: dict[int, str], options: list[str]) -> ShownOutput:

@@ -4,6 +4,7 @@
 // press, one action.
 (function () {
   "use strict";
+  const gettext = window.gettext || ((text) => text);
 
   function card() { return document.querySelector("#work article.critique-task"); }
 
@@ -130,7 +131,7 @@
       note.className = "notice draft-restored";
       note.setAttribute("role", "status");
       note.dataset.testid = "draft-restored";
-      note.textContent = "Your draft of this task was brought back from this browser.";
+      note.textContent = gettext("Your draft of this task was brought back from this browser.");
       form.parentNode.insertBefore(note, form);
     }
   }

@@ -34,11 +34,14 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, models, transaction
 from django.utils import timezone
+from django.utils.text import capfirst
+from django.utils.translation import gettext as _
 
 from annotations.core.errors import AlreadyAnswered, AnsweredTooSoon, LeaseExpired, NotLeaseHolder
 from annotations.core.exclusion_models import Exclusion
 from annotations.core.models import ItemFlag, Study
 from annotations.core.task_models import LeasedTask, TaskEventKind, TaskStatus
+from annotations.core.words import the_noun, this_noun
 
 
 def _no_check(task: Any, user: Any) -> None:
@@ -179,7 +182,7 @@ def leases_return(kind: TaskKind, leases: models.QuerySet, *, reason: str | None
         return 0
     drop = set()
     if dropped_q is not None:
-        drop = set(kind.model.objects.filter(dropped_q, pk__in=[pk for pk, _ in rows])
+        drop = set(kind.model.objects.filter(dropped_q, pk__in=[pk for pk, _holder in rows])
                    .values_list("pk", flat=True))
     extra = {"reason": reason} if reason else {}
     back = [pk for pk, _ in rows if pk not in drop]
@@ -227,17 +230,18 @@ def task_for_holder(kind: TaskKind, task: LeasedTask | None, user: Any,
     """``task`` (locked by the caller) checked to be leased to ``user`` under an unexpired
     lease, and ``kind.may_still_work``. Raises ``NotLeaseHolder``, ``AlreadyAnswered`` or
     ``LeaseExpired`` (or the hook's error) with a message naming the kind's noun."""
-    noun = kind.noun
+    this = this_noun(kind.noun)
     if task is None or task.holder_id != user.pk:
-        raise NotLeaseHolder(f"This {noun} is not leased to you.")
+        raise NotLeaseHolder(_not_yours(kind))
     if task.status == TaskStatus.ANSWERED:
         said = f" '{describe_answer(task)}'" if describe_answer else ""
-        raise AlreadyAnswered(f"You already answered{said} to this {noun}; its lease has "
-                              "ended.")
+        raise AlreadyAnswered(_("You already answered%(said)s to %(this)s; its lease has "
+                                "ended.") % {"said": said, "this": this})
     if task.status != TaskStatus.LEASED:
-        raise NotLeaseHolder(f"This {noun} is not leased to you.")
+        raise NotLeaseHolder(_not_yours(kind))
     if task.lease_expires_at <= timezone.now():
-        raise LeaseExpired(f"Your lease on this {noun} expired; it went back to the pool.")
+        raise LeaseExpired(_("Your lease on %(this)s expired; it went back to the pool.")
+                           % {"this": this})
     kind.may_still_work(task, user)
     return task
 
@@ -253,10 +257,10 @@ def answer_too_soon(kind: TaskKind, task: LeasedTask, now: dt.datetime) -> None:
     if shown_ms < minimum:
         wait = math.ceil(minimum - shown_ms)
         raise AnsweredTooSoon(
-            f"Answered too soon: the {kind.noun} has been on screen for "
-            f"{max(0, int(shown_ms))} ms; answers are accepted after {minimum} ms. Read it "
-            f"and answer again in {wait} ms."
-        )
+            _("Answered too soon: %(the)s has been on screen for %(shown)s ms; answers are "
+              "accepted after %(minimum)s ms. Read it and answer again in %(wait)s ms.")
+            % {"the": the_noun(kind.noun), "shown": max(0, int(shown_ms)),
+               "minimum": minimum, "wait": wait})
 
 
 def task_heartbeat(kind: TaskKind, task: LeasedTask) -> LeasedTask:
@@ -265,8 +269,12 @@ def task_heartbeat(kind: TaskKind, task: LeasedTask) -> LeasedTask:
     task.lease_expires_at = timezone.now() + kind.lease_for(task)
     if not kind.model.objects.filter(pk=task.pk).update(
             lease_expires_at=task.lease_expires_at):
-        raise NotLeaseHolder(f"This {kind.noun} is not leased to you.")
+        raise NotLeaseHolder(_not_yours(kind))
     return task
+
+
+def _not_yours(kind: TaskKind) -> str:
+    return capfirst(_("%(this)s is not leased to you.") % {"this": this_noun(kind.noun)})
 
 
 def task_mark_rendered(kind: TaskKind, task: LeasedTask) -> None:
@@ -354,11 +362,13 @@ def undo_target(kind: TaskKind, answered: models.QuerySet, *, user: Any, noun: s
     last = (answered.select_for_update().filter(answered_by=user, status=TaskStatus.ANSWERED)
             .order_by("-answered_at", "-pk").first())
     if last is None:
-        raise UndoRefused(f"There is no {noun} of yours to undo.")
+        raise UndoRefused(_("There is no rating of yours to undo.") if noun == "rating"
+                          else _("There is no answer of yours to undo."))
     if kind.event_model.objects.filter(**{f"{kind.event_task_field}__study_id": last.study_id},
                                        actor=user, kind=TaskEventKind.UNDONE,
                                        at__gte=last.answered_at).exists():
-        raise UndoRefused(f"Only your last {noun} can be undone, once; {again}")
+        raise UndoRefused((_("Only your last rating can be undone, once;") if noun == "rating"
+                           else _("Only your last answer can be undone, once;")) + " " + again)
     kind.may_still_work(last, user)
     return last
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 
 from annotations.assisted.models import (
     AssistedSettings,
@@ -51,7 +52,7 @@ from annotations.core.errors import (
 from annotations.core.models import ItemFlag, Study, StudyMembership, User
 from annotations.core.reviews.exclusions import exclusions_catch
 from annotations.core.services.recompute import study_recompute_schedule
-from annotations.core.words import counted
+from annotations.core.words import no_longer_accepted
 
 _random = random.SystemRandom()
 MAX_COMMENT = 5000
@@ -61,17 +62,16 @@ def may_still_work(task: RatingTask, user: User) -> None:
     """The study is open, the user is still one of its raters, and the task is of their
     arm (closing the study or removing the member stops answers, heartbeats and skips)."""
     if task.study.status != Study.Status.OPEN:
-        raise StudyNotOpen(f"Study '{task.study}' is {task.study.status}; ratings are no "
-                           "longer accepted.")
+        raise StudyNotOpen(no_longer_accepted(task.study, task.study.status, ratings=True))
     member = StudyMembership.objects.filter(study_id=task.study_id, user=user,
                                             role=StudyMembership.Role.ANNOTATOR)
     row = (RaterAssignment.objects.filter(study_id=task.study_id, user=user)
            .values_list("arm_id", Exists(member)).first())
     if not (row[1] if row is not None else member.exists()):
-        raise NotPermitted("You are no longer a rater in this study; ask a researcher if "
-                           "this is a mistake.")
+        raise NotPermitted(gettext("You are no longer a rater in this study; ask a "
+                                   "researcher if this is a mistake."))
     if row is None or row[0] != task.arm_id:
-        raise NotPermitted("This task belongs to another arm.")
+        raise NotPermitted(gettext("This task belongs to another arm."))
 
 
 RATING_KIND = engine.task_kind_register(engine.TaskKind(
@@ -273,12 +273,15 @@ def rating_undo(*, study: Study, user: User) -> RatingTask:
     them again, and an ``undone`` audit row records the rating taken back."""
     last = engine.undo_target(
         RATING_KIND, RatingTask.objects.filter(study=study).select_related("study", "arm"),
-        user=user, noun="rating", again="rate the sentence you got back first.")
+        user=user, noun="rating", again=gettext("rate the sentence you got back first."))
     now = timezone.now()
     window = engine.undo_window()
     if now - last.answered_at >= window:
-        raise UndoRefused(f"Too late to undo: a rating can be undone for "
-                          f"{counted(int(window.total_seconds()), 'second')} after it is given.")
+        seconds = int(window.total_seconds())
+        raise UndoRefused(ngettext(
+            "Too late to undo: a rating can be undone for %(n)s second after it is given.",
+            "Too late to undo: a rating can be undone for %(n)s seconds after it is given.",
+            seconds) % {"n": seconds})
     rating = Rating.objects.get(task=last)
     detail = {"label": rating.label, "confidence": rating.confidence,
               "helpfulness": rating.helpfulness, "comment": rating.comment,

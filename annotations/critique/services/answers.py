@@ -19,12 +19,12 @@ from django.db import connection, transaction
 from django.db.models import Q, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from annotations.core import engine
 from annotations.core.errors import DomainError, UndoRefused
 from annotations.core.models import Study, User
 from annotations.core.reviews.exclusions import exclusions_catch
-from annotations.core.words import counted
 from annotations.critique.models import (
     CritiqueChoice,
     CritiqueOutput,
@@ -201,15 +201,18 @@ def critique_undo(*, study: Study, user: User) -> CritiqueTask:
     locked = CritiqueQuestion.objects.select_for_update().filter(pk=Subquery(latest)).first()
     last = engine.undo_target(CRITIQUE_KIND, CritiqueTask.objects.filter(study=study),
                               user=user, noun="answer",
-                              again="answer the task you got back first.")
+                              again=_("answer the task you got back first."))
     if locked is None or locked.pk != last.question_id:  # they answered again meanwhile
         CritiqueQuestion.objects.select_for_update().filter(pk=last.question_id).first()
     output = CritiqueOutput.objects.filter(task=last).first()
     now = timezone.now()
     window = engine.undo_window()
-    seconds = counted(int(window.total_seconds()), "second")
-    too_late = UndoRefused(f"Too late to undo: an answer can be undone for {seconds} after "
-                           "it is given, and only while nobody critiques it yet.")
+    seconds = int(window.total_seconds())
+    too_late = UndoRefused(ngettext(
+        "Too late to undo: an answer can be undone for %(n)s second after it is given, and "
+        "only while nobody critiques it yet.",
+        "Too late to undo: an answer can be undone for %(n)s seconds after it is given, and "
+        "only while nobody critiques it yet.", seconds) % {"n": seconds})
     if now - last.answered_at >= window or output is None:
         raise too_late
     uses = Q(first=output) | Q(second=output)

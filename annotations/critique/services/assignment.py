@@ -28,11 +28,13 @@ import datetime as dt
 from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotations.core import engine
 from annotations.core.errors import NotPermitted, StudyNotOpen
 from annotations.core.models import Study, StudyMembership, User
 from annotations.core.selectors import row_id_possible
+from annotations.core.words import no_longer_accepted
 from annotations.critique.models import (
     CritiqueSettings,
     CritiqueTask,
@@ -62,11 +64,10 @@ def may_still_work(task: CritiqueTask, user: User) -> None:
     if not member:
         status = Study.objects.values_list("status", flat=True).get(pk=task.study_id)
     if status != Study.Status.OPEN:
-        raise StudyNotOpen(f"Study '{task.study}' is {status}; answers are no longer "
-                           "accepted.")
+        raise StudyNotOpen(no_longer_accepted(task.study, status))
     if not member:
-        raise NotPermitted("You are no longer an annotator of this study; ask a researcher "
-                           "if this is a mistake.")
+        raise NotPermitted(gettext("You are no longer an annotator of this study; ask a "
+                                   "researcher if this is a mistake."))
 
 
 CRITIQUE_KIND = engine.task_kind_register(engine.TaskKind(

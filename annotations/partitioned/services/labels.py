@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 
 from annotations.core import engine
 from annotations.core.errors import (
@@ -25,7 +26,6 @@ from annotations.core.services.recompute import (  # noqa: F401 - the scheduling
     background_recomputes_join,
     study_recompute_schedule,
 )
-from annotations.core.words import counted
 from annotations.partitioned.models import Query, QueryEvent
 from annotations.partitioned.services.routing import (
     QUERY_KIND,
@@ -216,7 +216,7 @@ def label_undo(*, study: Study, user) -> Query:
     audit row records the answer taken back."""
     last = engine.undo_target(
         QUERY_KIND, Query.objects.filter(study=study).select_related("study", "item"),
-        user=user, noun="answer", again="answer the query you got back first.")
+        user=user, noun="answer", again=gettext("answer the query you got back first."))
     follow_up = None
     if not last.is_quality_check:
         follow_up = (
@@ -226,8 +226,11 @@ def label_undo(*, study: Study, user) -> Query:
         )
     now = timezone.now()
     window = engine.undo_window()
-    too_late = UndoRefused(f"Too late to undo: an answer can be undone for "
-                           f"{counted(int(window.total_seconds()), 'second')} after it is given.")
+    seconds = int(window.total_seconds())
+    too_late = UndoRefused(ngettext(
+        "Too late to undo: an answer can be undone for %(n)s second after it is given.",
+        "Too late to undo: an answer can be undone for %(n)s seconds after it is given.",
+        seconds) % {"n": seconds})
     if now - last.answered_at >= window:
         raise too_late
     if follow_up is not None and (follow_up.status != Query.Status.PENDING

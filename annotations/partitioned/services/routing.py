@@ -21,6 +21,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotations.core import engine
 from annotations.core.engine import lease_length
@@ -28,6 +29,7 @@ from annotations.core.errors import NotPermitted, StudyNotOpen
 from annotations.core.models import Item, ItemFlag, Study, StudyMembership, User
 from annotations.core.services.bulk import rows_insert, rows_update
 from annotations.core.task_models import new_public_id
+from annotations.core.words import no_longer_accepted
 from annotations.partitioned.models import Query, QueryEvent, QuerySkip, RoutingDesign
 from estimators.partitioned.allocation import stretched_ranks
 from estimators.partitioned.designs import (
@@ -213,8 +215,7 @@ def may_still_work(query: Query, user: User) -> None:
     study, removing a membership or moving a specialist to another class stops their
     answers, heartbeats and skips at once."""
     if query.study.status != Study.Status.OPEN:
-        raise StudyNotOpen(f"Study '{query.study}' is {query.study.status}; answers are no "
-                           "longer accepted.")
+        raise StudyNotOpen(no_longer_accepted(query.study, query.study.status))
     if getattr(query, "in_class_checked_for", None) == user.pk:
         in_class = query.holder_in_class  # read with the query's lock (labels.label_submit)
     else:
@@ -223,8 +224,8 @@ def may_still_work(query: Query, user: User) -> None:
             study_class__index=query.k,
         ).exists()
     if not in_class:
-        raise NotPermitted("You no longer answer this class in this study; ask a researcher "
-                           "if this is a mistake.")
+        raise NotPermitted(gettext("You no longer answer this class in this study; ask a "
+                                   "researcher if this is a mistake."))
 
 
 # Partitioned queries as a kind of the task engine: quality checks are made per specialist

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views.decorators.cache import cache_control
 from django.views.i18n import JavaScriptCatalog
 from drf_spectacular.views import (
     SpectacularAPIView,
@@ -24,7 +25,10 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     # the language menu (set_language) and the worker pages' script strings
     path("i18n/", include("django.conf.urls.i18n")),
-    path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
+    # cached by the browser for an hour: pages ask for it with their language (?l=de), so a
+    # change of language is a new address
+    path("jsi18n/", cache_control(max_age=3600)(JavaScriptCatalog.as_view()),
+         name="javascript-catalog"),
     # browsers ask for /favicon.ico on pages without a <link rel="icon"> (the admin's)
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),

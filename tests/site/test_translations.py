@@ -243,3 +243,14 @@ def test_the_raters_and_annotators_pages_in_german_hold_no_english_of_their_own(
     data |= {"Response", "Responses", "Critique", "Critiques"}  # the outputs' names
     english = _english_of_its_own(pages, data)
     assert english == [], english
+
+
+@pytest.mark.django_db
+def test_the_scripts_catalog_follows_the_page_and_is_cached_per_language(client):
+    page = client.get(reverse("login"), HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert f'src="{reverse("javascript-catalog")}?l=de"' in page
+    catalog = client.get(reverse("javascript-catalog") + "?l=de", HTTP_ACCEPT_LANGUAGE="de")
+    assert "Zeit abgelaufen" in catalog.content.decode()
+    assert "max-age=3600" in catalog["Cache-Control"]
+    english = client.get(reverse("javascript-catalog") + "?l=en", HTTP_ACCEPT_LANGUAGE="en")
+    assert "Zeit abgelaufen" not in english.content.decode()

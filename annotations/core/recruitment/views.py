@@ -45,7 +45,10 @@ def _page(request: HttpRequest, template: str, context: dict, status: int = 200,
 
 
 def _participant(request: HttpRequest, token: str) -> Participant | None:
-    participant = session_participant(request)
+    """The session's participant when it is link ``token``'s: the one ``ParticipantGate``
+    read for this request (read here only where the gate did not run)."""
+    participant = (request.participant if hasattr(request, "participant")
+                   else session_participant(request))
     return participant if participant is not None and participant.link.token == token else None
 
 

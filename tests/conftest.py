@@ -102,26 +102,42 @@ _WORKERS: list[str] = []  # the name of this process's real worker, once it runs
 
 @pytest.fixture(autouse=True)
 def _worker_idle_before_flush(request):
-    """After a test on a real database (``transaction=True``), wait (≤ 30 s) until this
-    process's real worker has finished the tasks the test set off — running, reserved, and
-    scheduled (a paced recompute waits in the worker with a countdown, then runs): its flush
-    truncates every table, and a task still writing holds locks that deadlock it
-    (PostgreSQL)."""
+    """After a test on a real database (``transaction=True`` or a live server), wait
+    (≤ 30 s) until nothing else is writing to it before its flush truncates every table:
+    this process's real worker has finished the tasks the test set off — running, reserved,
+    and scheduled (a paced recompute waits in the worker with a countdown, then runs) — and,
+    on PostgreSQL, no other session of the test database is inside a transaction (a live
+    server's request a closed page left running). A writer holding row locks while the
+    flush takes its table locks deadlocks it, and a failed flush leaves the test class's
+    database guards in place for every later test of the process."""
     yield
     marker = request.node.get_closest_marker("django_db")
-    if not _WORKERS or not ("transactional_db" in request.fixturenames
-                            or "live_server" in request.fixturenames
-                            or (marker and marker.kwargs.get("transaction"))):
+    if not ("transactional_db" in request.fixturenames
+            or "live_server" in request.fixturenames
+            or (marker and marker.kwargs.get("transaction"))):
         return
-    from oversight_site.celery import app
-
     deadline = time.monotonic() + 30
+    if _WORKERS:
+        from oversight_site.celery import app
+
+        while time.monotonic() < deadline:
+            busy = app.control.inspect(destination=_WORKERS, timeout=0.5)
+            queues = (busy.active() or {}, busy.reserved() or {}, busy.scheduled() or {})
+            if not any(any(q.values()) for q in queues):
+                break
+            time.sleep(0.2)
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
     while time.monotonic() < deadline:
-        busy = app.control.inspect(destination=_WORKERS, timeout=0.5)
-        queues = (busy.active() or {}, busy.reserved() or {}, busy.scheduled() or {})
-        if not any(any(q.values()) for q in queues):
-            return
-        time.sleep(0.2)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                           "current_database() AND pid <> pg_backend_pid() AND "
+                           "xact_start IS NOT NULL")
+            if cursor.fetchone()[0] == 0:
+                return
+        time.sleep(0.05)
 
 
 def chromium_path() -> str | None:

@@ -29,11 +29,15 @@ from dataclasses import dataclass
 import numpy as np
 from django.utils import timezone
 
-from annotations.core.models import Study
+from annotations.core.models import Item, Study
 from annotations.core.services.bulk import rows_update
 from annotations.core.services.studies import study_create, study_open
 from annotations.evaluation.models import EvaluationSettings
-from annotations.evaluation.services.evaluate import EvaluationRejected, evaluation_submit
+from annotations.evaluation.services.evaluate import (
+    EvaluationRejected,
+    evaluation_submit,
+    holdout_mask,
+)
 from annotations.evaluation.services.tokens import token_create
 from annotations.partitioned.models import Query
 from annotations.partitioned.services.designs import routing_design_set
@@ -84,6 +88,7 @@ class SearchResult:
     test_default: float  # of the default baseline
     moves: int  # the Ladder's improvements over the search
     final_report: float | None  # the service's holdout estimate of its choice
+    held_out: int  # of the N items: those in the holdout (the final report needs 100)
     seconds: float
 
 
@@ -242,6 +247,10 @@ def search(run: Seeded, study: Study, ids: list[str], n_items: int) -> SearchRes
         if exc.code != "below_min_batch":
             raise
         final = None
+    pks = np.fromiter(Item.objects.filter(study=study, external_id__in=ids[:n_items])
+                      .values_list("pk", flat=True), dtype=np.int64)
+    held_out = int(holdout_mask(pks, study.seed, EvaluationSettings.objects.get(
+        study=study).holdout_share).sum())
     gold = max(run.candidates, key=lambda c: np.mean(c.items[:n_items]
                                                      == run.y_items[:n_items]))
 
@@ -252,7 +261,7 @@ def search(run: Seeded, study: Study, ids: list[str], n_items: int) -> SearchRes
         seed=run.seed, design=design, answers=n_items, candidates=len(run.candidates),
         chosen_service=chosen.name, chosen_gold=gold.name, test_service=test(chosen),
         test_gold=test(gold), test_default=test(run.candidates[0]), moves=moves,
-        final_report=final, seconds=time.perf_counter() - started)
+        final_report=final, held_out=held_out, seconds=time.perf_counter() - started)
 
 
 def run_seed(seed: int, n_candidates: int = 16, budgets=BUDGETS, designs=DESIGNS

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 
 DOCS = Path(settings.BASE_DIR) / "docs"
 # /help/<role>/ for every role (each labelling page, dashboard and the admin link theirs),
@@ -31,14 +32,17 @@ GUIDES = {**ROLE_GUIDES, "annotator-critique": "annotator-critique.md",
           "audit": "audit.md", "nodata": "nodata.md",
           "evaluation-service": "evaluation-service.md",
           "evaluation-example": "evaluation-example.md", "eval-logs": "eval-logs.md"}
-# What each role does, in the words of the /help/ index (one line under each guide's title).
-ROLE_WHO = {"specialist": "Answers yes-or-no questions about one class of a partitioned study.",
-            "rater": "Rates sentences of an AI's answers, with or without an AI fact-check.",
-            "annotator": "Writes answers, critiques and critiques of critiques.",
-            "manager": "Follows a study's progress and figures on its dashboard.",
-            "researcher": "Sets studies up, imports their data, runs audits and evaluations.",
-            "reviewer": "Accepts or rejects answers and settles items whose answers disagree.",
-            "operator": "Installs, runs and backs up the platform."}
+# What each role does, in the words of the /help/ index (one line under each guide's title,
+# in the reader's language; the guides themselves are written in English).
+ROLE_WHO = {"specialist": _("Answers yes-or-no questions about one class of a partitioned "
+                           "study."),
+            "rater": _("Rates sentences of an AI's answers, with or without an AI fact-check."),
+            "annotator": _("Writes answers, critiques and critiques of critiques."),
+            "manager": _("Follows a study's progress and figures on its dashboard."),
+            "researcher": _("Sets studies up, imports their data, runs audits and evaluations."),
+            "reviewer": _("Accepts or rejects answers and settles items whose answers "
+                          "disagree."),
+            "operator": _("Installs, runs and backs up the platform.")}
 IMAGE_NAME = re.compile(r"^[\w-]+\.(png|svg)$")
 _GUIDE_LINK = re.compile(r'href="(?P<page>[\w-]+)\.md(?P<anchor>#[\w-]*)?"')
 _IMAGE_SRC = re.compile(r'src="img/(?P<name>[\w-]+\.(?:png|svg))"')

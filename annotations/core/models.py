@@ -57,9 +57,9 @@ def _new_seed() -> int:
 
 class Study(models.Model):
     class Status(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        OPEN = "open", "Open"
-        CLOSED = "closed", "Closed"
+        DRAFT = "draft", _("Draft")
+        OPEN = "open", _("Open")
+        CLOSED = "closed", _("Closed")
 
     class Kind(models.TextChoices):
         PARTITIONED = "partitioned", "Partitioned supervision"

@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotations.core import selectors
@@ -113,7 +114,7 @@ def dashboard_study(request: HttpRequest, study_id: int, kind: str | None = None
     researchers. Every study type's dashboard pages start here."""
     study = get_object_or_404(Study, pk=study_id, **({"kind": kind} if kind else {}))
     if not selectors.user_can_view_dashboard(user=request.user, study=study):
-        raise PermissionDenied("Dashboards are for the study's managers and researchers.")
+        raise PermissionDenied(gettext("Dashboards are for the study's managers and researchers."))
     return study
 
 
@@ -197,7 +198,7 @@ def flag(request: HttpRequest, study_id: int, public_id: str) -> HttpResponse:
     study = get_object_or_404(Study, pk=study_id)
     if not StudyMembership.objects.filter(study=study, user=request.user,
                                           role=worker_role(study)).exists():
-        raise PermissionDenied("Only the study's labellers flag its items.")
+        raise PermissionDenied(gettext("Only the study's labellers flag its items."))
     context = {"study": study, "public_id": public_id, "noun": flaggable(study.kind).noun,
                "reasons": ItemFlag.Reason.choices, "form": {}}
     if request.method == "POST":

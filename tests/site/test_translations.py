@@ -19,7 +19,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotations.models import RecruitmentLink
-from tests.factories import make_study
+from tests.factories import make_study, specialist
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGS = ROOT / "locale" / "de" / "LC_MESSAGES"
@@ -243,6 +243,62 @@ def test_the_raters_and_annotators_pages_in_german_hold_no_english_of_their_own(
     data |= {"Response", "Responses", "Critique", "Critiques"}  # the outputs' names
     english = _english_of_its_own(pages, data)
     assert english == [], english
+
+
+@pytest.mark.django_db
+def test_the_account_home_help_and_error_pages_in_german_hold_no_english_of_their_own(
+        client):
+    """What every worker meets besides the work: signing in, the invitation (valid, used,
+    for another account), the password change, the home page of each type's workers, the
+    help index (its guides are written in English, and say so), and the error pages."""
+    from annotations.core.services.studies import invitation_path
+    from tests.annotations.assisted.helpers import make_assisted_study
+    from tests.annotations.critique.helpers import make_critique_study
+    from tests.factories import UserFactory
+
+    pages: dict = {}
+
+    def read(name, url, status=200, method="get", **kw):
+        for lang in ("en", "de"):
+            response = getattr(client, method)(url, HTTP_ACCEPT_LANGUAGE=lang, **kw)
+            assert response.status_code == status, (name, lang, response.status_code)
+            pages.setdefault(name, {})[lang] = _texts(response)
+
+    partitioned = make_study(k=2, n_items=2, name="Studie Alpha")
+    assisted = make_assisted_study(n_sentences=1)
+    critique, _ = make_critique_study(n_questions=1, n_annotators=1)
+    worker = specialist(partitioned, 0)
+    assisted.memberships.create(user=worker, role="annotator")
+    critique.memberships.create(user=worker, role="annotator")
+    invited = UserFactory(username="eingeladen")
+    read("login", reverse("login"))
+    read("login refused", reverse("login"), method="post",
+         data={"username": "niemand", "password": "falsch"})
+    read("invitation", invitation_path(invited), follow=True)
+    read("used invitation", reverse("invitation", args=["MQ", "x-y"]))
+    read("403 signed out", reverse("label", args=[partitioned.pk]), status=302)
+    client.force_login(worker)
+    read("home", reverse("home"))
+    read("help", reverse("help-index"))
+    read("password change", reverse("password_change"))
+    read("password changed", reverse("password_change_done"))
+    read("invitation for another account", invitation_path(invited), follow=True)
+    read("404", "/keine-seite/", status=404)
+    read("403", reverse("dashboard", args=[partitioned.pk]), status=403)
+    data = {partitioned.name, assisted.name, critique.name, worker.username, "eingeladen",
+            "Oversight", "API", "English", "Deutsch", "niemand", "/keine-seite/",
+            *(c.name for c in partitioned.classes.all()),
+            *(d for d in (partitioned.description, assisted.description,
+                          critique.description) if d)}
+    from annotations.core.guides import guide_index
+
+    roles, others = guide_index()
+    data |= {title for _, title, _ in roles} | {title for _, title in others}
+    del pages["403 signed out"]  # a redirect to the sign-in page: nothing of its own
+    english = _english_of_its_own(pages, data)
+    assert english == [], english
+    assert "Diese Anleitung ist auf Englisch geschrieben." in client.get(
+        reverse("help-page", args=["specialist"]), HTTP_ACCEPT_LANGUAGE="de").content.decode()
 
 
 @pytest.mark.django_db

@@ -148,9 +148,9 @@ def test_the_help_index_lists_every_role_guide_then_the_others_by_their_plain_ti
     page = client.get(reverse("help-index"))
     assert page.status_code == 200
     html = page.content.decode()
-    roles = re.findall(r'<h2><a href="/help/([\w-]+)/">', html)
+    roles = re.findall(r'<h2><a href="/help/([\w-]+)/" lang="en">', html)
     assert roles == list(ROLE_GUIDES)
-    others = re.findall(r'<li><a href="/help/([\w-]+)/">([^<]+)</a>', html)
+    others = re.findall(r'<li><a href="/help/([\w-]+)/" lang="en">([^<]+)</a>', html)
     files = [GUIDES[p] for p in [*roles, *(p for p, _ in others)]]
     assert sorted(files) == sorted(set(GUIDES.values()))  # every guide once
     assert ("estimators", "The estimator engine (estimators/)") in others

@@ -49,6 +49,22 @@ def user_roles(*, user: User, study: Study) -> set[str]:
     return roles
 
 
+def study_for_roles(*, user: User, study_id: int, roles, refusal: str
+                    ) -> tuple[Study, set[str]]:
+    """(the study, the user's roles in it) when the user holds one of ``roles`` there: 404
+    when no such study exists, ``NotPermitted(refusal)`` (403) otherwise. The pages and
+    endpoints of one role group (review, workers, payments) start here."""
+    from django.shortcuts import get_object_or_404
+
+    from annotations.core.errors import NotPermitted
+
+    study = get_object_or_404(Study, pk=study_id)
+    held = user_roles(user=user, study=study)
+    if not held & set(roles):
+        raise NotPermitted(refusal)
+    return study, held
+
+
 def user_can_view_dashboard(*, user: User, study: Study) -> bool:
     return bool(user_roles(user=user, study=study) & set(DASHBOARD_ROLES))
 

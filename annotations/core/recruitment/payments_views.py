@@ -14,18 +14,20 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotations.core.errors import DomainError
+from annotations.core.errors import DomainError, NotPermitted
 from annotations.core.models import Study, StudyMembership
 from annotations.core.recruitment import payments
 from annotations.core.recruitment_models import PaymentBatch, RecruitmentLink
-from annotations.core.selectors import user_roles
+from annotations.core.selectors import study_for_roles
 
 
 def _study(request: HttpRequest, study_id: int) -> Study:
-    study = get_object_or_404(Study, pk=study_id)
-    if StudyMembership.Role.RESEARCHER not in user_roles(user=request.user, study=study):
-        raise PermissionDenied("Only the study's researchers see its payments.")
-    return study
+    try:
+        return study_for_roles(user=request.user, study_id=study_id,
+                               roles=(StudyMembership.Role.RESEARCHER,),
+                               refusal="Only the study's researchers see its payments.")[0]
+    except NotPermitted as exc:
+        raise PermissionDenied(exc.message) from exc
 
 
 @require_GET

@@ -8,13 +8,12 @@ from dataclasses import dataclass, field
 
 from django.contrib.contenttypes.models import ContentType
 from django.db.models import Count, Value
-from django.shortcuts import get_object_or_404
 
-from annotations.core.errors import DomainError, NotPermitted
+from annotations.core.errors import DomainError
 from annotations.core.exclusion_models import ExcludedAnswer
 from annotations.core.models import AnswerReview, ItemFlag, Study, StudyMembership, User
 from annotations.core.reviews.registry import AnswerView, Disagreement, ItemView, reviewable
-from annotations.core.selectors import FlagCounts, user_roles
+from annotations.core.selectors import FlagCounts, study_for_roles, user_roles
 
 Role = StudyMembership.Role
 REVIEW_ROLES = (Role.REVIEWER, Role.RESEARCHER)
@@ -36,10 +35,8 @@ class UnknownItem(DomainError):
 def review_study(*, user: User, study_id: int) -> Study:
     """The study when ``user`` reviews it (reviewer or researcher; superusers count as
     researchers): 404 when it does not exist, NotPermitted (403) otherwise."""
-    study = get_object_or_404(Study, pk=study_id)
-    if not user_roles(user=user, study=study) & set(REVIEW_ROLES):
-        raise NotPermitted("Only the study's reviewers and researchers review its answers.")
-    return study
+    return study_for_roles(user=user, study_id=study_id, roles=REVIEW_ROLES, refusal=(
+        "Only the study's reviewers and researchers review its answers."))[0]
 
 
 def may_resolve_flags(*, user: User, study: Study) -> bool:

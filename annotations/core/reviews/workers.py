@@ -16,13 +16,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.core.cache import cache
 from django.db.models import Count, Max
-from django.shortcuts import get_object_or_404
 
-from annotations.core.errors import NotPermitted
 from annotations.core.exclusion_models import ExcludedAnswer, Exclusion
 from annotations.core.models import EstimateSnapshot, ItemFlag, Study, StudyMembership, User
 from annotations.core.reviews.registry import reviewable
-from annotations.core.selectors import user_roles
+from annotations.core.selectors import study_for_roles
 from annotations.core.services.flags import flaggable, worker_role
 from annotations.core.task_models import TaskEventKind
 from estimators.numerics.workers import TIME_EDGES, leave_one_out_agreement, worker_figures
@@ -36,10 +34,9 @@ COMPACT_SECONDS = 300  # the compact table's cache, per snapshot
 def workers_study(*, user: User, study_id: int) -> tuple[Study, bool]:
     """(the study, may the user exclude) for its researchers (who exclude) and managers
     (who read): 404 when it does not exist, NotPermitted otherwise."""
-    study = get_object_or_404(Study, pk=study_id)
-    roles = user_roles(user=user, study=study)
-    if not roles & set(WORKERS_ROLES):
-        raise NotPermitted("Only the study's researchers and managers see its workers.")
+    study, roles = study_for_roles(user=user, study_id=study_id, roles=WORKERS_ROLES,
+                                   refusal="Only the study's researchers and managers see "
+                                           "its workers.")
     return study, Role.RESEARCHER in roles
 
 

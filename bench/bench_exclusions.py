@@ -1,0 +1,142 @@
+"""Exclusions on a large study: the time to take answers out and to put them back.
+
+    .venv/bin/python bench/bench_exclusions.py --answers 1000000 --workers 200
+
+Seeds a partitioned study of ``--answers`` answered queries by ``--workers`` specialists
+(bulk SQL into a scratch PostgreSQL database it creates and drops; ``BENCH_DATABASE_URL``
+overrides it), each answer with a time on task drawn log-normal around 6 s, then times, as
+a researcher would do them one after the other:
+
+* excluding one worker (about answers / workers answers), then undoing it;
+* excluding every answer faster than ``--faster`` seconds (about 10 % of them), then
+  undoing it;
+* recording one more answer while the "faster" rule stands (``exclusions_catch`` of one
+  answer: what each answer costs while rules stand).
+
+Each is the whole service call (``exclusion_add`` / ``exclusion_undo`` in their transaction,
+the on-commit second sync included), wall time; the printout also gives the answers each
+took out or put back. ``--keep`` keeps the scratch database and reuses its study.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _scratch import scratch_database  # noqa: E402
+
+K = 4
+
+
+def _seed(answers: int, workers: int):
+    from django.db import connection
+
+    from annotations.core.services.studies import membership_add, study_create
+    from annotations.models import Study, StudyMembership, User
+
+    study = Study.objects.filter(name="bench-exclusions").first()
+    if study is not None:
+        print("reusing the seeded study")
+        return study, User.objects.get(username="bench-researcher")
+    started = time.perf_counter()
+    study = study_create(name="bench-exclusions", classes=[f"C{i}" for i in range(K)])
+    researcher = User.objects.create_user("bench-researcher", password="pw")
+    membership_add(study=study, user=researcher, role=StudyMembership.Role.RESEARCHER)
+    ids = []
+    for w in range(workers):
+        user = User.objects.create_user(f"bench-spec{w}", password="pw")
+        membership_add(study=study, user=user, role=StudyMembership.Role.SPECIALIST,
+                       class_index=w % K)
+        ids.append(user.pk)
+    Study.objects.filter(pk=study.pk).update(status="open")
+    with connection.cursor() as cur:
+        cur.execute("SET session_replication_role = replica")  # no triggers: a bulk load
+        cur.execute(
+            """INSERT INTO annotations_item (study_id, external_id, text, options, option_order,
+                   class_order, metadata, stratum, is_quality_check, created_at)
+               SELECT %s, 'i' || g, 'item', '[]', '[0,1,2,3]', '[0]', '{}', '', false, now()
+               FROM generate_series(1, %s) g""", [study.pk, answers])
+        cur.execute(
+            """INSERT INTO annotations_query (study_id, public_id, item_id, k, sequence, rank,
+                   stratum, is_quality_check, status, answer, answered_at, answered_by_id,
+                   time_on_task_ms, times_issued, match_mask, present_mask)
+               SELECT i.study_id, substr(md5(random()::text || i.id::text), 1, 16), i.id,
+                      i.id %% %s, 0, (random() * 1e15)::bigint, '', false, 'answered',
+                      CASE WHEN random() < 0.3 THEN 'yes' ELSE 'no' END,
+                      now() - (random() * interval '30 days'),
+                      (%s::bigint[])[1 + (i.id %% %s)],
+                      greatest(200, exp(ln(6000) + 0.8 * sqrt(-2 * ln(1 - random()))
+                                        * cos(2 * pi() * random())))::int, 1, 0, 0
+               FROM annotations_item i WHERE i.study_id = %s""",
+            [K, ids, workers, study.pk])
+        cur.execute("SET session_replication_role = DEFAULT")
+        cur.execute("VACUUM ANALYZE annotations_query")
+        cur.execute("VACUUM ANALYZE annotations_item")
+    print(f"seeded {answers:,} answers by {workers} workers in "
+          f"{time.perf_counter() - started:.1f} s")
+    return study, researcher
+
+
+def _timed(label: str, call):
+    from django.db import transaction
+
+    started = time.perf_counter()
+    with transaction.atomic():  # the on-commit second sync runs at its end, timed too
+        result = call()
+    seconds = time.perf_counter() - started
+    print(f"{label:<52} {seconds * 1000:>10.0f} ms")
+    return result
+
+
+def run(args: argparse.Namespace) -> None:
+    from annotations.core.exclusion_models import ExcludedAnswer
+    from annotations.core.reviews.exclusions import (
+        exclusion_add,
+        exclusion_undo,
+        exclusions_catch,
+    )
+    from annotations.models import Query, Study, User
+
+    study, researcher = _seed(args.answers, args.workers)
+    worker = User.objects.get(username="bench-spec0")
+    rule = _timed("exclude one worker", lambda: exclusion_add(
+        study=study, by=researcher, kind="worker", worker_id=worker.pk, reason="bench"))
+    print(f"  {rule.answers:,} answers out")
+    _timed("undo it", lambda: exclusion_undo(study=study, exclusion_id=rule.pk,
+                                             by=researcher, reason="bench"))
+    fast = _timed(f"exclude every answer faster than {args.faster:g} s", lambda: exclusion_add(
+        study=study, by=researcher, kind="faster", faster_than_seconds=args.faster,
+        reason="bench"))
+    print(f"  {fast.answers:,} answers out")
+    study = Study.objects.get(pk=study.pk)
+    one = Query.objects.filter(study=study).order_by("-pk").values_list("pk", flat=True)[:1]
+    catches = []
+    for _ in range(20):
+        started = time.perf_counter()
+        exclusions_catch(study, list(one))
+        catches.append(time.perf_counter() - started)
+    catches.sort()
+    print(f"{'one answer caught while the rule stands (median of 20)':<52} "
+          f"{catches[10] * 1000:>10.1f} ms")
+    _timed("undo it", lambda: exclusion_undo(study=study, exclusion_id=fast.pk,
+                                             by=researcher, reason="bench"))
+    assert not ExcludedAnswer.objects.filter(study=study).exists()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--answers", type=int, default=200_000)
+    parser.add_argument("--workers", type=int, default=100)
+    parser.add_argument("--faster", type=float, default=2.5)
+    parser.add_argument("--db", default="oversight_bench_exclusions")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    with scratch_database(args.db, keep=args.keep, reuse=args.keep):
+        run(args)
+
+
+if __name__ == "__main__":
+    main()

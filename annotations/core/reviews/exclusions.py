@@ -7,9 +7,11 @@ transaction (:func:`exclusions_catch`, called by each type's answer service).
 Contract:
 
 * The excluded answers are exactly the study's answers (``Reviewable.answers``) that some
-  standing rule matches; :func:`_sync` writes that set (one ``ExcludedAnswer`` per answer,
-  naming the oldest standing rule that holds it), so undoing one of two rules that hold an
-  answer keeps it out. Cost: the answers the rules match, not the study.
+  standing rule matches: one ``ExcludedAnswer`` per answer, naming the oldest standing rule
+  that matches it, so undoing one of two rules that hold an answer keeps it out. A new rule
+  takes out what it matches and no rule holds (:func:`_take_out`, one ``INSERT … SELECT``);
+  an undone rule's rows go to the oldest other rule that matches them or are deleted
+  (:func:`_give_back`). Cost: the answers the rule matches, in the database.
 * Excluding a worker also ends their leases in the study at once (the tasks go back to the
   pool, ``engine.leases_return``) and the engine leases them nothing more there
   (``engine.lease_first``) until the exclusion is undone.
@@ -25,8 +27,8 @@ import datetime as dt
 from functools import partial
 
 from django.contrib.contenttypes.models import ContentType
-from django.db import models, transaction
-from django.db.models import F, Q
+from django.db import connection, models, transaction
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from annotations.core import engine
@@ -80,35 +82,55 @@ def rule_condition(rule: Exclusion, worker: str, at: str, ms: str) -> Q:
     return who
 
 
-def _sync(study: Study, *, ids: list[int] | None = None) -> tuple[int, int]:
-    """Make the study's ``ExcludedAnswer`` rows (those of ``ids`` only, when given) exactly
-    the answers its standing rules match, each naming the oldest rule that holds it.
-    Returns (answers taken out, answers put back)."""
+def _take_out(study: Study, rules, answers: models.QuerySet | None = None) -> int:
+    """For each of ``rules`` in age order, one ``INSERT … SELECT`` of the answers (of the
+    study, or of ``answers``) it matches that no row holds yet: an answer is held by the
+    oldest standing rule that matches it. Returns the rows written. Cost: the answers each
+    rule matches, in the database (no row passes through Python)."""
+    every, worker, at, ms = _answers(study)
+    answers = every if answers is None else answers
+    answer_type = ContentType.objects.get_for_model(every.model)
+    held = ExcludedAnswer.objects.filter(answer_type=answer_type, answer_id=OuterRef("pk"))
+    table = ExcludedAnswer._meta.db_table
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(c) for c in ("answer_id", "worker_id", "study_id",
+                                           "answer_type_id", "exclusion_id"))
+    written = 0
+    with connection.cursor() as cursor:
+        for rule in rules:
+            matched = (answers.filter(rule_condition(rule, worker, at, ms))
+                       .exclude(Exists(held)).values_list("pk", f"{worker}_id"))
+            select, params = matched.query.get_compiler(connection=connection).as_sql()
+            cursor.execute(f"INSERT INTO {quote(table)} ({columns}) "  # noqa: S608 - names
+                           f"SELECT m.*, %s, %s, %s FROM ({select}) m",
+                           [study.pk, answer_type.pk, rule.pk, *params])
+            written += max(cursor.rowcount, 0)
+    return written
+
+
+def _standing_rules(study: Study) -> models.QuerySet:
+    return Exclusion.objects.filter(study=study, undone_at=None).order_by("pk")
+
+
+def _give_back(study: Study, rule: Exclusion) -> int:
+    """The rows ``rule`` (just undone) held: each goes to the oldest standing rule that also
+    matches its answer, the others are deleted (their answers are back). Returns how many
+    came back."""
     answers, worker, at, ms = _answers(study)
+    rows = ExcludedAnswer.objects.filter(exclusion=rule)
+    for other in _standing_rules(study):
+        rows.filter(answer_id__in=answers.filter(rule_condition(other, worker, at, ms))
+                    .values("pk")).update(exclusion=other)
+    return rows.delete()[0]
+
+
+def _sync_ids(study: Study, ids: list[int]) -> None:
+    """The rows of the answers ``ids`` (just recorded, changed or undone) made exactly what
+    the standing rules match."""
+    answers, _, _, _ = _answers(study)
     answer_type = ContentType.objects.get_for_model(answers.model)
-    if ids is not None:
-        answers = answers.filter(pk__in=ids)
-    wanted: dict[int, tuple[int, int | None]] = {}
-    for rule in Exclusion.objects.filter(study=study, undone_at=None).order_by("pk"):
-        for pk, author in (answers.filter(rule_condition(rule, worker, at, ms))
-                           .values_list("pk", f"{worker}_id")):
-            wanted.setdefault(pk, (rule.pk, author))
-    present = ExcludedAnswer.objects.filter(study=study, answer_type=answer_type)
-    if ids is not None:
-        present = present.filter(answer_id__in=ids)
-    have = dict(present.values_list("answer_id", "exclusion_id"))
-    gone = [pk for pk in have if pk not in wanted]
-    if gone:
-        ExcludedAnswer.objects.filter(answer_type=answer_type, answer_id__in=gone).delete()
-    for pk, (rule_id, _) in wanted.items():
-        if pk in have and have[pk] != rule_id:
-            ExcludedAnswer.objects.filter(answer_type=answer_type, answer_id=pk).update(
-                exclusion_id=rule_id)
-    new = [ExcludedAnswer(study=study, answer_type=answer_type, answer_id=pk,
-                          exclusion_id=rule_id, worker_id=author)
-           for pk, (rule_id, author) in wanted.items() if pk not in have]
-    ExcludedAnswer.objects.bulk_create(new, batch_size=2000)
-    return len(new), len(gone)
+    ExcludedAnswer.objects.filter(answer_type=answer_type, answer_id__in=ids).delete()
+    _take_out(study, _standing_rules(study), answers.filter(pk__in=ids))
 
 
 def _release(study: Study, worker: User) -> int:
@@ -132,13 +154,14 @@ def _after_commit(study: Study) -> None:
 
 
 def _sync_again(study_id: int) -> None:
-    """Once the change is committed, sync once more: an answer whose transaction read the
-    study's standing rules before this change committed, and committed after the sync in
-    it, is caught here (its window is its own transaction's length)."""
+    """Once the change is committed, take out once more what the standing rules match and
+    no row holds: an answer whose transaction read the study's standing rules before this
+    change committed, and committed after the change's own pass, is caught here (its window
+    is its own transaction's length)."""
     study = Study.objects.filter(pk=study_id).first()
     if study is not None:
         with transaction.atomic():
-            _sync(study)
+            _take_out(study, _standing_rules(study))
 
 
 def _reason(reason: str, field: str = "reason") -> str:
@@ -197,7 +220,8 @@ def exclusion_add(*, study: Study, by: User, kind: str, reason: str,
         # first: locking their leased tasks waits for an answer in flight, which the
         # sync below then sees
         rule.released = _release(study, worker)
-    taken, _ = _sync(study)
+    # the newest rule: the answers older rules hold stay theirs
+    taken = _take_out(study, [rule])
     rule.answers = ExcludedAnswer.objects.filter(exclusion=rule).count()
     rule.save(update_fields=["answers", "released"])
     study_event_record(study=study, kind=EXCLUDED, by=by, detail={
@@ -221,7 +245,7 @@ def exclusion_undo(*, study: Study, exclusion_id: int, by: User, reason: str = "
     rule.undone_at, rule.undone_by, rule.undo_reason = timezone.now(), by, reason
     rule.save(update_fields=["undone_at", "undone_by", "undo_reason"])
     _standing(study, -1)
-    _, back = _sync(study)
+    back = _give_back(study, rule)
     study_event_record(study=study, kind=RESTORED, by=by, detail={
         "exclusion": rule.pk, "rule": rule.describe(), "reason": reason,
         "answers_back": back})
@@ -235,4 +259,4 @@ def exclusions_catch(study: Study, answer_ids: list[int]) -> None:
     (``Study.exclusions_standing``, read with the study: an answer's task lock joins it) —
     and then it has no excluded answer either."""
     if study.exclusions_standing:
-        _sync(study, ids=answer_ids)
+        _sync_ids(study, answer_ids)

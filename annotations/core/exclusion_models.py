@@ -30,7 +30,9 @@ class Exclusion(models.Model):
     optional for the others (empty: every worker's answers); ``at`` bounds ``before`` (answers
     given before it) and ``after`` (at or after it); ``faster_than_ms``: answers whose time
     on task is below it (an answer without a time is never matched). ``answers`` is how
-    many answers the rule took out when it was made, ``released`` how many leases it ended."""
+    many answers the rule took out when it was made, ``released`` how many leases it ended.
+    ``applying``: its answers are being taken out (or, once undone, put back) by a job —
+    a rule over more answers than ``OVERSIGHT_EXCLUSION_INLINE_MAX``."""
 
     class Kind(models.TextChoices):
         WORKER = "worker", "Every answer of a worker"
@@ -56,6 +58,7 @@ class Exclusion(models.Model):
                                   null=True, blank=True, related_name="+")
     undone_at = models.DateTimeField(null=True, blank=True)
     undo_reason = models.TextField(max_length=REASON_MAX, blank=True, default="")
+    applying = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

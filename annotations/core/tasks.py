@@ -11,6 +11,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from annotations.core.queue import (
+    EXCLUSION_APPLY_TASK,
     IMPORT_JOB_TASK,
     LEASES_RECLAIM_TASK,
     RECOMPUTE_TASK,
@@ -88,3 +89,12 @@ def import_job_task(job_id: int) -> str | None:
     job = import_job_run(job_id=job_id)
     return None if job is None else job.status
 
+
+
+@shared_task(name=EXCLUSION_APPLY_TASK, acks_late=True)
+def exclusion_apply_task(exclusion_id: int) -> bool:
+    """Take out (or, once undone, put back) the answers of a large exclusion
+    (``exclusions.exclusion_apply``). Safe twice: a rule no longer applying is left alone."""
+    from annotations.core.reviews.exclusions import exclusion_apply
+
+    return exclusion_apply(exclusion_id=exclusion_id)

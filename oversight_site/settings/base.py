@@ -359,6 +359,9 @@ OVERSIGHT_EVAL_LOG_MAX_INFLATED = int(os.environ.get("OVERSIGHT_EVAL_LOG_MAX_INF
 OVERSIGHT_IMPORT_TIME_LIMIT = int(os.environ.get("OVERSIGHT_IMPORT_TIME_LIMIT", "1800"))
 OVERSIGHT_IMPORT_PROGRESS_SECONDS = float(os.environ.get("OVERSIGHT_IMPORT_PROGRESS_SECONDS",
                                                          "0.5"))
+# An exclusion (made or undone) over more answers than this moves them in a job
+# (annotations/core/reviews/exclusions.py), not in the researcher's request.
+OVERSIGHT_EXCLUSION_INLINE_MAX = int(os.environ.get("OVERSIGHT_EXCLUSION_INLINE_MAX", "20000"))
 OVERSIGHT_IMPORT_RUNNER = os.environ.get("OVERSIGHT_IMPORT_RUNNER") or (
     "thread" if CELERY_TASK_ALWAYS_EAGER else "celery")
 # An answer can be undone for this many seconds (0: never); follow-up queries it routed are

@@ -15,17 +15,25 @@ Contract:
 * Excluding a worker also ends their leases in the study at once (the tasks go back to the
   pool, ``engine.leases_return``) and the engine leases them nothing more there
   (``engine.lease_first``) until the exclusion is undone.
-* Every change is a ``StudyEvent`` (who, when, why, how many answers) in the same
-  transaction and recomputes the study on commit. An answer recorded while a rule is being
-  made is caught by its own transaction when it sees the rule, else by a second sync after
-  the rule commits (an excluded worker's answer in flight: by the lock on their leases).
+* A rule over more than ``OVERSIGHT_EXCLUSION_INLINE_MAX`` answers (made, or undone) is
+  applied by a job (:func:`exclusion_apply`, ``Exclusion.applying`` until it has run): the
+  request saves the rule, ends the leases and counts it as standing at once (answers
+  recorded from then on are caught by their own transaction); the job moves the older
+  answers. Smaller ones are applied in the request.
+* Every change is a ``StudyEvent`` (who, when, why, how many answers) in the transaction
+  that moves the answers, and recomputes the study on commit. An answer recorded while a
+  rule is being made is caught by its own transaction when it sees the rule, else by a
+  second pass after the change commits (an excluded worker's answer in flight: by the
+  lock on their leases).
 * Who: the study's researchers (``NotPermitted`` otherwise)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from functools import partial
 
+from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection, models, transaction
 from django.db.models import Exists, F, OuterRef, Q
@@ -36,13 +44,15 @@ from annotations.core.errors import DomainError, NotPermitted
 from annotations.core.events import study_event_kind_register
 from annotations.core.exclusion_models import ExcludedAnswer, Exclusion
 from annotations.core.models import Study, StudyMembership, User
+from annotations.core.queue import EXCLUSION_APPLY_TASK, task
 from annotations.core.reviews.registry import reviewable
 from annotations.core.selectors import user_roles
 from annotations.core.services.flags import flaggable
-from annotations.core.services.recompute import study_recompute_schedule
+from annotations.core.services.recompute import short_error, study_recompute_schedule
 from annotations.core.services.studies import study_event_record
 from annotations.core.task_models import TaskStatus
 
+log = logging.getLogger(__name__)
 EXCLUDED = study_event_kind_register("answers_excluded", "Answers excluded")
 RESTORED = study_event_kind_register("exclusion_undone", "Exclusion undone")
 FASTER_MAX_SECONDS = 24 * 3600
@@ -101,8 +111,10 @@ def _take_out(study: Study, rules, answers: models.QuerySet | None = None) -> in
             matched = (answers.filter(rule_condition(rule, worker, at, ms))
                        .exclude(Exists(held)).values_list("pk", f"{worker}_id"))
             select, params = matched.query.get_compiler(connection=connection).as_sql()
+            # a row another writer just made for the same answer stays as it is
             cursor.execute(f"INSERT INTO {quote(table)} ({columns}) "  # noqa: S608 - names
-                           f"SELECT m.*, %s, %s, %s FROM ({select}) m",
+                           f"SELECT m.*, %s, %s, %s FROM ({select}) m WHERE true "
+                           f"ON CONFLICT DO NOTHING",
                            [study.pk, answer_type.pk, rule.pk, *params])
             written += max(cursor.rowcount, 0)
     return written
@@ -220,14 +232,12 @@ def exclusion_add(*, study: Study, by: User, kind: str, reason: str,
         # first: locking their leased tasks waits for an answer in flight, which the
         # sync below then sees
         rule.released = _release(study, worker)
-    # the newest rule: the answers older rules hold stay theirs
-    taken = _take_out(study, [rule])
-    rule.answers = ExcludedAnswer.objects.filter(exclusion=rule).count()
-    rule.save(update_fields=["answers", "released"])
-    study_event_record(study=study, kind=EXCLUDED, by=by, detail={
-        "exclusion": rule.pk, "rule": rule.describe(), "reason": reason,
-        "answers": rule.answers, "taken_out": taken, "leases_released": rule.released})
-    _after_commit(study)
+    if _large(_answers_matched(study, rule)):
+        rule.applying = True
+        rule.save(update_fields=["released", "applying"])
+        transaction.on_commit(partial(_job_start, rule.pk))
+        return rule
+    _apply(study, rule)
     return rule
 
 
@@ -245,12 +255,81 @@ def exclusion_undo(*, study: Study, exclusion_id: int, by: User, reason: str = "
     rule.undone_at, rule.undone_by, rule.undo_reason = timezone.now(), by, reason
     rule.save(update_fields=["undone_at", "undone_by", "undo_reason"])
     _standing(study, -1)
-    back = _give_back(study, rule)
-    study_event_record(study=study, kind=RESTORED, by=by, detail={
-        "exclusion": rule.pk, "rule": rule.describe(), "reason": reason,
-        "answers_back": back})
-    _after_commit(study)
+    if rule.applying:  # its job has not run yet: it will put back what it finds held
+        return rule
+    if _large(ExcludedAnswer.objects.filter(exclusion=rule).count()):
+        rule.applying = True
+        rule.save(update_fields=["applying"])
+        transaction.on_commit(partial(_job_start, rule.pk))
+        return rule
+    _apply(study, rule)
     return rule
+
+
+def _answers_matched(study: Study, rule: Exclusion) -> int:
+    answers, worker, at, ms = _answers(study)
+    return answers.filter(rule_condition(rule, worker, at, ms)).count()
+
+
+def _large(answers: int) -> bool:
+    """Whether a change over ``answers`` answers runs as a job (``exclusion_apply``) rather
+    than in the request: more than ``OVERSIGHT_EXCLUSION_INLINE_MAX``."""
+    return answers > settings.OVERSIGHT_EXCLUSION_INLINE_MAX
+
+
+def _apply(study: Study, rule: Exclusion) -> None:
+    """Take out the answers of a standing ``rule`` (the newest rule that has taken any:
+    what older rules hold stays theirs), or put back those of an undone one; record the
+    ``StudyEvent`` (by who made, or undid, the rule); sync again and recompute on commit."""
+    if rule.undone_at is None:
+        taken = _take_out(study, [rule])
+        rule.answers = ExcludedAnswer.objects.filter(exclusion=rule).count()
+        study_event_record(study=study, kind=EXCLUDED, by=rule.created_by, detail={
+            "exclusion": rule.pk, "rule": rule.describe(), "reason": rule.reason,
+            "answers": rule.answers, "taken_out": taken,
+            "leases_released": rule.released, "job": rule.applying})
+    else:
+        back = _give_back(study, rule)
+        study_event_record(study=study, kind=RESTORED, by=rule.undone_by, detail={
+            "exclusion": rule.pk, "rule": rule.describe(), "reason": rule.undo_reason,
+            "answers_back": back, "job": rule.applying})
+    rule.applying = False
+    rule.save(update_fields=["answers", "released", "applying"])
+    _after_commit(study)
+
+
+def _job_start(rule_id: int) -> None:
+    """Queue the job of a large rule once it is committed: on a worker ("celery" runner),
+    else here and now (the embedded defaults, where the web process is the worker). A
+    broker that cannot be reached: here and now too (slow, never lost)."""
+    if settings.OVERSIGHT_IMPORT_RUNNER == "celery":
+        try:
+            task(EXCLUSION_APPLY_TASK).apply_async(args=(rule_id,))
+            return
+        except Exception as exc:  # noqa: BLE001 - Redis down: do it here rather than never
+            log.warning("exclusion %s not queued (%s): applied in the request", rule_id,
+                        short_error(exc))
+    exclusion_apply(exclusion_id=rule_id)
+
+
+def exclusion_apply(*, exclusion_id: int) -> bool:
+    """The job of a large rule (``Exclusion.applying``): take out its answers, or put them
+    back once it is undone, in one transaction holding the study's row (exclusion changes
+    of a study run one at a time). Returns whether there was anything to do (a rule no
+    longer applying, or gone, is left alone: safe twice)."""
+    with transaction.atomic():
+        rule = (Exclusion.objects.select_for_update().select_related("study")
+                .filter(pk=exclusion_id, applying=True).first())
+        if rule is None:
+            return False
+        study = Study.objects.select_for_update().get(pk=rule.study_id)
+        _apply(study, rule)
+    return True
+
+
+def exclusions_applying(study: Study) -> int:
+    """How many of the study's exclusions have a job still to run."""
+    return Exclusion.objects.filter(study=study, applying=True).count()
 
 
 def exclusions_catch(study: Study, answer_ids: list[int]) -> None:

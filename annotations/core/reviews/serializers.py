@@ -127,6 +127,9 @@ class ExclusionOutputSerializer(serializers.Serializer):
     faster_than_ms = serializers.IntegerField(allow_null=True)
     reason = serializers.CharField()
     answers = serializers.IntegerField(help_text="Answers it took out when made.")
+    applying = serializers.BooleanField(help_text=(
+        "A job is still taking its answers out (or, undone, putting them back): a rule over "
+        "more answers than the operator's inline limit."))
     released = serializers.IntegerField(help_text="Leases it ended.")
     created_by = serializers.CharField(source="created_by.username", allow_null=True)
     created_at = serializers.DateTimeField()

@@ -17,6 +17,8 @@ urlpatterns = [
     path("studies/<int:study_id>/workers/", workers_views.workers_page, name="workers"),
     path("studies/<int:study_id>/workers/compact/", workers_views.workers_compact_part,
          name="workers-compact"),
+    path("studies/<int:study_id>/workers/exclusions/", workers_views.workers_exclusions_part,
+         name="workers-exclusions"),
     path("studies/<int:study_id>/workers/exclude/", workers_views.workers_exclude,
          name="workers-exclude"),
     path("studies/<int:study_id>/workers/exclusions/<int:exclusion_id>/undo/",

@@ -48,10 +48,25 @@ def workers_page(request: HttpRequest, study_id: int) -> HttpResponse:
     return render(request, "annotations/review/workers.html", {
         "study": study, "rows": rows, "sort": sort, "descending": descending,
         "may_exclude": may_exclude, "compares": workers.compares_answers(rows),
-        "bins": workers.time_bins(), "exclusions": workers.study_exclusions(study=study),
+        "bins": workers.time_bins(), **_exclusions_context(study),
         "kinds": Exclusion.Kind.choices, "answer_noun": reviewable(study.kind).noun,
         "noun": flaggable(study.kind).noun, "now": timezone.now(),
         "form": request.session.pop(f"exclusion-form-{study.pk}", {})})
+
+
+def _exclusions_context(study: Study) -> dict:
+    exclusions = workers.study_exclusions(study=study)
+    return {"exclusions": exclusions, "applying": sum(x.applying for x in exclusions)}
+
+
+@require_GET
+@login_required
+def workers_exclusions_part(request: HttpRequest, study_id: int) -> HttpResponse:
+    """The exclusions list alone (an htmx partial the page polls while a job runs)."""
+    study, may_exclude = _study(request, study_id)
+    return render(request, "annotations/review/_exclusion_list.html", {
+        "study": study, "may_exclude": may_exclude, **_exclusions_context(study),
+        "answer_noun": reviewable(study.kind).noun})
 
 
 @require_GET
@@ -107,10 +122,18 @@ def workers_exclude(request: HttpRequest, study_id: int) -> HttpResponse:
                                                    "faster_than_seconds", "reason")},
             "error": exc.message, "field": exc.field or ""}
         return redirect(back)
-    messages.success(request, f"Excluded {rule.answers} {reviewable(study.kind).noun}"
-                              f"{'' if rule.answers == 1 else 's'}: {rule.describe()}."
-                              + (f" {rule.released} lease{'' if rule.released == 1 else 's'} "
-                                 "released." if rule.released else ""))
+    noun = reviewable(study.kind).noun
+    leases = (f" {rule.released} lease{'' if rule.released == 1 else 's'} released."
+              if rule.released else "")
+    rule.refresh_from_db(fields=["answers", "applying"])  # a job may have run meanwhile
+    if rule.applying:
+        messages.success(request, f"Excluding {rule.describe()}: the {noun}s are being taken "
+                                  f"out in the background (this page shows when it is done)."
+                                  + leases)
+    else:
+        messages.success(request, f"Excluded {rule.answers} {noun}"
+                                  f"{'' if rule.answers == 1 else 's'}: {rule.describe()}."
+                                  + leases)
     return redirect(back)
 
 
@@ -127,5 +150,9 @@ def workers_exclusion_undo(request: HttpRequest, study_id: int, exclusion_id: in
     except DomainError as exc:
         messages.error(request, exc.message)
     else:
-        messages.success(request, f"Exclusion undone: {rule.describe()}.")
+        rule.refresh_from_db(fields=["applying"])
+        noun = reviewable(study.kind).noun
+        messages.success(request, f"Exclusion undone: {rule.describe()}."
+                                  + (f" Its {noun}s are being put back in the background."
+                                     if rule.applying else ""))
     return redirect(reverse("workers", args=[study.pk]) + "#exclusions")

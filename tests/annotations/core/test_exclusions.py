@@ -11,6 +11,7 @@ import datetime as dt
 import io
 
 import pytest
+from django.test.utils import override_settings
 from django.urls import reverse
 
 from annotations.core.errors import NotPermitted
@@ -262,3 +263,106 @@ def test_an_answer_that_missed_a_new_rule_is_caught_once_the_rule_commits(
     callbacks[0]()  # the sync once the rule committed
     assert ExcludedAnswer.objects.get(answer_id=query.pk).exclusion_id == rule.pk
     _tallies_agree(study)
+
+
+def test_a_large_exclusion_moves_its_answers_in_a_job_and_its_page_says_so(
+        answered, client, settings, django_capture_on_commit_callbacks):
+    """Over OVERSIGHT_EXCLUSION_INLINE_MAX answers, the request saves the rule, ends the
+    leases and counts it as standing; the job (``exclusion_apply``) takes the answers out,
+    records the event and gives the same estimates as the small path; the page's list polls
+    while it runs. Undone, a large rule's answers go back by a job too."""
+    from annotations.core.reviews.exclusions import exclusion_apply
+
+    study, model, ids = answered
+    settings.OVERSIGHT_EXCLUSION_INLINE_MAX = 1
+    researcher = researcher_of(study)
+    worker = _author(study, model, ids[0])
+    theirs = _theirs(study, worker)
+    assert len(theirs) > 1
+    before, without = estimates_of(study), estimates_without(study, model, theirs)
+    client.force_login(researcher)
+    with django_capture_on_commit_callbacks() as queued:
+        response = client.post(reverse("workers-exclude", args=[study.pk]), {
+            "kind": "worker", "worker": worker, "reason": "Too fast"}, follow=True)
+    assert "being taken out in the background" in response.content.decode()
+    rule = Exclusion.objects.get(study=study)
+    assert rule.applying and len(queued) == 1  # the job, once committed
+    assert not ExcludedAnswer.objects.filter(study=study).exists()
+    assert Study.objects.get(pk=study.pk).exclusions_standing == 1  # new answers: caught
+    part = client.get(reverse("workers-exclusions", args=[study.pk])).content.decode()
+    assert 'hx-trigger="every 2s"' in part and 'data-testid="exclusion-applying"' in part
+
+    with django_capture_on_commit_callbacks():  # the job's own sync and recompute
+        assert exclusion_apply(exclusion_id=rule.pk) is True
+    assert exclusion_apply(exclusion_id=rule.pk) is False  # twice: nothing more
+    rule.refresh_from_db()
+    assert (rule.applying, rule.answers) == (False, len(theirs))
+    assert sorted(ExcludedAnswer.objects.filter(study=study)
+                  .values_list("answer_id", flat=True)) == theirs
+    assert estimates_of(study) == without
+    _tallies_agree(study)
+    event = StudyEvent.objects.get(study=study, kind="answers_excluded")
+    assert (event.actor_id, event.detail["answers"], event.detail["job"]) == (
+        researcher.pk, len(theirs), True)
+    part = client.get(reverse("workers-exclusions", args=[study.pk])).content.decode()
+    assert "hx-trigger" not in part and f"{len(theirs)} {reviewable(study.kind).noun}s" in part
+
+    rule = exclusion_undo(study=study, exclusion_id=rule.pk, by=researcher, reason="ok")
+    assert rule.applying and ExcludedAnswer.objects.filter(study=study).count() == len(theirs)
+    assert exclusion_apply(exclusion_id=rule.pk) is True
+    assert not ExcludedAnswer.objects.filter(study=study).exists()
+    assert estimates_of(study) == before
+    _tallies_agree(study)
+    assert StudyEvent.objects.get(study=study, kind="exclusion_undone").detail["job"] is True
+
+
+def test_a_large_rule_undone_before_its_job_ran_leaves_nothing_out():
+    from annotations.core.reviews.exclusions import exclusion_apply
+
+    study = make_study(k=2, n_items=4, systems={"sys": 0.75})
+    user = specialist(study, 0)
+    researcher = researcher_of(study)
+    with override_settings(OVERSIGHT_EXCLUSION_INLINE_MAX=0, OVERSIGHT_MIN_ANSWER_MS=0):
+        rule = exclusion_add(study=study, by=researcher, kind="faster",
+                             faster_than_seconds=3600, reason="r")
+        study.refresh_from_db()
+        query = query_lease_next(study=study, user=user)
+        label_submit(query_id=query.pk, user=user, answer="yes")  # caught by its own
+        assert ExcludedAnswer.objects.get(answer_id=query.pk).exclusion_id == rule.pk
+        rule = exclusion_undo(study=study, exclusion_id=rule.pk, by=researcher)
+        assert rule.applying  # its job has not run: it puts back what it finds
+        assert exclusion_apply(exclusion_id=rule.pk) is True
+    assert not ExcludedAnswer.objects.exists()
+    _tallies_agree(study)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_large_exclusions_job_runs_where_the_jobs_run(client, settings):
+    """Committed for real: the job is queued once the rule commits and runs on the
+    deployment's runner (a Celery worker process under PostgreSQL + Redis; the web process
+    with the embedded defaults); the page stops polling once it has run."""
+    import time
+
+    from annotations.partitioned.services.estimates import study_recompute
+
+    settings.OVERSIGHT_EXCLUSION_INLINE_MAX = 1
+    settings.OVERSIGHT_MIN_ANSWER_MS = 0
+    study = make_study(k=2, n_items=6, systems={"sys": 0.75})
+    for k in range(2):
+        user = specialist(study, k)
+        for _ in range(3):
+            label_submit(query_id=query_lease_next(study=study, user=user).pk, user=user,
+                         answer="no")
+    study_recompute(study_id=study.pk)
+    client.force_login(researcher_of(study))
+    client.post(reverse("workers-exclude", args=[study.pk]), {
+        "kind": "faster", "faster_than_seconds": "3600", "reason": "all of them"})
+    rule = Exclusion.objects.get(study=study)
+    deadline = time.monotonic() + 30
+    while rule.applying and time.monotonic() < deadline:
+        time.sleep(0.1)
+        rule.refresh_from_db()
+    assert not rule.applying and rule.answers == 6
+    assert ExcludedAnswer.objects.filter(study=study).count() == 6
+    part = client.get(reverse("workers-exclusions", args=[study.pk])).content.decode()
+    assert "hx-trigger" not in part

@@ -5,8 +5,9 @@ out (``estimators.numerics.workers`` computes the figures from the type's
 ``Reviewable.worker_answers``); and the study's exclusions with their trail.
 
 Who: the study's researchers and managers (``workers_study``). Cost: one pass over the
-study's answers per read; the dashboard's compact version is cached per snapshot
-(``workers_compact``)."""
+study's answers per new snapshot or change of its exclusions (:func:`_rows_key`); the
+reads in between — another sort, the CSV, the API, the dashboard's compact table — are
+served from the cache, so a figure is as of the study's latest estimates."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.core.cache import cache
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Q
 
 from annotations.core.exclusion_models import ExcludedAnswer, Exclusion
 from annotations.core.models import EstimateSnapshot, ItemFlag, Study, StudyMembership, User
@@ -28,7 +29,7 @@ from estimators.numerics.workers import TIME_EDGES, leave_one_out_agreement, wor
 Role = StudyMembership.Role
 WORKERS_ROLES = (Role.RESEARCHER, Role.MANAGER)
 COMPACT_ROWS = 5
-COMPACT_SECONDS = 300  # the compact table's cache, per snapshot
+ROWS_SECONDS = 300  # the rows' cache, per snapshot and exclusions
 
 
 def workers_study(*, user: User, study_id: int) -> tuple[Study, bool]:
@@ -116,11 +117,33 @@ def _events_by_actor(study: Study, event: str) -> dict[int, int]:
         .values("actor").annotate(n=Count("pk")).values_list("actor", "n").order_by())
 
 
+def _rows_key(study: Study) -> str:
+    """What the rows are cached under: the study (its creation, should an id come back),
+    its latest snapshot (new answers make one) and its exclusions' state (a new rule, an
+    undo, a job done)."""
+    snapshot = (EstimateSnapshot.objects.filter(study=study).order_by("-pk")
+                .values_list("pk", flat=True).first())
+    rules = Exclusion.objects.filter(study=study).aggregate(
+        last=Max("pk"), undone=Count("undone_at"),
+        applying=Count("pk", filter=Q(applying=True)))
+    return (f"workers-rows:{study.pk}:{study.created_at.timestamp()}:{snapshot}:"
+            f"{rules['last']}:{rules['undone']}:{rules['applying']}")
+
+
 def study_workers(*, study: Study, sort: str = "name", descending: bool = False
                   ) -> list[WorkerRow]:
     """Every worker of the study — its members of the working role, and anyone else who
     answered — as ``WorkerRow``, sorted by ``sort`` (a key of :data:`SORTS`; unknown: by
-    name)."""
+    name). Cached under :func:`_rows_key` (module docstring)."""
+    key = _rows_key(study)
+    rows = cache.get(key)
+    if rows is None:
+        rows = _worker_rows(study)
+        cache.set(key, rows, ROWS_SECONDS)
+    return sorted(rows, key=SORTS.get(sort, SORTS["name"]), reverse=descending)
+
+
+def _worker_rows(study: Study) -> list[WorkerRow]:
     data = reviewable(study.kind).worker_answers(study)
     members = set(StudyMembership.objects.filter(study=study, role=worker_role(study))
                   .values_list("user_id", flat=True))
@@ -140,22 +163,17 @@ def study_workers(*, study: Study, sort: str = "name", descending: bool = False
     held = set(Exclusion.objects.filter(study=study, undone_at=None,
                                         kind=Exclusion.Kind.WORKER)
                .values_list("worker_id", flat=True))
-    rows = []
-    for i, uid in enumerate(ids.tolist()):
-        rows.append(WorkerRow(
-            user_id=uid, name=names.get(uid, f"user {uid}"),
-            answers=int(figures.answers[i]), excluded=excluded.get(uid, 0),
-            worker_excluded=uid in held, median_s=float(figures.median_s[i]),
-            p10_s=float(figures.p10_s[i]), p90_s=float(figures.p90_s[i]),
-            histogram=figures.histogram[i].tolist(),
-            gold_correct=int(figures.gold_correct[i]), gold_n=int(figures.gold_n[i]),
-            gold_lo=float(figures.gold_lo[i]), gold_hi=float(figures.gold_hi[i]),
-            agree=int(figures.agree[i]), agree_n=int(figures.agree_n[i]),
-            skips=skips.get(uid, 0), undos=undos.get(uid, 0), flags=flags.get(uid, 0),
-            member=uid in members))
-    key = SORTS.get(sort, SORTS["name"])
-    rows.sort(key=key, reverse=descending)
-    return rows
+    return [WorkerRow(
+        user_id=uid, name=names.get(uid, f"user {uid}"),
+        answers=int(figures.answers[i]), excluded=excluded.get(uid, 0),
+        worker_excluded=uid in held, median_s=float(figures.median_s[i]),
+        p10_s=float(figures.p10_s[i]), p90_s=float(figures.p90_s[i]),
+        histogram=figures.histogram[i].tolist(),
+        gold_correct=int(figures.gold_correct[i]), gold_n=int(figures.gold_n[i]),
+        gold_lo=float(figures.gold_lo[i]), gold_hi=float(figures.gold_hi[i]),
+        agree=int(figures.agree[i]), agree_n=int(figures.agree_n[i]),
+        skips=skips.get(uid, 0), undos=undos.get(uid, 0), flags=flags.get(uid, 0),
+        member=uid in members) for i, uid in enumerate(ids.tolist())]
 
 
 def compares_answers(rows: list[WorkerRow]) -> bool:
@@ -174,24 +192,12 @@ class CompactWorkers:
 
 
 def workers_compact(*, study: Study) -> CompactWorkers:
-    """:class:`CompactWorkers`, cached for the study's latest snapshot and exclusions (new
-    answers, a new or undone exclusion read again)."""
-    snapshot = (EstimateSnapshot.objects.filter(study=study).order_by("-pk")
-                .values_list("pk", flat=True).first())
-    rules = Exclusion.objects.filter(study=study).aggregate(last=Max("pk"),
-                                                            undone=Count("undone_at"))
-    key = (f"workers-compact:{study.pk}:{study.created_at.timestamp()}:{snapshot}:"
-           f"{rules['last']}:{rules['undone']}")
-    found = cache.get(key)
-    if found is not None:
-        return found
+    """:class:`CompactWorkers`, from :func:`study_workers`' cached rows."""
     rows = [r for r in study_workers(study=study) if r.answers]
     rows.sort(key=lambda r: (r.gold_accuracy if r.gold_accuracy is not None else 2.0,
                              r.median_s if not math.isnan(r.median_s) else math.inf))
-    compact = CompactWorkers(workers=len(rows), excluded=sum(r.excluded for r in rows),
-                             rows=rows[:COMPACT_ROWS])
-    cache.set(key, compact, COMPACT_SECONDS)
-    return compact
+    return CompactWorkers(workers=len(rows), excluded=sum(r.excluded for r in rows),
+                          rows=rows[:COMPACT_ROWS])
 
 
 def study_exclusions(*, study: Study) -> list[Exclusion]:

@@ -173,3 +173,37 @@ def test_the_workers_and_exclusions_api(client, answered):
         assert client.get(f"/api/studies/{study.pk}/workers/").status_code == 200
         assert client.post(url, {"kind": "worker", "worker": worker, "reason": "x"},
                            content_type="application/json").status_code == 403
+
+
+def test_the_rows_are_read_once_per_snapshot_and_exclusion_change(
+        answered, django_assert_max_num_queries):
+    """Another sort, the CSV, the API and the compact table between two snapshots are
+    served from the cache (two small queries a read: the key); an exclusion, or a new
+    snapshot, reads the answers again."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotations.core.reviews.exclusions import exclusion_add
+    from annotations.core.services.recompute import study_recompute_any
+
+    study, model, ids = answered
+    study_recompute_any(study_id=study.pk)
+    first = study_workers(study=study)
+    with django_assert_max_num_queries(6):  # three reads
+        assert [r.user_id for r in study_workers(study=study)] == [r.user_id for r in first]
+        by_answers = [r.answers for r in study_workers(study=study, sort="answers",
+                                                       descending=True)]
+        assert by_answers == sorted(by_answers, reverse=True)
+        assert workers_compact(study=study).workers == sum(1 for r in first if r.answers)
+    worker = first[0]
+    exclusion_add(study=study, by=researcher_of(study), kind="worker",
+                  worker_id=worker.user_id, reason="r")
+    again = {r.user_id: r for r in study_workers(study=study)}
+    assert again[worker.user_id].worker_excluded and not worker.worker_excluded
+    assert again[worker.user_id].excluded > worker.excluded == 0  # not the cached rows
+    study_recompute_any(study_id=study.pk)
+    with CaptureQueriesContext(connection) as cold:
+        study_workers(study=study)
+    assert len(cold) > 2  # a new snapshot: the answers read once more
+    with django_assert_max_num_queries(2):
+        study_workers(study=study)

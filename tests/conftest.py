@@ -134,7 +134,7 @@ def _worker_idle_before_flush(request):
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
                            "current_database() AND pid <> pg_backend_pid() AND "
-                           "xact_start IS NOT NULL")
+                           "backend_type = 'client backend' AND xact_start IS NOT NULL")
             if cursor.fetchone()[0] == 0:
                 return
         time.sleep(0.05)

@@ -17,7 +17,7 @@ from estimators.assisted.factuality import ACCURATE, ratings_correct, verdicts
 def worker_answers(study: Study) -> WorkerAnswers:
     rows = list(Rating.objects.filter(study=study)
                 .values_list("pk", "rater_id", "time_on_task_ms", "sentence_id", "arm_id",
-                             "label", "sentence__gold").order_by().iterator(chunk_size=5000))
+                             "label", "sentence__gold").order_by().iterator(chunk_size=50_000))
     if not rows:
         return WorkerAnswers.of([])
     ids, rater, ms, sentence, arm, label, gold = zip(*rows, strict=True)

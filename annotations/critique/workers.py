@@ -20,4 +20,4 @@ def worker_answers(study: Study) -> WorkerAnswers:
     return WorkerAnswers.of([
         (pk, author, ms, question * LEVELS_MAX + level, -1 if final is None else final,
          None if gold is None or final is None else float(final == gold))
-        for pk, author, ms, question, level, final, gold in rows.iterator(chunk_size=5000)])
+        for pk, author, ms, question, level, final, gold in rows.iterator(chunk_size=50_000)])

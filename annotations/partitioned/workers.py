@@ -16,4 +16,4 @@ def worker_answers(study: Study) -> WorkerAnswers:
             .values_list("pk", "answered_by_id", "time_on_task_ms", "is_quality_check",
                          "qc_correct").order_by())
     return WorkerAnswers.of([(pk, w, ms, -1, 0, correct if check else None)
-                             for pk, w, ms, check, correct in rows.iterator(chunk_size=5000)])
+                             for pk, w, ms, check, correct in rows.iterator(chunk_size=50_000)])

@@ -85,12 +85,10 @@ class WorkerAnswers:
             ints = empty.astype(np.int64)
             return cls(ints, ints, empty, ints, ints, empty)
         answer, worker, ms, unit, value, correct = zip(*rows, strict=True)
-        as_float = [np.array([np.nan if x is None else float(x) for x in col])
-                    for col in (ms, correct)]
-        return cls(np.array(answer, dtype=np.int64), np.array(worker, dtype=np.int64),
-                   as_float[0],
-                   np.array(unit, dtype=np.int64), np.array(value, dtype=np.int64),
-                   as_float[1])
+        ints = [np.array(col, dtype=np.int64) for col in (answer, worker, unit, value)]
+        # numpy reads None as NaN in a float array (and True/False as 1/0)
+        return cls(ints[0], ints[1], np.array(ms, dtype=np.float64), ints[2], ints[3],
+                   np.array(correct, dtype=np.float64))
 
 
 @dataclass(frozen=True)

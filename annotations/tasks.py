@@ -6,6 +6,7 @@ from annotations.assisted.tasks import sample_sentence_task
 from annotations.audit.tasks import audit_run_task, audits_sweep_task
 from annotations.core.tasks import (
     exclusion_apply_task,
+    exclusions_catch_up_task,
     import_job_task,
     leases_reclaim_task,
     recomputes_catch_up_task,
@@ -16,9 +17,8 @@ from annotations.partitioned.tasks import tallies_check_task
 from annotations.webhooks.tasks import webhook_deliver_task, webhooks_due_task
 
 __all__ = [
-    "audit_run_task", "audits_sweep_task",
-    "critique_run_task", "exclusion_apply_task", "import_job_task", "leases_reclaim_task",
-    "recomputes_catch_up_task",
-    "sample_sentence_task", "study_recompute_task", "tallies_check_task",
-    "webhook_deliver_task", "webhooks_due_task",
+    "audit_run_task", "audits_sweep_task", "critique_run_task", "exclusion_apply_task",
+    "exclusions_catch_up_task", "import_job_task", "leases_reclaim_task",
+    "recomputes_catch_up_task", "sample_sentence_task", "study_recompute_task",
+    "tallies_check_task", "webhook_deliver_task", "webhooks_due_task",
 ]

@@ -13,6 +13,7 @@ RECOMPUTES_CATCH_UP_TASK = "annotations.tasks.recomputes_catch_up_task"
 LEASES_RECLAIM_TASK = "annotations.tasks.leases_reclaim_task"
 IMPORT_JOB_TASK = "annotations.tasks.import_job_task"
 EXCLUSION_APPLY_TASK = "annotations.tasks.exclusion_apply_task"
+EXCLUSIONS_CATCH_UP_TASK = "annotations.tasks.exclusions_catch_up_task"
 
 
 def task(name: str):

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from annotations.core.queue import (
     EXCLUSION_APPLY_TASK,
+    EXCLUSIONS_CATCH_UP_TASK,
     IMPORT_JOB_TASK,
     LEASES_RECLAIM_TASK,
     RECOMPUTE_TASK,
@@ -91,10 +92,21 @@ def import_job_task(job_id: int) -> str | None:
 
 
 
-@shared_task(name=EXCLUSION_APPLY_TASK, acks_late=True)
+@shared_task(name=EXCLUSION_APPLY_TASK, acks_late=True,
+             time_limit=settings.OVERSIGHT_IMPORT_TIME_LIMIT + 30,
+             soft_time_limit=settings.OVERSIGHT_IMPORT_TIME_LIMIT)
 def exclusion_apply_task(exclusion_id: int) -> bool:
     """Take out (or, once undone, put back) the answers of a large exclusion
     (``exclusions.exclusion_apply``). Safe twice: a rule no longer applying is left alone."""
     from annotations.core.reviews.exclusions import exclusion_apply
 
     return exclusion_apply(exclusion_id=exclusion_id)
+
+
+@shared_task(name=EXCLUSIONS_CATCH_UP_TASK)
+def exclusions_catch_up_task() -> list[int]:
+    """Beat sweeper: queue again the jobs of exclusions still applying a while after they
+    were made or undone (``exclusions.exclusions_catch_up``)."""
+    from annotations.core.reviews.exclusions import exclusions_catch_up
+
+    return exclusions_catch_up()

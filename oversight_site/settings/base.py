@@ -223,6 +223,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "annotations.tasks.recomputes_catch_up_task",
         "schedule": schedule(run_every=float(os.environ.get("OVERSIGHT_CATCH_UP_SECONDS", "15"))),
     },
+    # large exclusions whose job was lost or failed (annotations/core/reviews/exclusions.py)
+    "catch-up-exclusions": {
+        "task": "annotations.tasks.exclusions_catch_up_task",
+        "schedule": schedule(run_every=60.0),
+    },
     # audits whose worker died mid-chunk (annotations.audit.services.runs.audits_sweep).
     # "task" is the name a task is registered under (what beat sends), not its import path.
     "fail-stopped-audits": {

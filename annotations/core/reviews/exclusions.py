@@ -55,6 +55,7 @@ from annotations.core.task_models import TaskStatus
 log = logging.getLogger(__name__)
 EXCLUDED = study_event_kind_register("answers_excluded", "Answers excluded")
 RESTORED = study_event_kind_register("exclusion_undone", "Exclusion undone")
+APPLIED = study_event_kind_register("exclusion_applied", "Exclusion's job done")
 FASTER_MAX_SECONDS = 24 * 3600
 
 
@@ -172,8 +173,8 @@ def _sync_again(study_id: int) -> None:
     is its own transaction's length)."""
     study = Study.objects.filter(pk=study_id).first()
     if study is not None:
-        with transaction.atomic():
-            _take_out(study, _standing_rules(study))
+        with transaction.atomic():  # a rule whose job has not run is the job's to apply
+            _take_out(study, _standing_rules(study).filter(applying=False))
 
 
 def _reason(reason: str, field: str = "reason") -> str:
@@ -232,12 +233,17 @@ def exclusion_add(*, study: Study, by: User, kind: str, reason: str,
         # first: locking their leased tasks waits for an answer in flight, which the
         # sync below then sees
         rule.released = _release(study, worker)
-    if _large(_answers_matched(study, rule)):
+    job = _large(_answers_matched(study, rule))
+    if job:
         rule.applying = True
         rule.save(update_fields=["released", "applying"])
         transaction.on_commit(partial(_job_start, rule.pk))
-        return rule
-    _apply(study, rule)
+    else:
+        _apply(study, rule)
+    study_event_record(study=study, kind=EXCLUDED, by=by, detail={
+        "exclusion": rule.pk, "rule": rule.describe(), "reason": reason,
+        "answers": None if job else rule.answers, "leases_released": rule.released,
+        "job": job})
     return rule
 
 
@@ -255,14 +261,16 @@ def exclusion_undo(*, study: Study, exclusion_id: int, by: User, reason: str = "
     rule.undone_at, rule.undone_by, rule.undo_reason = timezone.now(), by, reason
     rule.save(update_fields=["undone_at", "undone_by", "undo_reason"])
     _standing(study, -1)
-    if rule.applying:  # its job has not run yet: it will put back what it finds held
-        return rule
-    if _large(ExcludedAnswer.objects.filter(exclusion=rule).count()):
+    # a rule whose job has not run yet: the job now puts back what it finds held
+    job = rule.applying or _large(ExcludedAnswer.objects.filter(exclusion=rule).count())
+    if job and not rule.applying:
         rule.applying = True
         rule.save(update_fields=["applying"])
         transaction.on_commit(partial(_job_start, rule.pk))
-        return rule
-    _apply(study, rule)
+    back = None if job else _apply(study, rule)
+    study_event_record(study=study, kind=RESTORED, by=by, detail={
+        "exclusion": rule.pk, "rule": rule.describe(), "reason": reason,
+        "answers_back": back, "job": job})
     return rule
 
 
@@ -277,25 +285,25 @@ def _large(answers: int) -> bool:
     return answers > settings.OVERSIGHT_EXCLUSION_INLINE_MAX
 
 
-def _apply(study: Study, rule: Exclusion) -> None:
-    """Take out the answers of a standing ``rule`` (the newest rule that has taken any:
-    what older rules hold stays theirs), or put back those of an undone one; record the
-    ``StudyEvent`` (by who made, or undid, the rule); sync again and recompute on commit."""
+def _apply(study: Study, rule: Exclusion) -> int:
+    """Take out the answers of a standing ``rule`` — those no rule holds, and those a newer
+    rule took while this one waited for its job (an answer is the oldest matching rule's)
+    — or put back those of an undone one; sync again and recompute on commit. Returns how
+    many answers it took out or put back."""
     if rule.undone_at is None:
-        taken = _take_out(study, [rule])
+        moved = _take_out(study, [rule])
+        answers, worker, at, ms = _answers(study)
+        moved += (ExcludedAnswer.objects.filter(study=study, exclusion_id__gt=rule.pk)
+                  .filter(answer_id__in=answers.filter(rule_condition(rule, worker, at, ms))
+                          .values("pk"))
+                  .update(exclusion=rule))
         rule.answers = ExcludedAnswer.objects.filter(exclusion=rule).count()
-        study_event_record(study=study, kind=EXCLUDED, by=rule.created_by, detail={
-            "exclusion": rule.pk, "rule": rule.describe(), "reason": rule.reason,
-            "answers": rule.answers, "taken_out": taken,
-            "leases_released": rule.released, "job": rule.applying})
     else:
-        back = _give_back(study, rule)
-        study_event_record(study=study, kind=RESTORED, by=rule.undone_by, detail={
-            "exclusion": rule.pk, "rule": rule.describe(), "reason": rule.undo_reason,
-            "answers_back": back, "job": rule.applying})
+        moved = _give_back(study, rule)
     rule.applying = False
     rule.save(update_fields=["answers", "released", "applying"])
     _after_commit(study)
+    return moved
 
 
 def _job_start(rule_id: int) -> None:
@@ -315,21 +323,35 @@ def _job_start(rule_id: int) -> None:
 def exclusion_apply(*, exclusion_id: int) -> bool:
     """The job of a large rule (``Exclusion.applying``): take out its answers, or put them
     back once it is undone, in one transaction holding the study's row (exclusion changes
-    of a study run one at a time). Returns whether there was anything to do (a rule no
-    longer applying, or gone, is left alone: safe twice)."""
+    of a study run one at a time), and record it (``exclusion_applied``: how many moved).
+    Returns whether there was anything to do (a rule no longer applying, or gone, is left
+    alone: safe twice, and a copy queued by :func:`exclusions_catch_up` while the first
+    runs waits for it, then finds nothing)."""
     with transaction.atomic():
         rule = (Exclusion.objects.select_for_update().select_related("study")
                 .filter(pk=exclusion_id, applying=True).first())
         if rule is None:
             return False
         study = Study.objects.select_for_update().get(pk=rule.study_id)
-        _apply(study, rule)
+        undone = rule.undone_at is not None
+        moved = _apply(study, rule)
+        study_event_record(study=study, kind=APPLIED, by=None, detail={
+            "exclusion": rule.pk, "rule": rule.describe(),
+            "answers_back" if undone else "answers": moved})
     return True
 
 
-def exclusions_applying(study: Study) -> int:
-    """How many of the study's exclusions have a job still to run."""
-    return Exclusion.objects.filter(study=study, applying=True).count()
+def exclusions_catch_up(*, older_than: dt.timedelta = dt.timedelta(minutes=2)) -> list[int]:
+    """Beat sweeper: queue again the job of every rule still applying after
+    ``older_than`` since it was made or undone (a lost message, a worker that died or a job
+    that failed: nothing else would move its answers). Returns the rules queued."""
+    cutoff = timezone.now() - older_than
+    stuck = list(Exclusion.objects.filter(applying=True).filter(
+        Q(undone_at__isnull=True, created_at__lt=cutoff) | Q(undone_at__lt=cutoff))
+        .values_list("pk", flat=True))
+    for rule_id in stuck:
+        _job_start(rule_id)
+    return stuck
 
 
 def exclusions_catch(study: Study, answer_ids: list[int]) -> None:

@@ -5,9 +5,10 @@ out (``estimators.numerics.workers`` computes the figures from the type's
 ``Reviewable.worker_answers``); and the study's exclusions with their trail.
 
 Who: the study's researchers and managers (``workers_study``). Cost: one pass over the
-study's answers per new snapshot or change of its exclusions (:func:`_rows_key`); the
-reads in between — another sort, the CSV, the API, the dashboard's compact table — are
-served from the cache, so a figure is as of the study's latest estimates."""
+study's answers per new snapshot, change of its exclusions or of its members
+(:func:`_rows_key`); the reads in between — another sort, the CSV, the API, the
+dashboard's compact table — are served from the cache, so a figure is as of the study's
+latest estimates."""
 
 from __future__ import annotations
 
@@ -119,15 +120,18 @@ def _events_by_actor(study: Study, event: str) -> dict[int, int]:
 
 def _rows_key(study: Study) -> str:
     """What the rows are cached under: the study (its creation, should an id come back),
-    its latest snapshot (new answers make one) and its exclusions' state (a new rule, an
-    undo, a job done)."""
+    its latest snapshot (new answers make one), its exclusions' state (a new rule, an
+    undo, a job done) and its members (a worker added or removed)."""
     snapshot = (EstimateSnapshot.objects.filter(study=study).order_by("-pk")
                 .values_list("pk", flat=True).first())
     rules = Exclusion.objects.filter(study=study).aggregate(
         last=Max("pk"), undone=Count("undone_at"),
         applying=Count("pk", filter=Q(applying=True)))
+    members = StudyMembership.objects.filter(study=study).aggregate(n=Count("pk"),
+                                                                     last=Max("pk"))
     return (f"workers-rows:{study.pk}:{study.created_at.timestamp()}:{snapshot}:"
-            f"{rules['last']}:{rules['undone']}:{rules['applying']}")
+            f"{rules['last']}:{rules['undone']}:{rules['applying']}:"
+            f"{members['n']}:{members['last']}")
 
 
 def study_workers(*, study: Study, sort: str = "name", descending: bool = False

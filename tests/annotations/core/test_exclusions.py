@@ -301,9 +301,11 @@ def test_a_large_exclusion_moves_its_answers_in_a_job_and_its_page_says_so(
                   .values_list("answer_id", flat=True)) == theirs
     assert estimates_of(study) == without
     _tallies_agree(study)
-    event = StudyEvent.objects.get(study=study, kind="answers_excluded")
-    assert (event.actor_id, event.detail["answers"], event.detail["job"]) == (
-        researcher.pk, len(theirs), True)
+    made = StudyEvent.objects.get(study=study, kind="answers_excluded")  # at the request
+    assert (made.actor_id, made.detail["answers"], made.detail["job"]) == (
+        researcher.pk, None, True)
+    done = StudyEvent.objects.get(study=study, kind="exclusion_applied")
+    assert done.detail["answers"] == len(theirs)
     part = client.get(reverse("workers-exclusions", args=[study.pk])).content.decode()
     assert "hx-trigger" not in part and f"{len(theirs)} {reviewable(study.kind).noun}s" in part
 
@@ -314,26 +316,106 @@ def test_a_large_exclusion_moves_its_answers_in_a_job_and_its_page_says_so(
     assert estimates_of(study) == before
     _tallies_agree(study)
     assert StudyEvent.objects.get(study=study, kind="exclusion_undone").detail["job"] is True
+    assert [e.detail.get("answers_back") for e in StudyEvent.objects.filter(
+        study=study, kind="exclusion_applied").order_by("pk")] == [None, len(theirs)]
 
 
+def _answered_by_two(n: int = 3):
+    """A partitioned study where two specialists answered ``n`` queries each."""
+    study = make_study(k=2, n_items=2 * n + 2, systems={"sys": 0.75})
+    for k in range(2):
+        user = specialist(study, k)
+        for _ in range(n):
+            label_submit(query_id=query_lease_next(study=study, user=user).pk, user=user,
+                         answer="no")
+    return study
+
+
+@override_settings(OVERSIGHT_MIN_ANSWER_MS=0)
 def test_a_large_rule_undone_before_its_job_ran_leaves_nothing_out():
     from annotations.core.reviews.exclusions import exclusion_apply
 
-    study = make_study(k=2, n_items=4, systems={"sys": 0.75})
-    user = specialist(study, 0)
+    study = _answered_by_two()
     researcher = researcher_of(study)
-    with override_settings(OVERSIGHT_EXCLUSION_INLINE_MAX=0, OVERSIGHT_MIN_ANSWER_MS=0):
+    with override_settings(OVERSIGHT_EXCLUSION_INLINE_MAX=1):
         rule = exclusion_add(study=study, by=researcher, kind="faster",
                              faster_than_seconds=3600, reason="r")
-        study.refresh_from_db()
-        query = query_lease_next(study=study, user=user)
-        label_submit(query_id=query.pk, user=user, answer="yes")  # caught by its own
-        assert ExcludedAnswer.objects.get(answer_id=query.pk).exclusion_id == rule.pk
-        rule = exclusion_undo(study=study, exclusion_id=rule.pk, by=researcher)
-        assert rule.applying  # its job has not run: it puts back what it finds
-        assert exclusion_apply(exclusion_id=rule.pk) is True
+    assert rule.applying and not ExcludedAnswer.objects.exists()
+    study.refresh_from_db()
+    user = specialist(study, 0)
+    query = query_lease_next(study=study, user=user)
+    label_submit(query_id=query.pk, user=user, answer="yes")  # caught by its own
+    assert ExcludedAnswer.objects.get(answer_id=query.pk).exclusion_id == rule.pk
+    rule = exclusion_undo(study=study, exclusion_id=rule.pk, by=researcher)
+    assert rule.applying  # its job has not run: it now puts back what it finds
+    assert Study.objects.get(pk=study.pk).exclusions_standing == 0
+    assert exclusion_apply(exclusion_id=rule.pk) is True
     assert not ExcludedAnswer.objects.exists()
     _tallies_agree(study)
+    trail = list(StudyEvent.objects.filter(study=study, kind__startswith="ex")
+                 .values_list("kind", flat=True).order_by("pk"))
+    trail += list(StudyEvent.objects.filter(study=study, kind="answers_excluded")
+                  .values_list("kind", flat=True))
+    assert sorted(trail) == ["answers_excluded", "exclusion_applied", "exclusion_undone"]
+
+
+@override_settings(OVERSIGHT_MIN_ANSWER_MS=0)
+def test_an_older_rule_waiting_for_its_job_takes_its_answers_from_a_newer_one(
+        django_capture_on_commit_callbacks):
+    """An answer is held by the oldest standing rule that matches it: a small rule made
+    while a large older one waits for its job takes the answers at once; the job gives them
+    to the older rule, and the newer rule's second pass leaves the pending rule alone."""
+    from annotations.core.reviews.exclusions import exclusion_apply
+
+    study = _answered_by_two()
+    researcher = researcher_of(study)
+    with override_settings(OVERSIGHT_EXCLUSION_INLINE_MAX=1):
+        older = exclusion_add(study=study, by=researcher, kind="faster",
+                              faster_than_seconds=3600, reason="everyone")
+    worker = specialist(study, 0)
+    with django_capture_on_commit_callbacks(execute=True):
+        newer = exclusion_add(study=study, by=researcher, kind="worker",
+                              worker_id=worker.pk, reason="one")
+    theirs = _theirs(study, worker.pk)
+    held = dict(ExcludedAnswer.objects.values_list("answer_id", "exclusion_id"))
+    assert held == dict.fromkeys(theirs, newer.pk)  # the pending rule took nothing
+    assert exclusion_apply(exclusion_id=older.pk) is True
+    every = _theirs(study, worker.pk) + _theirs(study, specialist(study, 1).pk)
+    held = dict(ExcludedAnswer.objects.values_list("answer_id", "exclusion_id"))
+    assert held == dict.fromkeys(every, older.pk)
+    older.refresh_from_db()
+    newer.refresh_from_db()
+    assert (older.answers, older.applying) == (len(every), False)
+    _tallies_agree(study)
+    exclusion_undo(study=study, exclusion_id=older.pk, by=researcher)  # small: at once
+    held = dict(ExcludedAnswer.objects.values_list("answer_id", "exclusion_id"))
+    assert held == dict.fromkeys(theirs, newer.pk)
+    _tallies_agree(study)
+
+
+def test_a_job_lost_is_queued_again_by_the_sweeper(settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotations.core.reviews.exclusions import exclusions_catch_up
+
+    settings.OVERSIGHT_IMPORT_RUNNER = "thread"  # here and now, on this connection
+    settings.OVERSIGHT_MIN_ANSWER_MS = 0
+    study = _answered_by_two()
+    researcher = researcher_of(study)
+    settings.OVERSIGHT_EXCLUSION_INLINE_MAX = 1
+    stuck = exclusion_add(study=study, by=researcher, kind="faster",
+                          faster_than_seconds=3600, reason="lost")  # its job never ran
+    fresh = exclusion_add(study=study, by=researcher, kind="before",
+                          at=timezone.now() + timedelta(days=1), reason="just made")
+    Exclusion.objects.filter(pk=stuck.pk).update(
+        created_at=timezone.now() - timedelta(minutes=3))
+    assert exclusions_catch_up() == [stuck.pk]
+    stuck.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (stuck.applying, stuck.answers, fresh.applying) == (False, 6, True)
+    assert ExcludedAnswer.objects.filter(exclusion=stuck).count() == 6
 
 
 @pytest.mark.django_db(transaction=True)

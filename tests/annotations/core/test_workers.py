@@ -14,6 +14,7 @@ from annotations.assisted.services.rating import RatingInput, rating_lease_next,
 from annotations.core.exclusion_models import Exclusion
 from annotations.core.reviews.registry import reviewable
 from annotations.core.reviews.workers import study_workers, workers_compact
+from annotations.core.services.flags import worker_role
 from annotations.models import Rating, Sentence, StudyMembership
 from annotations.partitioned.services.labels import label_submit
 from annotations.partitioned.services.routing import query_lease_next
@@ -21,7 +22,7 @@ from tests.annotations.assisted.helpers import add_rater, make_assisted_study
 from tests.annotations.core.review_helpers import (
     researcher_of,
 )
-from tests.factories import make_study, role_user, specialist
+from tests.factories import UserFactory, make_study, role_user, specialist
 
 pytestmark = pytest.mark.django_db
 
@@ -178,8 +179,8 @@ def test_the_workers_and_exclusions_api(client, answered):
 def test_the_rows_are_read_once_per_snapshot_and_exclusion_change(
         answered, django_assert_max_num_queries):
     """Another sort, the CSV, the API and the compact table between two snapshots are
-    served from the cache (two small queries a read: the key); an exclusion, or a new
-    snapshot, reads the answers again."""
+    served from the cache (three small queries a read: the key); an exclusion, a new
+    member or a new snapshot reads the answers again."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -189,7 +190,7 @@ def test_the_rows_are_read_once_per_snapshot_and_exclusion_change(
     study, model, ids = answered
     study_recompute_any(study_id=study.pk)
     first = study_workers(study=study)
-    with django_assert_max_num_queries(6):  # three reads
+    with django_assert_max_num_queries(9):  # three reads
         assert [r.user_id for r in study_workers(study=study)] == [r.user_id for r in first]
         by_answers = [r.answers for r in study_workers(study=study, sort="answers",
                                                        descending=True)]
@@ -204,6 +205,12 @@ def test_the_rows_are_read_once_per_snapshot_and_exclusion_change(
     study_recompute_any(study_id=study.pk)
     with CaptureQueriesContext(connection) as cold:
         study_workers(study=study)
-    assert len(cold) > 2  # a new snapshot: the answers read once more
-    with django_assert_max_num_queries(2):
+    assert len(cold) > 3  # a new snapshot: the answers read once more
+    with django_assert_max_num_queries(3):
         study_workers(study=study)
+    newcomer = UserFactory()
+    role = worker_role(study)
+    StudyMembership.objects.create(study=study, user=newcomer, role=role, study_class_id=(
+        StudyMembership.objects.filter(study=study, role=role)
+        .values_list("study_class_id", flat=True).first()))
+    assert newcomer.pk in {r.user_id for r in study_workers(study=study)}

@@ -88,7 +88,7 @@ class SearchResult:
     test_default: float  # of the default baseline
     moves: int  # the Ladder's improvements over the search
     final_report: float | None  # the service's holdout estimate of its choice
-    held_out: int  # of the N items: those in the holdout (the final report needs 100)
+    held_out: int  # of the N items: those in the holdout (a final report needs min_batch)
     seconds: float
 
 

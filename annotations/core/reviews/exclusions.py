@@ -292,11 +292,11 @@ def _apply(study: Study, rule: Exclusion) -> int:
     many answers it took out or put back."""
     if rule.undone_at is None:
         moved = _take_out(study, [rule])
-        answers, worker, at, ms = _answers(study)
-        moved += (ExcludedAnswer.objects.filter(study=study, exclusion_id__gt=rule.pk)
-                  .filter(answer_id__in=answers.filter(rule_condition(rule, worker, at, ms))
-                          .values("pk"))
-                  .update(exclusion=rule))
+        newer = ExcludedAnswer.objects.filter(study=study, exclusion_id__gt=rule.pk)
+        if newer.exists():  # only a rule that waited for its job: no scan otherwise
+            answers, worker, at, ms = _answers(study)
+            moved += newer.filter(answer_id__in=answers.filter(
+                rule_condition(rule, worker, at, ms)).values("pk")).update(exclusion=rule)
         rule.answers = ExcludedAnswer.objects.filter(exclusion=rule).count()
     else:
         moved = _give_back(study, rule)

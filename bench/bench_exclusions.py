@@ -11,7 +11,8 @@ a researcher would do them one after the other:
 * excluding every answer faster than ``--faster`` seconds (about 10 % of them), then
   undoing it;
 * recording one more answer while the "faster" rule stands (``exclusions_catch`` of one
-  answer: what each answer costs while rules stand).
+  answer: what each answer costs while rules stand);
+* the Workers page's rows (``study_workers``) read first (every answer) and again (cached).
 
 Each is the service call (``exclusion_add`` / ``exclusion_undo``) in its transaction — what
 the researcher's request waits for — then what runs once it commits: a large rule's job
@@ -138,6 +139,12 @@ def run(args: argparse.Namespace) -> None:
     _timed("undo it", lambda: exclusion_undo(study=study, exclusion_id=fast.pk,
                                              by=researcher, reason="bench"))
     assert not ExcludedAnswer.objects.filter(study=study).exists()
+    from annotations.core.reviews.workers import study_workers
+
+    for label in ("the Workers page's rows, first read", "the Workers page's rows, again"):
+        started = time.perf_counter()
+        study_workers(study=study)
+        print(f"{label:<44} {(time.perf_counter() - started) * 1000:>9.0f} ms")
 
 
 def main() -> None:

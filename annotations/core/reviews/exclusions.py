@@ -121,6 +121,12 @@ def _take_out(study: Study, rules, answers: models.QuerySet | None = None) -> in
     return written
 
 
+def _matched(study: Study, rule: Exclusion) -> models.QuerySet:
+    """The study's answers ``rule`` matches."""
+    answers, worker, at, ms = _answers(study)
+    return answers.filter(rule_condition(rule, worker, at, ms))
+
+
 def _standing_rules(study: Study) -> models.QuerySet:
     return Exclusion.objects.filter(study=study, undone_at=None).order_by("pk")
 
@@ -129,11 +135,9 @@ def _give_back(study: Study, rule: Exclusion) -> int:
     """The rows ``rule`` (just undone) held: each goes to the oldest standing rule that also
     matches its answer, the others are deleted (their answers are back). Returns how many
     came back."""
-    answers, worker, at, ms = _answers(study)
     rows = ExcludedAnswer.objects.filter(exclusion=rule)
     for other in _standing_rules(study):
-        rows.filter(answer_id__in=answers.filter(rule_condition(other, worker, at, ms))
-                    .values("pk")).update(exclusion=other)
+        rows.filter(answer_id__in=_matched(study, other).values("pk")).update(exclusion=other)
     return rows.delete()[0]
 
 
@@ -233,11 +237,9 @@ def exclusion_add(*, study: Study, by: User, kind: str, reason: str,
         # first: locking their leased tasks waits for an answer in flight, which the
         # sync below then sees
         rule.released = _release(study, worker)
-    job = _large(_answers_matched(study, rule))
+    job = _large(_matched(study, rule).count())
     if job:
-        rule.applying = True
-        rule.save(update_fields=["released", "applying"])
-        transaction.on_commit(partial(_job_start, rule.pk))
+        _to_job(rule, "released")
     else:
         _apply(study, rule)
     study_event_record(study=study, kind=EXCLUDED, by=by, detail={
@@ -264,9 +266,7 @@ def exclusion_undo(*, study: Study, exclusion_id: int, by: User, reason: str = "
     # a rule whose job has not run yet: the job now puts back what it finds held
     job = rule.applying or _large(ExcludedAnswer.objects.filter(exclusion=rule).count())
     if job and not rule.applying:
-        rule.applying = True
-        rule.save(update_fields=["applying"])
-        transaction.on_commit(partial(_job_start, rule.pk))
+        _to_job(rule)
     back = None if job else _apply(study, rule)
     study_event_record(study=study, kind=RESTORED, by=by, detail={
         "exclusion": rule.pk, "rule": rule.describe(), "reason": reason,
@@ -274,9 +274,13 @@ def exclusion_undo(*, study: Study, exclusion_id: int, by: User, reason: str = "
     return rule
 
 
-def _answers_matched(study: Study, rule: Exclusion) -> int:
-    answers, worker, at, ms = _answers(study)
-    return answers.filter(rule_condition(rule, worker, at, ms)).count()
+
+
+def _to_job(rule: Exclusion, *fields: str) -> None:
+    """Mark ``rule`` applying (saving ``fields`` with it) and queue its job on commit."""
+    rule.applying = True
+    rule.save(update_fields=[*fields, "applying"])
+    transaction.on_commit(partial(_job_start, rule.pk))
 
 
 def _large(answers: int) -> bool:
@@ -294,9 +298,8 @@ def _apply(study: Study, rule: Exclusion) -> int:
         moved = _take_out(study, [rule])
         newer = ExcludedAnswer.objects.filter(study=study, exclusion_id__gt=rule.pk)
         if newer.exists():  # only a rule that waited for its job: no scan otherwise
-            answers, worker, at, ms = _answers(study)
-            moved += newer.filter(answer_id__in=answers.filter(
-                rule_condition(rule, worker, at, ms)).values("pk")).update(exclusion=rule)
+            moved += newer.filter(answer_id__in=_matched(study, rule).values("pk")).update(
+                exclusion=rule)
         rule.answers = ExcludedAnswer.objects.filter(exclusion=rule).count()
     else:
         moved = _give_back(study, rule)

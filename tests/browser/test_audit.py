@@ -117,7 +117,8 @@ def test_a_specialist_answers_the_verifier_questions_and_the_audit_resumes(
         text = page.get_by_test_id("question").locator("pre").inner_text()
         question = page.get_by_test_id("question").locator("strong").inner_text()
         truth = ("11" in text) if "'11'" in question else text.startswith("0")
-        page.get_by_role("button", name="Yes" if truth else "No").click()
+        with page.expect_navigation():  # the next question's page, not the one left behind
+            page.get_by_role("button", name="Yes" if truth else "No").click()
         asked += 1
     expect(page.get_by_test_id("no-question")).to_be_visible()
     assert asked == 2 * 2 * len(data)  # both criteria of each x and its x′

@@ -79,6 +79,8 @@ def test_the_specialists_raters_and_annotators_pages(page, live_server, settings
         page.locator(f'input[name="q{i}"][value="{q["answer"]}"]').check()
     page.get_by_role("button", name="Check my answers").click()
     warning = page.get_by_role("button", name="I understand: start rating")
+    # the page after the quiz, whichever arm: the assistant's warning or the first sentence
+    expect(warning.or_(page.get_by_role("button", name="Get the next sentence"))).to_be_visible()
     if warning.count():
         _check(page, "the assistant's warning", found)
         warning.click()

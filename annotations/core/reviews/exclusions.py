@@ -274,8 +274,6 @@ def exclusion_undo(*, study: Study, exclusion_id: int, by: User, reason: str = "
     return rule
 
 
-
-
 def _to_job(rule: Exclusion, *fields: str) -> None:
     """Mark ``rule`` applying (saving ``fields`` with it) and queue its job on commit."""
     rule.applying = True
